@@ -1,0 +1,60 @@
+// One esbuild config for every bundle: the headless CLI / engine host, the VS Code extension
+// and the webview. Type checking is separate (`npm run typecheck`), as esbuild only strips types.
+import * as esbuild from 'esbuild';
+import { copyFileSync, mkdirSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const production = process.argv.includes('--production');
+const watch = process.argv.includes('--watch');
+
+mkdirSync('dist', { recursive: true });
+// sql.js loads its WebAssembly at run time through locateFile; it must sit beside the bundles.
+copyFileSync(path.join(path.dirname(require.resolve('sql.js')), 'sql-wasm.wasm'), 'dist/sql-wasm.wasm');
+
+const common = {
+  bundle: true,
+  sourcemap: !production,
+  minify: production,
+  logLevel: 'warning',
+};
+
+const builds = [
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    entryPoints: { cli: 'src/host/cli.ts' },
+    outdir: 'dist',
+    banner: { js: '#!/usr/bin/env node' },
+  },
+];
+if (existsSync('src/extension/extension.ts')) {
+  builds.push({
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    entryPoints: { extension: 'src/extension/extension.ts' },
+    outdir: 'dist',
+    external: ['vscode'],
+  });
+}
+if (existsSync('media/src/main.ts')) {
+  builds.push({
+    ...common,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    entryPoints: { webview: 'media/src/main.ts' },
+    outdir: 'dist',
+  });
+}
+
+if (watch) {
+  for (const b of builds) await (await esbuild.context(b)).watch();
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+}

@@ -1,0 +1,60 @@
+// What the HTTP server needs from the engine. The engine core implements it structurally, so the
+// import arrow points server → core types only, and the server can be read (and tested) on its own.
+import type {
+  DatabaseCheck,
+  EngineState,
+  HealthStatus,
+  ItemOutcome,
+  ItemSummary,
+  LogAction,
+  LogEntry,
+  LogLevel,
+  StatsOverview,
+  StatusResponse,
+} from '../shared/api';
+
+export interface LogQuery {
+  actions?: LogAction[];
+  /** Minimum level: entries at this level or above. */
+  minLevel?: LogLevel;
+  itemId?: string;
+  /** Inclusive lower bound, ISO 8601 (already validated and normalised to toISOString()). */
+  since?: string;
+  /** Exclusive upper bound, ISO 8601 (normalised). */
+  until?: string;
+  /** Lower-cased words; every one must start a word of the message. */
+  words?: string[];
+  order: 'asc' | 'desc';
+  limit: number;
+  /** Keyset cursor: continue strictly after this entry id in the query's order. */
+  afterId?: number;
+}
+
+export interface LogPage {
+  entries: LogEntry[];
+  /** True when more entries match beyond this page. */
+  hasMore: boolean;
+}
+
+export interface HealthSnapshot {
+  status: HealthStatus;
+  checks: { database: DatabaseCheck; engine: EngineState };
+}
+
+export type EngineEvent =
+  | { type: 'log'; entry: LogEntry }
+  /** Some counter changed; the server reads stats() and throttles what it sends. */
+  | { type: 'stats' };
+
+export interface MonitoredEngine {
+  /** package.json version, reported by /health and /status. */
+  readonly version: string;
+  stats(): StatsOverview;
+  /** Evaluated at call time (stalled detection depends on the clock). */
+  health(): HealthSnapshot;
+  /** Everything but `timestamp` and `server`, which the server fills in. */
+  status(): Omit<StatusResponse, 'timestamp' | 'server'>;
+  queryLogs(query: LogQuery): LogPage;
+  listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number };
+  subscribe(listener: (event: EngineEvent) => void): () => void;
+}

@@ -1,0 +1,144 @@
+// The HTTP API's types, shared by the server (which produces them), the VS Code UI and the
+// webview (which consume them). Shapes follow ../shared/contract.md section 4; fields may be
+// added, never removed or renamed.
+
+export const ENGINE_NAME = 'launch-engine';
+
+export const LOG_ACTIONS = [
+  'engine_started',
+  'engine_stopped',
+  'item_discovered',
+  'item_rejected',
+  'launch_started',
+  'launch_succeeded',
+  'launch_failed',
+  'launch_interrupted',
+  'retry_scheduled',
+  'item_failed',
+  'item_retried',
+  'source_error',
+  'database_error',
+  'database_recovered',
+] as const;
+export type LogAction = (typeof LOG_ACTIONS)[number];
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** ISO 8601 UTC with milliseconds, as `Date.prototype.toISOString()` writes it. */
+export type IsoTime = string;
+
+export interface StatsOverview {
+  /** Known items; always launched + pending + failed. */
+  total: number;
+  launched: number;
+  pending: number;
+  failed: number;
+  /** Attempts ever started (only grows, survives restarts). */
+  totalLaunches: number;
+  /** Attempts ever failed (only grows, survives restarts). */
+  totalFailed: number;
+  /** Start time of the last poll; null only for a database that was never polled. */
+  lastPollAt: IsoTime | null;
+}
+
+export interface StatsResponse {
+  overview: StatsOverview;
+  timestamp: IsoTime;
+}
+
+export type DatabaseCheck = 'ok' | 'error';
+export type EngineState = 'running' | 'stopped' | 'restricted' | 'stalled';
+export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
+
+export interface HealthResponse {
+  status: HealthStatus;
+  engine: typeof ENGINE_NAME;
+  version: string;
+  timestamp: IsoTime;
+  checks: { database: DatabaseCheck; engine: EngineState };
+}
+
+export interface SourceStatus {
+  kind: 'queue-directory';
+  location: string;
+  lastScanAt: IsoTime | null;
+  lastError: string | null;
+  itemsDiscovered: number;
+}
+
+export type LaunchOutcome = 'running' | 'succeeded' | 'failed';
+
+export interface LaunchRecord {
+  itemId: string;
+  name: string;
+  attempt: number;
+  startedAt: IsoTime;
+  finishedAt: IsoTime | null;
+  durationMs: number | null;
+  outcome: LaunchOutcome;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+}
+
+export interface StatusResponse {
+  engine: {
+    name: typeof ENGINE_NAME;
+    version: string;
+    state: EngineState;
+    startedAt: IsoTime;
+    uptimeMs: number;
+    pollIntervalMs: number;
+    concurrency: number;
+    running: number;
+    polls: number;
+  };
+  scanner: {
+    sources: SourceStatus[];
+    lastScanAt: IsoTime | null;
+    lastScanDurationMs: number | null;
+    scans: number;
+    itemsDiscovered: number;
+    itemsRejected: number;
+  };
+  stats: StatsOverview;
+  lastLaunch: LaunchRecord | null;
+  timestamp: IsoTime;
+  database: { path: string; sizeBytes: number; lastPersistAt: IsoTime | null; lastError: string | null };
+  server: { url: string };
+}
+
+export interface LogEntry {
+  id: number;
+  timestamp: IsoTime;
+  action: LogAction;
+  level: LogLevel;
+  message: string;
+  itemId: string | null;
+  details: Record<string, unknown> | null;
+}
+
+export type ItemOutcome = 'launched' | 'pending' | 'failed';
+
+/** One item as `/items` lists it (an addition to the contract's four endpoints, for the UI). */
+export interface ItemSummary {
+  id: string;
+  name: string;
+  outcome: ItemOutcome;
+  /** Finer state within pending: waiting, scheduled (runAt), backoff, running. */
+  phase: 'waiting' | 'scheduled' | 'backoff' | 'running' | 'done';
+  attempts: number;
+  maxAttempts: number;
+  nextAttemptAt: IsoTime | null;
+  source: string;
+  updatedAt: IsoTime;
+  lastError: string | null;
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** Server-sent event names on `/events`. */
+export type EngineEventName = 'log' | 'stats' | 'health';

@@ -1,0 +1,37 @@
+// Messages between the VS Code extension and the engine host it forks (node IPC channel, as a
+// language client talks to its server). Reads go over the HTTP API like any script's; control
+// (start, stop, retry…) goes over this channel so that the HTTP API stays read-only.
+
+export type ControlCommand =
+  | { command: 'start' }
+  | { command: 'stop' }
+  | { command: 'pollNow' }
+  | { command: 'retryItem'; itemId: string }
+  | { command: 'retryAllFailed' }
+  /** Workspace Trust was granted: leave the restricted state and start launching. */
+  | { command: 'grantTrust' };
+
+/** Extension → host. */
+export type ToHostMessage = { type: 'control'; requestId: number } & ControlCommand;
+
+/** Host → extension. */
+export type FromHostMessage =
+  | { type: 'ready'; url: string; pid: number }
+  | { type: 'controlResult'; requestId: number; ok: true; result?: unknown }
+  | { type: 'controlResult'; requestId: number; ok: false; error: string }
+  /** The host could not start (port refused, storage locked by another engine…). */
+  | { type: 'fatal'; message: string };
+
+/** `<storage>/engine.lock`: one engine per storage folder (contract section 5). */
+export interface EngineLock {
+  pid: number;
+  url: string;
+  startedAt: string;
+}
+
+/** `<storage>/endpoint.json`, written when the host is ready (contract section 7). */
+export interface EndpointFile {
+  url: string;
+  pid: number;
+  startedAt: string;
+}
