@@ -13,6 +13,11 @@ mkdirSync('dist', { recursive: true });
 // sql.js loads its WebAssembly at run time through locateFile; it must sit beside the bundles.
 copyFileSync(path.join(path.dirname(require.resolve('sql.js')), 'sql-wasm.wasm'), 'dist/sql-wasm.wasm');
 
+// Codicons for the webview: copied so the packaged extension needs no node_modules.
+mkdirSync('dist/codicons', { recursive: true });
+const codiconsDir = path.join(path.dirname(require.resolve('@vscode/codicons/package.json')), 'dist');
+for (const f of ['codicon.css', 'codicon.ttf']) copyFileSync(path.join(codiconsDir, f), path.join('dist/codicons', f));
+
 const common = {
   bundle: true,
   sourcemap: !production,
@@ -38,6 +43,19 @@ if (existsSync('src/extension/extension.ts')) {
     format: 'cjs',
     target: 'node20',
     entryPoints: { extension: 'src/extension/extension.ts' },
+    outdir: 'dist',
+    external: ['vscode'],
+  });
+}
+if (existsSync('test/extension/index.ts')) {
+  // The extension-host test suite, run inside VS Code by test/vscode runners. A bundle defeats
+  // mocha's globbing, so test/extension/index.ts lists its files explicitly.
+  builds.push({
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    entryPoints: { 'test/extension/index': 'test/extension/index.ts' },
     outdir: 'dist',
     external: ['vscode'],
   });
