@@ -16,11 +16,19 @@ export type ToHostMessage = { type: 'control'; requestId: number } & ControlComm
 
 /** Host → extension. */
 export type FromHostMessage =
-  | { type: 'ready'; url: string; pid: number }
+  /** Listening. `requestedPort` is set when that port was taken and a free one was used instead. */
+  | { type: 'ready'; url: string; pid: number; requestedPort?: number }
+  /** Another live engine owns this storage folder; this host exits (code 3) and the caller attaches to `lock.url`. */
+  | { type: 'locked'; lock: EngineLock }
   | { type: 'controlResult'; requestId: number; ok: true; result?: unknown }
   | { type: 'controlResult'; requestId: number; ok: false; error: string }
   /** The host could not start (port refused, storage locked by another engine…). */
   | { type: 'fatal'; message: string };
+
+/** Exit code of `serve` when another live engine holds the storage folder's lock. */
+export const EXIT_LOCKED = 3;
+/** Exit code for bad command-line arguments (contract section 7). */
+export const EXIT_USAGE = 2;
 
 /** `<storage>/engine.lock`: one engine per storage folder (contract section 5). */
 export interface EngineLock {
