@@ -1,0 +1,261 @@
+// The "Show Engine Status" dashboard webview. It reads nothing itself: it asks the extension
+// host (src/extension/dashboard) over the typed protocol in src/shared/webviewProtocol.ts and
+// renders every engine string as text.
+import type { EngineState, LogAction } from '../../src/shared/api';
+import type { ConnectionInfo, DashboardCommand, DashboardState, LiveEvent } from '../../src/shared/webviewProtocol';
+import { LaunchChart } from './chart';
+import { h, icon, replaceChildren } from './dom';
+import { EMPTY_FILTER } from './logFilter';
+import { LogTable } from './logTable';
+import { OverviewView, refreshTimes } from './overview';
+import { query, runCommand, settle } from './rpc';
+import { onHostMessage, vscodeApi } from './vscodeApi';
+
+const STATUS_REFRESH_MS = 15_000;
+const STATUS_THROTTLE_MS = 1_500;
+/** Log actions after which /status (last launch, scanner, running) has news. */
+const STATUS_ACTIONS = new Set<LogAction>([
+  'launch_started',
+  'launch_succeeded',
+  'launch_failed',
+  'launch_interrupted',
+  'item_discovered',
+  'item_rejected',
+  'source_error',
+  'engine_started',
+  'engine_stopped',
+]);
+
+const state: DashboardState = vscodeApi.getState() ?? { filter: EMPTY_FILTER, scrollY: 0, logScrollTop: 0 };
+const saveState = () => vscodeApi.setState(state);
+
+let connection: ConnectionInfo = { connected: false, baseUrl: undefined };
+let engineState: EngineState | undefined;
+let restoredScroll = false;
+
+// ---- layout ----
+const statusLine = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
+const connectionPill = h('span', { class: 'connection', 'data-connected': 'false' });
+const banner = h('div', { class: 'banner', hidden: true });
+
+const buttons: Record<DashboardCommand | 'refresh', HTMLButtonElement> = {
+  start: h('button', { type: 'button', 'data-command': 'start' }, icon('play'), 'Start'),
+  stop: h('button', { type: 'button', class: 'secondary', 'data-command': 'stop' }, icon('debug-stop'), 'Stop'),
+  pollNow: h('button', { type: 'button', class: 'secondary', 'data-command': 'pollNow' }, icon('sync'), 'Poll now'),
+  refresh: h('button', { type: 'button', class: 'secondary', 'data-command': 'refresh', title: 'Read everything again' }, icon('refresh'), 'Refresh'),
+};
+const COMMAND_DONE: Record<DashboardCommand, string> = {
+  start: 'Engine start requested.',
+  stop: 'Engine stop requested.',
+  pollNow: 'Poll requested.',
+};
+
+const overview = new OverviewView();
+const chart = new LaunchChart();
+const logs = new LogTable(
+  state.filter,
+  (filter) => {
+    state.filter = filter;
+    saveState();
+  },
+  (message) => announce(`Error: ${message}`, true),
+);
+
+const app = document.getElementById('app')!;
+replaceChildren(
+  app,
+  h(
+    'header',
+    { class: 'top' },
+    h('h1', {}, 'Engine Status'),
+    connectionPill,
+    h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Engine commands' }, ...Object.values(buttons)),
+  ),
+  statusLine,
+  banner,
+  overview.cards,
+  h(
+    'div',
+    { class: 'row' },
+    overview.health,
+    h('section', { class: 'panel chart-panel', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title' }, 'Launches per minute, last hour'), legend(), chart.element),
+  ),
+  overview.details,
+  logs.element,
+);
+app.removeAttribute('aria-busy');
+
+function legend(): HTMLElement {
+  return h(
+    'p',
+    { class: 'legend', 'aria-hidden': 'true' },
+    h('span', { class: 'swatch started' }),
+    'attempts started ',
+    h('span', { class: 'swatch failed' }),
+    'attempts failed',
+  );
+}
+
+// ---- behaviour ----
+function announce(text: string, error = false): void {
+  statusLine.textContent = text;
+  statusLine.classList.toggle('error-text', error);
+}
+
+function updateButtons(): void {
+  const live = connection.connected;
+  buttons.start.disabled = live && engineState === 'running';
+  buttons.stop.disabled = !live || engineState === 'stopped';
+  buttons.pollNow.disabled = !live || engineState !== 'running';
+  buttons.refresh.disabled = !live;
+}
+
+function applyConnection(c: ConnectionInfo, initial: boolean): void {
+  const wasConnected = connection.connected;
+  connection = c;
+  connectionPill.dataset.connected = String(c.connected);
+  replaceChildren(connectionPill, icon(c.connected ? 'circle-filled' : 'circle-slash'), c.connected ? 'live' : 'not connected');
+  if (c.connected) {
+    banner.hidden = true;
+    document.body.classList.remove('offline');
+    if (initial || !wasConnected) {
+      if (!initial) announce('Engine reachable again.');
+      loadAll();
+    }
+  } else {
+    engineState = undefined;
+    document.body.classList.add('offline');
+    const text = c.baseUrl
+      ? `Engine not reachable at ${c.baseUrl}. Numbers are hidden until it answers again.`
+      : 'No engine is running. Start it with "Engine Monitor: Start", or open a workspace folder.';
+    replaceChildren(banner, icon('debug-disconnect'), h('span', {}, text));
+    banner.hidden = false;
+    overview.clear();
+    logs.showUnavailable('Engine not reachable.');
+    if (!initial || wasConnected) announce('Engine not reachable.');
+  }
+  updateButtons();
+}
+
+function loadAll(): void {
+  void refreshOverview();
+  void loadTimeline();
+  void logs.reload().then(restoreScroll);
+}
+
+function restoreScroll(): void {
+  if (restoredScroll) return;
+  restoredScroll = true;
+  window.scrollTo(0, state.scrollY);
+  logs.scrollTop = state.logScrollTop;
+}
+
+async function loadTimeline(): Promise<void> {
+  chart.beginLoad();
+  try {
+    chart.load(await query('timeline', { since: LaunchChart.windowStart().toISOString() }));
+  } catch (err) {
+    announce(`Could not read launch history: ${(err as Error).message}`, true);
+  }
+}
+
+let overviewInFlight = false;
+async function refreshOverview(): Promise<void> {
+  if (!connection.connected || overviewInFlight) return;
+  overviewInFlight = true;
+  try {
+    const o = await query('overview', {});
+    if (!connection.connected) return;
+    overview.setStatus(o.status);
+    overview.setHealth(o.health);
+    overview.setStats(o.status.stats);
+    engineState = o.health.checks.engine;
+    updateButtons();
+    if (statusLine.classList.contains('error-text')) announce('');
+  } catch (err) {
+    announce(`Could not read the engine status: ${(err as Error).message}`, true);
+  } finally {
+    overviewInFlight = false;
+  }
+}
+
+let statusTimer: ReturnType<typeof setTimeout> | undefined;
+function scheduleStatusRefresh(): void {
+  statusTimer ??= setTimeout(() => {
+    statusTimer = undefined;
+    void refreshOverview();
+  }, STATUS_THROTTLE_MS);
+}
+
+function onEvent(event: LiveEvent): void {
+  if (!connection.connected) return;
+  switch (event.name) {
+    case 'stats':
+      overview.setStats(event.data);
+      return;
+    case 'health':
+      overview.setHealth(event.data);
+      engineState = event.data.checks.engine;
+      updateButtons();
+      announce(`Health: ${event.data.status}.`);
+      scheduleStatusRefresh();
+      return;
+    case 'log':
+      chart.add(event.data);
+      logs.addLive(event.data);
+      if (STATUS_ACTIONS.has(event.data.action)) scheduleStatusRefresh();
+      return;
+  }
+}
+
+async function run(command: DashboardCommand): Promise<void> {
+  const button = buttons[command];
+  button.disabled = true;
+  try {
+    await runCommand(command);
+    announce(COMMAND_DONE[command]);
+  } catch (err) {
+    announce(`${button.textContent} failed: ${(err as Error).message}`, true);
+  } finally {
+    updateButtons();
+    scheduleStatusRefresh();
+  }
+}
+
+for (const command of ['start', 'stop', 'pollNow'] as const) buttons[command].addEventListener('click', () => void run(command));
+buttons.refresh.addEventListener('click', () => loadAll());
+
+let scrollFrame = 0;
+function saveScroll(): void {
+  if (scrollFrame) return;
+  scrollFrame = requestAnimationFrame(() => {
+    scrollFrame = 0;
+    state.scrollY = window.scrollY;
+    state.logScrollTop = logs.scrollTop;
+    saveState();
+  });
+}
+window.addEventListener('scroll', saveScroll, { passive: true });
+logs.onScroll(saveScroll);
+
+setInterval(() => refreshTimes(document), 5_000);
+setInterval(() => {
+  if (document.visibilityState === 'visible') void refreshOverview();
+}, STATUS_REFRESH_MS);
+
+onHostMessage((message) => {
+  if (settle(message)) return;
+  switch (message.type) {
+    case 'init':
+      applyConnection(message.connection, true);
+      return;
+    case 'connection':
+      applyConnection(message.connection, false);
+      return;
+    case 'event':
+      onEvent(message.event);
+      return;
+  }
+});
+saveState();
+vscodeApi.postMessage({ type: 'ready' });
