@@ -62,6 +62,17 @@ export class LogTable {
       h('fieldset', {}, h('legend', {}, 'Show only these actions'), h('div', { class: 'action-grid' }, ...boxes), allActions),
     );
 
+    // Behave like a dropdown: Escape or a click elsewhere closes the action list.
+    document.addEventListener('click', (e) => {
+      if (picker.open && !picker.contains(e.target as Node)) picker.open = false;
+    });
+    picker.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && picker.open) {
+        picker.open = false;
+        picker.querySelector('summary')?.focus();
+      }
+    });
+
     this.levelSelect = h(
       'select',
       { id: 'log-level' },
@@ -71,7 +82,7 @@ export class LogTable {
     this.levelSelect.value = this.filter.level ?? '';
     this.levelSelect.addEventListener('change', () => this.filterChanged());
 
-    this.search = h('input', { type: 'search', id: 'log-search', placeholder: 'words starting message words', spellcheck: 'false' });
+    this.search = h('input', { type: 'search', id: 'log-search', placeholder: 'words in the message', spellcheck: 'false' });
     this.search.value = this.filter.q;
     this.search.addEventListener('input', () => {
       clearTimeout(this.searchTimer);
@@ -295,7 +306,7 @@ export class LogTable {
       h('td', { class: 'col-time' }, h('time', { datetime: e.timestamp, title: formatDateTime(e.timestamp) }, formatClock(e.timestamp))),
       h('td', { class: 'col-level' }, icon(LEVEL_ICON[e.level] ?? 'circle-outline'), e.level),
       h('td', { class: 'col-action' }, e.action),
-      h('td', { class: 'col-item' }, e.itemId ?? ''),
+      h('td', { class: 'col-item', title: e.itemId ?? '' }, e.itemId ?? ''),
       h('td', { class: 'col-message' }, ...message),
     );
   }
