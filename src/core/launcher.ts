@@ -1,0 +1,191 @@
+// Launches one attempt of an item as an operating-system process and reports how it ended.
+// The process gets its own process group so that a timeout (or the end of the attempt) reaches
+// every process it started, not just the first one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { ItemDefinition } from './items';
+
+/** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
+export const OUTPUT_TAIL_BYTES = 4096;
+/** Between SIGTERM and SIGKILL when an attempt times out (contract section 3). */
+export const KILL_GRACE_MS = 5000;
+
+export interface AttemptResult {
+  succeeded: boolean;
+  exitCode: number | null;
+  signal: string | null;
+  /** Why the attempt failed beyond its exit status: 'timeout', a spawn error… */
+  error: string | null;
+  timedOut: boolean;
+  startedAt: number;
+  finishedAt: number;
+  stdoutTail: string;
+  stderrTail: string;
+  pid: number | null;
+}
+
+export interface RunningAttempt {
+  readonly pid: number | null;
+  readonly done: Promise<AttemptResult>;
+  /** Ends the attempt early (engine shutdown): SIGTERM to the group, SIGKILL after the grace. */
+  terminate(graceMs?: number): void;
+}
+
+const isWindows = process.platform === 'win32';
+
+/**
+ * Spawns the attempt. The process sees ENGINE_ITEM_ID, ENGINE_ATTEMPT and ENGINE_MAX_ATTEMPTS,
+ * so a command can tell a first try from a retry.
+ */
+export function launchAttempt(item: ItemDefinition, attempt: number): RunningAttempt {
+  const startedAt = Date.now();
+  const stdout = new TailBuffer(OUTPUT_TAIL_BYTES);
+  const stderr = new TailBuffer(OUTPUT_TAIL_BYTES);
+  let child: ChildProcess;
+  let spawnError: Error | undefined;
+  try {
+    child = spawn(item.command, item.shell ? [] : item.args, {
+      cwd: item.cwd,
+      env: {
+        ...process.env,
+        ...item.env,
+        ENGINE_ITEM_ID: item.id,
+        ENGINE_ATTEMPT: String(attempt),
+        ENGINE_MAX_ATTEMPTS: String(item.maxAttempts),
+      },
+      shell: item.shell,
+      detached: !isWindows,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+  } catch (err) {
+    // spawn throws synchronously for some argument errors (e.g. a NUL byte in an argument).
+    spawnError = err as Error;
+    child = undefined as unknown as ChildProcess;
+  }
+
+  let timedOut = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  const pid = child?.pid ?? null;
+
+  const signalGroup = (signal: NodeJS.Signals) => {
+    if (pid === null) return;
+    try {
+      if (isWindows) child.kill(signal);
+      else process.kill(-pid, signal);
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  };
+  const terminate = (graceMs = KILL_GRACE_MS) => {
+    signalGroup('SIGTERM');
+    if (!killTimer) {
+      killTimer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+      killTimer.unref();
+    }
+  };
+
+  const done = new Promise<AttemptResult>((resolve) => {
+    const finish = (exitCode: number | null, signal: string | null, error: string | null) => {
+      clearTimeout(timeoutTimer);
+      // Whatever the leader left behind in its group (daemonised grandchildren holding our pipes)
+      // belongs to this attempt: end it too so attempts never leak processes.
+      if (pid !== null && !isWindows && groupAlive(pid)) {
+        signalGroup('SIGTERM');
+        const reaper = setTimeout(() => groupAlive(pid) && signalGroup('SIGKILL'), KILL_GRACE_MS);
+        reaper.unref();
+      }
+      clearTimeout(killTimer);
+      child?.stdout?.destroy();
+      child?.stderr?.destroy();
+      const succeeded = exitCode === 0 && !timedOut && error === null;
+      resolve({
+        succeeded,
+        exitCode,
+        signal,
+        error: timedOut ? `timed out after ${item.timeoutMs} ms` : error,
+        timedOut,
+        startedAt,
+        finishedAt: Date.now(),
+        stdoutTail: stdout.text(),
+        stderrTail: stderr.text(),
+        pid,
+      });
+    };
+
+    if (spawnError || !child) {
+      queueMicrotask(() => finish(null, null, `spawn failed: ${spawnError?.message ?? 'unknown error'}`));
+      return;
+    }
+    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+    let settled = false;
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      // 'error' without a pid means the process never started (ENOENT, EACCES…).
+      if (settled || child.pid !== undefined) return;
+      settled = true;
+      const hint = err.code === 'ENOENT' ? ` (is "${item.command}" installed and on PATH?)` : '';
+      finish(null, null, `spawn ${item.command} ${err.code ?? 'failed'}${hint}`);
+    });
+    child.once('exit', (code, signal) => {
+      if (settled) return;
+      settled = true;
+      // Give the pipes a moment to deliver the last output; do not wait for grandchildren that
+      // keep them open (the attempt ends when its process exits).
+      let flushed = false;
+      const flush = () => {
+        if (flushed) return;
+        flushed = true;
+        finish(code, signal, null);
+      };
+      let open = 2;
+      const onEnd = () => --open === 0 && flush();
+      child.stdout!.once('close', onEnd);
+      child.stderr!.once('close', onEnd);
+      setTimeout(flush, 50).unref();
+    });
+    timeoutTimer = setTimeout(() => {
+      timedOut = true;
+      terminate();
+    }, item.timeoutMs);
+  });
+
+  return { pid, done, terminate };
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Keeps the last `limit` bytes written to it, whatever arrives. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private dropped = false;
+
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size - this.chunks[0].length >= this.limit) {
+      this.size -= this.chunks.shift()!.length;
+      this.dropped = true;
+    }
+  }
+
+  text(): string {
+    let buf = Buffer.concat(this.chunks);
+    if (buf.length > this.limit) {
+      buf = buf.subarray(buf.length - this.limit);
+      this.dropped = true;
+    }
+    const text = buf.toString('utf8');
+    return this.dropped ? `…${text}` : text;
+  }
+}

@@ -1,0 +1,88 @@
+// /logs queries against the store. Every filter is served by an index (action, item, level, time)
+// or by the FTS4 index for text, and paging is keyset on the id, so a page costs the same at
+// entry 10 as at entry 1,000,000.
+import type { SqlValue } from 'sql.js';
+import type { LogAction, LogEntry, LogLevel } from '../shared/api';
+import { LOG_LEVELS } from '../shared/api';
+import type { LogPage, LogQuery } from '../server/monitoredEngine';
+import type { Store } from './store';
+
+export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+interface LogRow {
+  id: number;
+  ts: number;
+  action: string;
+  level: number;
+  message: string;
+  item_id: string | null;
+  details: string | null;
+}
+
+/**
+ * Splits text the way the FTS index's unicode61 tokenizer does (letters and digits), so that
+ * "exit code" and "exit-code" both mean: a word starting "exit" and a word starting "code".
+ */
+export function searchTokens(text: string): string[] {
+  return text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((t) => t.length > 0);
+}
+
+export function queryLogs(store: Store, q: LogQuery): LogPage {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (q.actions && q.actions.length > 0) {
+    where.push(`action IN (${q.actions.map(() => '?').join(', ')})`);
+    params.push(...q.actions);
+  }
+  if (q.minLevel && q.minLevel !== 'debug') {
+    where.push('level >= ?');
+    params.push(LEVEL_RANK[q.minLevel]);
+  }
+  if (q.itemId !== undefined) {
+    where.push('item_id = ?');
+    params.push(q.itemId);
+  }
+  if (q.since !== undefined) {
+    where.push('ts >= ?');
+    params.push(Date.parse(q.since));
+  }
+  if (q.until !== undefined) {
+    where.push('ts < ?');
+    params.push(Date.parse(q.until));
+  }
+  const tokens = (q.words ?? []).flatMap(searchTokens);
+  if (tokens.length > 0) {
+    // Quoted prefix terms: implicit AND, each must start a word of the message.
+    where.push('id IN (SELECT docid FROM logs_fts WHERE logs_fts MATCH ?)');
+    params.push(tokens.map((t) => `"${t}*"`).join(' '));
+  }
+  const desc = q.order !== 'asc';
+  if (q.afterId !== undefined) {
+    where.push(desc ? 'id < ?' : 'id > ?');
+    params.push(q.afterId);
+  }
+  const sql =
+    'SELECT id, ts, action, level, message, item_id, details FROM logs' +
+    (where.length ? ` WHERE ${where.join(' AND ')}` : '') +
+    ` ORDER BY id ${desc ? 'DESC' : 'ASC'} LIMIT ?`;
+  params.push(q.limit + 1);
+  const rows = store.all<LogRow>(sql, params);
+  const hasMore = rows.length > q.limit;
+  if (hasMore) rows.pop();
+  return { entries: rows.map(toEntry), hasMore };
+}
+
+function toEntry(r: LogRow): LogEntry {
+  return {
+    id: r.id,
+    timestamp: new Date(r.ts).toISOString(),
+    action: r.action as LogAction,
+    level: LOG_LEVELS[r.level] ?? 'info',
+    message: r.message,
+    itemId: r.item_id,
+    details: r.details === null ? null : (JSON.parse(r.details) as Record<string, unknown>),
+  };
+}

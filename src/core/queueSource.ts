@@ -1,0 +1,162 @@
+// The default item source: *.json and *.jsonl files directly in <workspace folder>/<queue dir>.
+// Scripts enqueue by writing a temporary name and renaming, so a file we see is complete; a file
+// whose size and mtime have not changed since we read it is not read again.
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { isInside, parseItem, type ItemDefaults, type ItemResult } from './items';
+
+export const MAX_QUEUE_FILE_BYTES = 1024 * 1024;
+
+export interface QueueEntry {
+  /** Line number (jsonl) or array index (json); null when the file held a single object. */
+  index: number;
+  result: ItemResult;
+}
+
+export interface QueueFileRead {
+  /** Absolute path: the key under which the engine remembers the fingerprint. */
+  absPath: string;
+  /** Path relative to the workspace folder, `/`-separated: what logs and derived ids use. */
+  relPath: string;
+  fingerprint: string;
+  /** Set when the whole file is rejected (bad JSON, too large, link outside the workspace…). */
+  fileError?: string;
+  entries: QueueEntry[];
+}
+
+export interface SourceScan {
+  /** Files that are new or changed since their fingerprint was last recorded. */
+  changed: QueueFileRead[];
+  /** A problem with the source itself (queue folder unreadable); files are not affected. */
+  error: string | null;
+}
+
+export class QueueDirectorySource {
+  readonly kind = 'queue-directory' as const;
+  readonly location: string;
+
+  constructor(
+    readonly workspaceFolder: string,
+    queueDirectory: string,
+    private readonly defaults: ItemDefaults,
+  ) {
+    this.location = path.resolve(workspaceFolder, queueDirectory);
+  }
+
+  /** `known(absPath)` returns the fingerprint recorded when that file was last processed. */
+  async scan(known: (absPath: string) => string | undefined): Promise<SourceScan> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.location);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // No queue folder yet is the normal state of a fresh workspace, not an error.
+      if (code === 'ENOENT') return { changed: [], error: null };
+      return { changed: [], error: `cannot read queue folder ${this.location}: ${(err as Error).message}` };
+    }
+    names = names.filter((n) => n.endsWith('.json') || n.endsWith('.jsonl')).sort();
+    const changed: QueueFileRead[] = [];
+    for (const name of names) {
+      const read = await this.readIfChanged(path.join(this.location, name), known);
+      if (read) changed.push(read);
+    }
+    return { changed, error: null };
+  }
+
+  private async readIfChanged(absPath: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | undefined> {
+    const relPath = path.relative(this.workspaceFolder, absPath).split(path.sep).join('/');
+    let stat;
+    try {
+      stat = await fs.lstat(absPath);
+    } catch {
+      return undefined; // renamed or deleted between readdir and lstat: the next scan sees the truth
+    }
+    let target = absPath;
+    if (stat.isSymbolicLink()) {
+      try {
+        target = await fs.realpath(absPath);
+        stat = await fs.stat(target);
+      } catch (err) {
+        const fingerprint = `link:${stat.mtimeMs}`;
+        if (known(absPath) === fingerprint) return undefined;
+        return { absPath, relPath, fingerprint, entries: [], fileError: `broken link: ${(err as Error).message}` };
+      }
+      const realRoot = await fs.realpath(this.workspaceFolder).catch(() => this.workspaceFolder);
+      if (!isInside(realRoot, target)) {
+        const fingerprint = `outside:${target}`;
+        if (known(absPath) === fingerprint) return undefined;
+        return {
+          absPath,
+          relPath,
+          fingerprint,
+          entries: [],
+          fileError: `link points outside the workspace (to ${target}); copy the file into the queue folder instead`,
+        };
+      }
+    }
+    if (!stat.isFile()) return undefined;
+    const fingerprint = `${stat.size}:${stat.mtimeMs}:${stat.ino}`;
+    if (known(absPath) === fingerprint) return undefined;
+    if (stat.size > MAX_QUEUE_FILE_BYTES) {
+      return {
+        absPath,
+        relPath,
+        fingerprint,
+        entries: [],
+        fileError: `file is ${stat.size} bytes, over the 1 MiB limit; split it into several files`,
+      };
+    }
+    let bytes: Buffer;
+    try {
+      bytes = await fs.readFile(target);
+    } catch (err) {
+      return { absPath, relPath, fingerprint, entries: [], fileError: `cannot read file: ${(err as Error).message}` };
+    }
+    return { absPath, relPath, fingerprint, ...this.parseFile(bytes, relPath, absPath.endsWith('.jsonl')) };
+  }
+
+  private parseFile(bytes: Buffer, relPath: string, jsonLines: boolean): { entries: QueueEntry[]; fileError?: string } {
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      return { entries: [], fileError: 'file is not UTF-8 text (binary?); write items as JSON' };
+    }
+    // Editors on Windows like to write a byte-order mark; it carries no meaning, so accept it.
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    const ctx = (index: number) => ({ workspaceFolder: this.workspaceFolder, relPath, index, defaults: this.defaults });
+
+    if (jsonLines) {
+      const entries: QueueEntry[] = [];
+      const lines = text.split('\n');
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i].trim();
+        if (!line) continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch (err) {
+          entries.push({ index: i, result: { ok: false, reason: `line ${i + 1} is not valid JSON: ${(err as Error).message}` } });
+          continue;
+        }
+        entries.push({ index: i, result: parseItem(value, ctx(i)) });
+      }
+      return { entries };
+    }
+
+    if (text.trim() === '') return { entries: [], fileError: 'file is empty; write one item object or an array of items' };
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      return { entries: [], fileError: `not valid JSON: ${(err as Error).message}` };
+    }
+    if (Array.isArray(value)) {
+      return { entries: value.map((entry, i) => ({ index: i, result: parseItem(entry, ctx(i)) })) };
+    }
+    if (value === null || typeof value !== 'object') {
+      return { entries: [], fileError: 'file must hold one item object or an array of items' };
+    }
+    return { entries: [{ index: 0, result: parseItem(value, ctx(0)) }] };
+  }
+}

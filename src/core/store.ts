@@ -1,0 +1,527 @@
+// The engine's state: an in-memory sql.js database, persisted as a snapshot (Database.export()
+// written to a temporary file, fsynced, renamed) plus an append-only journal of every mutation
+// since that snapshot. Startup loads the snapshot and replays the journal, so a kill -9 at any
+// moment loses at most what was not yet journaled, and the engine journals before every spawn.
+//
+// Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
+// and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
+// one code path for "do it" and "redo it".
+import { closeSync, existsSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
+import path from 'node:path';
+import initSqlJs, { type Database, type SqlJsStatic, type SqlValue, type Statement } from 'sql.js';
+
+export const SCHEMA_VERSION = 1;
+export const SNAPSHOT_FILE = 'engine.sqlite';
+export const JOURNAL_FILE = 'engine.journal';
+
+const SCHEMA_V1 = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  def_hash TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  run_at INTEGER,
+  due_at INTEGER,
+  running INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX items_due ON items (outcome, due_at);
+CREATE TABLE attempts (
+  id INTEGER PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  outcome TEXT NOT NULL,
+  exit_code INTEGER,
+  signal TEXT,
+  error TEXT,
+  stdout_tail TEXT,
+  stderr_tail TEXT
+);
+CREATE INDEX attempts_item ON attempts (item_id, id);
+CREATE INDEX attempts_running ON attempts (outcome) WHERE outcome = 'running';
+CREATE TABLE logs (
+  id INTEGER PRIMARY KEY,
+  ts INTEGER NOT NULL,
+  action TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  item_id TEXT,
+  details TEXT
+);
+CREATE INDEX logs_action ON logs (action, id);
+CREATE INDEX logs_item ON logs (item_id, id);
+CREATE INDEX logs_ts ON logs (ts);
+CREATE INDEX logs_level ON logs (level, id);
+-- sql.js ships FTS3/FTS4 (no FTS5). An external-content table indexes logs.message without a
+-- second copy of the text; prefix queries ("exit*") serve the API's "words start words" search.
+CREATE VIRTUAL TABLE logs_fts USING fts4 (content="logs", message, tokenize=unicode61);
+CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+`;
+
+/** Every statement that changes state, by the name the journal records. */
+const MUTATIONS = {
+  meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  item_insert: `INSERT INTO items (id, name, source, definition, def_hash, outcome, attempts, max_attempts, run_at, due_at, running, last_error, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0, NULL, ?, ?)`,
+  item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
+  attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
+  attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
+  log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
+  // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.
+  logs_fts_prune: 'DELETE FROM logs_fts WHERE docid IN (SELECT id FROM logs WHERE id <= ?)',
+  logs_prune: 'DELETE FROM logs WHERE id <= ?',
+  source_file_set:
+    'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
+} as const;
+export type MutationKey = keyof typeof MUTATIONS;
+
+export interface StoreNote {
+  level: 'info' | 'warn' | 'error';
+  action: 'database_recovered' | 'database_error';
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export interface StoreOptions {
+  /** Folder for engine.sqlite and its journal; null keeps everything in memory (for tests). */
+  storageDir: string | null;
+  /** Called when persisting starts or stops failing, so the engine can log and report health. */
+  onHealthChange?: (ok: boolean, error: string | null) => void;
+}
+
+let sqlJs: Promise<SqlJsStatic> | undefined;
+function loadSqlJs(): Promise<SqlJsStatic> {
+  // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
+  sqlJs ??= initSqlJs({
+    locateFile: (file: string) => {
+      const beside = path.join(__dirname, file);
+      return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
+    },
+  });
+  return sqlJs;
+}
+
+export class Store {
+  private statements = new Map<string, Statement>();
+  private journalFd: number | null = null;
+  private journalIdentity: string | null = null;
+  private pending: string[] = [];
+  private seq = 0;
+  /** Set when the journal file is gone or unwritable: the next persist must be a full snapshot. */
+  private needsSnapshot = false;
+  private error: string | null = null;
+  private lastPersistAt: number | null = null;
+  private inBatch = false;
+
+  private constructor(
+    private db: Database,
+    private readonly options: StoreOptions,
+  ) {}
+
+  /** Opens (or creates) the store; `notes` says what recovery did, for the engine to log. */
+  static async open(options: StoreOptions): Promise<{ store: Store; notes: StoreNote[] }> {
+    const SQL = await loadSqlJs();
+    const notes: StoreNote[] = [];
+    const dir = options.storageDir;
+    let db: Database | undefined;
+    if (dir) {
+      mkdirSync(dir, { recursive: true });
+      db = openSnapshot(SQL, dir, notes);
+    }
+    db ??= new SQL.Database();
+    const store = new Store(db, options);
+    store.applyPragmas();
+    store.migrate();
+    if (dir) {
+      store.seq = Number(store.getMeta('journal_seq') ?? 0);
+      store.replayJournal(notes);
+      store.openJournal();
+      // Fold the replayed journal into a fresh snapshot so the next start replays nothing.
+      store.snapshot();
+    }
+    return { store, notes };
+  }
+
+  get databasePath(): string {
+    return this.options.storageDir ? path.join(this.options.storageDir, SNAPSHOT_FILE) : ':memory:';
+  }
+
+  get lastError(): string | null {
+    return this.error;
+  }
+
+  get lastPersistTime(): number | null {
+    return this.lastPersistAt;
+  }
+
+  /** Snapshot plus journal on disk, in bytes (0 in memory). */
+  sizeBytes(): number {
+    if (!this.options.storageDir) return 0;
+    let size = 0;
+    for (const f of [SNAPSHOT_FILE, JOURNAL_FILE]) {
+      try {
+        size += statSync(path.join(this.options.storageDir, f)).size;
+      } catch {
+        // missing file: counts as 0
+      }
+    }
+    return size;
+  }
+
+  // ---- mutations -------------------------------------------------------------------------
+
+  mutate(key: MutationKey, params: SqlValue[]): void {
+    this.statement(MUTATIONS[key]).run(params);
+    if (this.options.storageDir && !this.needsSnapshot) {
+      this.pending.push(JSON.stringify([++this.seq, key, params]));
+    }
+  }
+
+  /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
+  batch<T>(fn: () => T): T {
+    if (this.inBatch) return fn();
+    this.inBatch = true;
+    this.db.run('BEGIN');
+    try {
+      const result = fn();
+      this.db.run('COMMIT');
+      return result;
+    } catch (err) {
+      this.db.run('ROLLBACK');
+      throw err;
+    } finally {
+      this.inBatch = false;
+    }
+  }
+
+  // ---- queries ---------------------------------------------------------------------------
+
+  /** Rows as objects. Statements are cached by SQL text and re-prepared after every export. */
+  all<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T[] {
+    const stmt = this.statement(sql);
+    try {
+      stmt.bind(params);
+      const rows: T[] = [];
+      while (stmt.step()) rows.push(stmt.getAsObject() as T);
+      return rows;
+    } finally {
+      stmt.reset();
+    }
+  }
+
+  get<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T | undefined {
+    const stmt = this.statement(sql);
+    try {
+      stmt.bind(params);
+      return stmt.step() ? (stmt.getAsObject() as T) : undefined;
+    } finally {
+      stmt.reset();
+    }
+  }
+
+  getMeta(key: string): string | undefined {
+    return this.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.mutate('meta_set', [key, value]);
+  }
+
+  // ---- persistence -----------------------------------------------------------------------
+
+  /** True when mutations are waiting to be journaled. */
+  get hasPending(): boolean {
+    return this.pending.length > 0 || this.needsSnapshot;
+  }
+
+  /**
+   * Appends pending mutations to the journal and fdatasyncs it. Returns false (and records the
+   * error) when storage is failing; the state stays in memory and a later call retries.
+   */
+  commit(): boolean {
+    if (!this.options.storageDir) return true;
+    if (this.needsSnapshot) return this.snapshot();
+    if (this.pending.length === 0) return this.error === null;
+    try {
+      this.checkJournalIdentity();
+      const text = this.pending.join('\n') + '\n';
+      writeFully(this.journalFd!, text);
+      fdatasyncSync(this.journalFd!);
+      this.pending = [];
+      this.setHealthy();
+      return true;
+    } catch (err) {
+      this.fail(`journal write failed: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /**
+   * Writes the whole database atomically (temporary file, fsync, rename, fsync of the folder)
+   * and starts an empty journal. Returns false (and records the error) when storage is failing.
+   */
+  snapshot(): boolean {
+    const dir = this.options.storageDir;
+    if (!dir) return true;
+    try {
+      this.setMetaUnjournaled('journal_seq', String(this.seq));
+      const bytes = this.export();
+      const target = path.join(dir, SNAPSHOT_FILE);
+      const tmp = `${target}.tmp-${process.pid}`;
+      const fd = openSync(tmp, 'w');
+      try {
+        writeFully(fd, bytes);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, target);
+      fsyncDir(dir);
+      // Everything up to `seq` is in the snapshot now; the journal starts over.
+      this.pending = [];
+      this.openJournal(true);
+      this.needsSnapshot = false;
+      this.lastPersistAt = Date.now();
+      this.setHealthy();
+      return true;
+    } catch (err) {
+      this.fail(`snapshot failed: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /** Persists what is pending and releases the database. */
+  close(): void {
+    if (this.options.storageDir) {
+      this.snapshot() || this.commit();
+    }
+    if (this.journalFd !== null) closeSync(this.journalFd);
+    this.journalFd = null;
+    for (const s of this.statements.values()) s.free();
+    this.statements.clear();
+    this.db.close();
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  private statement(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  private export(): Uint8Array {
+    // export() closes and reopens the database: prepared statements are freed and pragmas reset.
+    const bytes = this.db.export();
+    this.statements.clear();
+    this.applyPragmas();
+    return bytes;
+  }
+
+  private applyPragmas(): void {
+    // The database lives in memory and durability comes from our journal, so SQLite's own
+    // rollback journal only needs to support ROLLBACK, not crashes.
+    this.db.run('PRAGMA journal_mode = MEMORY');
+    this.db.run('PRAGMA synchronous = OFF');
+    this.db.run('PRAGMA temp_store = MEMORY');
+  }
+
+  private migrate(): void {
+    const version = Number(this.db.exec('PRAGMA user_version')[0].values[0][0]);
+    if (version === 0) {
+      this.db.run('BEGIN');
+      this.db.run(SCHEMA_V1);
+      this.db.run(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      this.db.run('COMMIT');
+    }
+    // Future migrations: `if (version < 2) { … }`, each in its own transaction.
+  }
+
+  private setMetaUnjournaled(key: string, value: string): void {
+    this.statement(MUTATIONS.meta_set).run([key, value]);
+  }
+
+  private replayJournal(notes: StoreNote[]): void {
+    const file = path.join(this.options.storageDir!, JOURNAL_FILE);
+    if (!existsSync(file)) return;
+    const text = readFileSync(file, 'utf8');
+    const lines = text.split('\n');
+    const last = lines.length - 1;
+    let applied = 0;
+    let skipped = 0;
+    this.batch(() => {
+      for (let i = 0; i <= last; i++) {
+        const line = lines[i];
+        if (!line) continue;
+        let record: [number, MutationKey, SqlValue[]];
+        try {
+          record = JSON.parse(line);
+        } catch {
+          if (i === last) {
+            // A crash in the middle of an append leaves a torn final record; it was never
+            // acknowledged (the fsync did not return), so dropping it loses nothing.
+            notes.push({
+              level: 'warn',
+              action: 'database_recovered',
+              message: `journal ended in a torn record (${line.length} bytes), left by an interrupted write; ignored it`,
+              details: { file, bytes: line.length },
+            });
+          } else {
+            skipped++;
+          }
+          continue;
+        }
+        const [seq, key, params] = record;
+        if (seq <= this.seq) continue; // already in the snapshot
+        const sql = MUTATIONS[key];
+        if (!sql) {
+          skipped++;
+          continue;
+        }
+        try {
+          this.statement(sql).run(params);
+          applied++;
+        } catch {
+          skipped++;
+        }
+        this.seq = seq;
+      }
+    });
+    if (skipped > 0) {
+      notes.push({
+        level: 'error',
+        action: 'database_recovered',
+        message: `journal replay skipped ${skipped} unreadable record(s); applied ${applied}`,
+        details: { file, applied, skipped },
+      });
+    }
+  }
+
+  private openJournal(truncate = false): void {
+    const file = path.join(this.options.storageDir!, JOURNAL_FILE);
+    if (this.journalFd !== null) {
+      try {
+        closeSync(this.journalFd);
+      } catch {
+        // already unusable
+      }
+      this.journalFd = null;
+    }
+    const fd = openSync(file, 'a');
+    if (truncate) {
+      ftruncateSync(fd, 0);
+      fdatasyncSync(fd);
+    }
+    this.journalFd = fd;
+    const st = fstatSync(fd);
+    this.journalIdentity = `${st.dev}:${st.ino}`;
+  }
+
+  /**
+   * An open descriptor keeps writing into a journal whose folder was deleted or replaced, and
+   * those writes would be lost silently; so every commit checks that the path is still our file.
+   */
+  private checkJournalIdentity(): void {
+    const file = path.join(this.options.storageDir!, JOURNAL_FILE);
+    let st;
+    try {
+      st = statSync(file);
+    } catch (err) {
+      throw new Error(`journal ${file} is gone (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+    if (`${st.dev}:${st.ino}` !== this.journalIdentity) throw new Error(`journal ${file} was replaced`);
+  }
+
+  private fail(message: string): void {
+    // Whatever was pending will be captured by the next full snapshot; holding it would only
+    // grow memory while storage is down.
+    this.pending = [];
+    this.needsSnapshot = true;
+    if (this.error === null) {
+      this.error = message;
+      this.options.onHealthChange?.(false, message);
+    } else {
+      this.error = message;
+    }
+  }
+
+  private setHealthy(): void {
+    if (this.error !== null) {
+      this.error = null;
+      this.options.onHealthChange?.(true, null);
+    }
+  }
+}
+
+/**
+ * Loads engine.sqlite. A snapshot that will not open (garbage, zero length, a newer schema) is
+ * moved aside as engine.sqlite.corrupt-<time> and the engine starts empty: nothing crashes and
+ * the evidence is kept for a person to look at.
+ */
+function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]): Database | undefined {
+  const file = path.join(dir, SNAPSHOT_FILE);
+  if (!existsSync(file)) return undefined;
+  let reason: string;
+  try {
+    const bytes = readFileSync(file);
+    if (bytes.length === 0) throw new Error('the file is empty (0 bytes)');
+    const db = new SQL.Database(bytes);
+    try {
+      const check = String(db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
+      if (check !== 'ok') throw new Error(`integrity check failed: ${check}`);
+      const version = Number(db.exec('PRAGMA user_version')[0].values[0][0]);
+      if (version > SCHEMA_VERSION) {
+        throw new Error(`it was written by a newer Engine Monitor (schema ${version}, this one reads up to ${SCHEMA_VERSION}); update the extension`);
+      }
+      return db;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  } catch (err) {
+    reason = (err as Error).message;
+  }
+  const aside = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(file, aside);
+  // The journal continues the snapshot we could not read; replaying it alone would be wrong.
+  const journal = path.join(dir, JOURNAL_FILE);
+  if (existsSync(journal)) renameSync(journal, `${aside}.journal`);
+  notes.push({
+    level: 'error',
+    action: 'database_recovered',
+    message: `database snapshot could not be opened (${reason}); moved it aside to ${path.basename(aside)} and started with an empty database`,
+    details: { file, movedTo: aside, reason },
+  });
+  return undefined;
+}
+
+function writeFully(fd: number, data: string | Uint8Array): void {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  let offset = 0;
+  while (offset < buf.length) offset += writeSync(fd, buf, offset, buf.length - offset);
+}
+
+function fsyncDir(dir: string): void {
+  // The rename is durable only once the folder's entry is on disk. Not supported on Windows.
+  if (process.platform === 'win32') return;
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

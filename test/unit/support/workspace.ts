@@ -1,0 +1,96 @@
+// Real temporary workspaces and engines for the core tests: real folders, real files, a real
+// sql.js database on disk, real processes.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Engine, type EngineOptions } from '../../../src/core/engine';
+import type { LogEntry } from '../../../src/shared/api';
+
+export const NODE = process.execPath;
+
+export class TempWorkspace {
+  readonly root: string;
+  readonly folder: string;
+  readonly queue: string;
+  readonly storage: string;
+
+  constructor(prefix = 'engine-ws-') {
+    this.root = mkdtempSync(path.join(os.tmpdir(), prefix));
+    this.folder = path.join(this.root, 'ws');
+    this.queue = path.join(this.folder, '.engine', 'queue');
+    this.storage = path.join(this.root, 'storage');
+    mkdirSync(this.queue, { recursive: true });
+  }
+
+  /** Writes a queue file the way scripts should: temporary name, then rename. */
+  enqueue(name: string, content: unknown): string {
+    const file = path.join(this.queue, name);
+    const text = typeof content === 'string' || Buffer.isBuffer(content) ? content : JSON.stringify(content);
+    writeFileSync(`${file}.tmp`, text);
+    require('node:fs').renameSync(`${file}.tmp`, file);
+    return file;
+  }
+
+  options(overrides: Partial<EngineOptions> = {}): EngineOptions {
+    return {
+      workspaceFolders: [this.folder],
+      storageDir: this.storage,
+      queueDirectory: '.engine/queue',
+      pollIntervalMs: 100,
+      concurrency: 4,
+      maxAttempts: 3,
+      timeoutMs: 30_000,
+      logMaxEntries: 100_000,
+      logMaxAgeDays: 14,
+      initialMode: 'running',
+      version: '0.0.0-test',
+      backoffBaseMs: 20,
+      backoffMaxMs: 200,
+      ...overrides,
+    };
+  }
+
+  dispose(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** A node command line that runs `code`. */
+export function nodeItem(id: string, code: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, command: NODE, args: ['-e', code], ...extra };
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until no item is pending. */
+export function settled(engine: Engine, timeoutMs = 20_000): Promise<true> {
+  return waitFor('every item to reach an outcome', () => engine.stats().pending === 0 && engine.status().engine.running === 0, timeoutMs);
+}
+
+export function allLogs(engine: Engine): LogEntry[] {
+  const out: LogEntry[] = [];
+  let afterId: number | undefined;
+  for (;;) {
+    const page = engine.queryLogs({ order: 'asc', limit: 1000, afterId });
+    out.push(...page.entries);
+    if (!page.hasMore) return out;
+    afterId = page.entries[page.entries.length - 1].id;
+  }
+}
+
+export function assertInvariants(engine: Engine): void {
+  const s = engine.stats();
+  if (s.total !== s.launched + s.pending + s.failed) throw new Error(`total ${s.total} != launched+pending+failed in ${JSON.stringify(s)}`);
+  const running = engine.status().engine.running;
+  if (s.totalLaunches !== s.launched + s.totalFailed + running) {
+    throw new Error(`totalLaunches ${s.totalLaunches} != launched ${s.launched} + totalFailed ${s.totalFailed} + running ${running}`);
+  }
+}
