@@ -1,0 +1,84 @@
+// `engine-monitor serve …`: the engine and its HTTP API without VS Code (contract section 7).
+// The VS Code extension forks this same file, so headless and embedded engines are one program.
+import type { LogEntry } from '../shared/api';
+import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
+import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
+import { serveControlChannel, startEngineHost } from './engineHost';
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('-h') || argv.includes('--help')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  let options: CliOptions;
+  try {
+    options = parseServeArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`engine-monitor: ${err.message}\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+
+  // Forked by the extension: report over IPC as well as on stdout.
+  const send = (m: FromHostMessage) => process.send?.(m);
+
+  let started;
+  try {
+    started = await startEngineHost(options);
+  } catch (err) {
+    const message = (err as Error).message;
+    process.stderr.write(`engine-monitor: ${message}\n`);
+    send({ type: 'fatal', message });
+    return 1;
+  }
+  if (started.kind === 'locked') {
+    const { holder } = started;
+    process.stderr.write(
+      `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
+        (holder.url ? ` at ${holder.url}` : '') +
+        '; use that one, or give this one another --storage folder\n',
+    );
+    send({ type: 'locked', lock: holder });
+    return EXIT_LOCKED;
+  }
+  const host = started.host;
+  if (host.requestedPortInUse) {
+    process.stderr.write(`engine-monitor: port ${options.port} is in use; listening on a free port instead\n`);
+  }
+  process.stdout.write(`listening on ${host.url}\n`);
+  process.stdout.write(['/stats', '/health', '/status', '/logs'].map((p) => `  GET ${host.url}${p}\n`).join(''));
+  if (!options.quiet) host.engine.subscribe((e) => e.type === 'log' && printLog(e.entry));
+  send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
+  if (process.send) {
+    serveControlChannel(host, send);
+    // Like a language server: when the editor that forked us goes away, so do we.
+    process.on('disconnect', () => void stop('parent process disconnected'));
+  }
+
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
+    await host.shutdown(options.graceMs);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  return -1; // keep running
+}
+
+function printLog(entry: LogEntry): void {
+  if (entry.level === 'debug') return;
+  process.stdout.write(`${entry.timestamp} ${entry.level.padEnd(5)} ${entry.action.padEnd(18)} ${entry.message}\n`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`engine-monitor: unexpected error: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  },
+);

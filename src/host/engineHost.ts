@@ -1,0 +1,122 @@
+// The engine host: wires the engine core to the HTTP server in one process of its own, so the
+// VS Code extension host never runs engine work. Used by `engine-monitor serve` and forked by the
+// extension like a language server (control messages then arrive over the IPC channel).
+import { mkdirSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { Engine, type EngineOptions } from '../core/engine';
+import { startHttpServer } from '../server/server';
+import type { EndpointFile, EngineLock, FromHostMessage, ToHostMessage } from '../shared/hostProtocol';
+import { acquireLock, writeAtomically } from './lock';
+
+export interface HostOptions extends Omit<EngineOptions, 'storageDir'> {
+  storageDir: string;
+  host: string;
+  port: number;
+  token?: string;
+}
+
+export type HostStart =
+  | { kind: 'running'; host: RunningHost }
+  /** Another live engine owns the storage folder. */
+  | { kind: 'locked'; holder: EngineLock };
+
+export interface RunningHost {
+  readonly url: string;
+  readonly engine: Engine;
+  /** Set when the requested port was taken and another was used. */
+  readonly requestedPortInUse: boolean;
+  /** Stop launching, wait for running attempts up to `graceMs`, persist, close the server. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+export const ENDPOINT_FILE = 'endpoint.json';
+
+export async function startEngineHost(options: HostOptions): Promise<HostStart> {
+  mkdirSync(options.storageDir, { recursive: true });
+  const startedAt = new Date().toISOString();
+  const lock = acquireLock(options.storageDir, startedAt);
+  if (!lock.acquired) return { kind: 'locked', holder: lock.holder };
+
+  let engine: Engine | undefined;
+  try {
+    engine = await Engine.create({ ...options, storageDir: options.storageDir });
+    // The first poll completes before the server accepts a request (contract section 3).
+    await engine.start();
+    const server = await startHttpServer(engine, {
+      host: options.host,
+      port: options.port,
+      token: options.token,
+      fallbackToFreePort: options.port !== 0,
+    });
+    const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
+    const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };
+    lock.update({ pid: process.pid, url: server.url, startedAt });
+    writeAtomically(endpointFile, endpoint);
+
+    const running = engine;
+    let shuttingDown: Promise<void> | undefined;
+    return {
+      kind: 'running',
+      host: {
+        url: server.url,
+        engine: running,
+        requestedPortInUse: server.requestedPortInUse,
+        shutdown(graceMs: number) {
+          shuttingDown ??= (async () => {
+            await running.shutdown(graceMs);
+            await server.close();
+            try {
+              unlinkSync(endpointFile);
+            } catch {
+              // already gone
+            }
+            lock.release();
+          })();
+          return shuttingDown;
+        },
+      },
+    };
+  } catch (err) {
+    await engine?.shutdown(0).catch(() => undefined);
+    lock.release();
+    throw err;
+  }
+}
+
+/** Serves control requests from a parent process (the VS Code extension) over the IPC channel. */
+export function serveControlChannel(host: RunningHost, send: (m: FromHostMessage) => void): void {
+  process.on('message', (raw: unknown) => {
+    const message = raw as ToHostMessage;
+    if (!message || message.type !== 'control') return;
+    const reply = (result: { ok: true; result?: unknown } | { ok: false; error: string }) =>
+      send({ type: 'controlResult', requestId: message.requestId, ...result } as FromHostMessage);
+    void (async () => {
+      try {
+        const engine = host.engine;
+        switch (message.command) {
+          case 'start':
+            engine.startLaunching();
+            return reply({ ok: true });
+          case 'stop':
+            engine.stopLaunching();
+            return reply({ ok: true });
+          case 'pollNow':
+            await engine.pollNow();
+            return reply({ ok: true });
+          case 'retryItem':
+            engine.retryItem(message.itemId);
+            return reply({ ok: true });
+          case 'retryAllFailed':
+            return reply({ ok: true, result: engine.retryAllFailed() });
+          case 'grantTrust':
+            engine.grantTrust();
+            return reply({ ok: true });
+          default:
+            return reply({ ok: false, error: `unknown control command ${(message as { command: string }).command}` });
+        }
+      } catch (err) {
+        reply({ ok: false, error: (err as Error).message });
+      }
+    })();
+  });
+}
