@@ -1,0 +1,59 @@
+// The composition root: builds every part once, in dependency order, and disposes them in
+// reverse. activate() only creates this; deactivate() awaits shutdown().
+import * as vscode from 'vscode';
+import { registerCommands } from './commands';
+import { ContextKeys } from './constants';
+import { registerDashboard } from './dashboard/dashboard';
+import { Disposable } from './dispose';
+import { EngineClient } from './engineClient';
+import { EngineController } from './engineController';
+import { EngineHost } from './engineHost';
+import { EngineModel } from './engineModel';
+import { LiveLog } from './liveLog';
+import { LogsModel } from './logsModel';
+import { QueueFolders } from './queue';
+import { EngineStatusBar } from './statusBar';
+import { TerminalEnvironment } from './terminalEnv';
+import { EngineViews } from './views/treeViews';
+
+export class Container extends Disposable {
+  readonly output: vscode.LogOutputChannel;
+  readonly client: EngineClient;
+  readonly queue: QueueFolders;
+  readonly host: EngineHost;
+  readonly model: EngineModel;
+  readonly logs: LogsModel;
+  readonly controller: EngineController;
+  readonly views: EngineViews;
+  readonly statusBar: EngineStatusBar;
+
+  constructor(readonly context: vscode.ExtensionContext) {
+    super();
+    this.output = this._register(vscode.window.createOutputChannel('Engine Monitor', { log: true }));
+    this.client = this._register(new EngineClient());
+    this.queue = this._register(new QueueFolders());
+    this.host = this._register(new EngineHost(this.output));
+    this.model = this._register(new EngineModel(this.client));
+    this.logs = this._register(new LogsModel(this.client, context.workspaceState));
+    this.controller = this._register(
+      new EngineController(context, this.host, this.client, this.queue, this.output, () => this.model.health?.checks.engine),
+    );
+    this.views = this._register(new EngineViews(this.model, this.logs));
+    this.statusBar = this._register(new EngineStatusBar(this.model, this.controller, this.queue));
+    this._register(new LiveLog(this.client, this.output));
+    this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
+    this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
+    for (const d of registerCommands(this)) this._register(d);
+    this._register(registerDashboard(context, this.client));
+  }
+
+  /** Second phase: start the engine if this workspace wants one. Not awaited by activate(). */
+  start(): Promise<void> {
+    return this.controller.autoStart();
+  }
+
+  async shutdown(): Promise<void> {
+    await this.controller.shutdown();
+    this.dispose();
+  }
+}

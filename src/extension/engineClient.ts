@@ -1,0 +1,189 @@
+// EngineClient: the HTTP API plus one /events stream, behind the EngineConnection interface that
+// every view and the dashboard read through. It knows nothing about how the engine was started;
+// EngineHost tells it where the engine is (setEndpoint).
+import * as vscode from 'vscode';
+import type { ErrorBody, HealthResponse, LogEntry, StatsOverview } from '../shared/api';
+import { Disposable, toDisposable } from './dispose';
+import type { EngineConnection, EngineLiveEvent } from './engineConnection';
+import { SseParser } from './sse';
+
+const REQUEST_TIMEOUT_MS = 10_000;
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 10_000;
+
+export class EngineClient extends Disposable implements EngineConnection {
+  private _baseUrl: string | undefined;
+  private _token: string | undefined;
+  private _connected = false;
+  private lastEventId: string | undefined;
+  /** Bumped whenever the endpoint changes or the client is disposed: stale loops stop. */
+  private generation = 0;
+  private abort: AbortController | undefined;
+  private wakeReconnect: (() => void) | undefined;
+
+  private readonly _onDidReceiveEvent = this._register(new vscode.EventEmitter<EngineLiveEvent>());
+  readonly onDidReceiveEvent = this._onDidReceiveEvent.event;
+  private readonly _onDidChangeConnection = this._register(new vscode.EventEmitter<boolean>());
+  readonly onDidChangeConnection = this._onDidChangeConnection.event;
+  private readonly _onDidChangeEndpoint = this._register(new vscode.EventEmitter<string | undefined>());
+  /** Fires when the base URL changes (a new engine, or none). */
+  readonly onDidChangeEndpoint = this._onDidChangeEndpoint.event;
+
+  constructor() {
+    super();
+    this._register(toDisposable(() => this.stopEvents()));
+  }
+
+  get baseUrl(): string | undefined {
+    return this._baseUrl;
+  }
+
+  get connected(): boolean {
+    return this._connected;
+  }
+
+  /** Point the client at an engine (or at none). Restarts the /events stream. */
+  setEndpoint(baseUrl: string | undefined, token: string | undefined): void {
+    const url = baseUrl?.replace(/\/+$/, '');
+    const tok = token || undefined;
+    if (url === this._baseUrl && tok === this._token) {
+      // Same engine: if the stream is down, retry now instead of waiting out the backoff.
+      this.wakeReconnect?.();
+      return;
+    }
+    if (url !== this._baseUrl) this.lastEventId = undefined; // log ids belong to one database
+    this._baseUrl = url;
+    this._token = tok;
+    this.stopEvents();
+    this._onDidChangeEndpoint.fire(url);
+    if (url && !this.isDisposed) void this.runEvents(++this.generation);
+  }
+
+  /** Retry the /events stream at once (e.g. after the host was restarted on the same URL). */
+  reconnectNow(): void {
+    this.wakeReconnect?.();
+  }
+
+  async get<T>(pathAndQuery: string): Promise<T> {
+    const base = this._baseUrl;
+    if (!base) throw new Error('The engine is not running.');
+    let res: Response;
+    try {
+      res = await fetch(base + pathAndQuery, {
+        headers: this.headers({ Accept: 'application/json' }),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new Error(`The engine answered ${pathAndQuery} with something that is not JSON (HTTP ${res.status}).`);
+    }
+    // /health answers 503 with a normal body when unhealthy: that is data, not an error.
+    if (!res.ok && !(res.status === 503 && pathAndQuery.startsWith('/health'))) {
+      const message = (body as ErrorBody | undefined)?.error?.message ?? res.statusText;
+      throw new Error(`The engine refused ${pathAndQuery}: HTTP ${res.status} ${message}`);
+    }
+    return body as T;
+  }
+
+  private headers(extra: Record<string, string>): Record<string, string> {
+    return this._token ? { ...extra, Authorization: `Bearer ${this._token}` } : extra;
+  }
+
+  private setConnected(value: boolean): void {
+    if (this._connected === value) return;
+    this._connected = value;
+    this._onDidChangeConnection.fire(value);
+  }
+
+  private stopEvents(): void {
+    this.generation++;
+    this.abort?.abort();
+    this.abort = undefined;
+    this.wakeReconnect?.();
+    this.setConnected(false);
+  }
+
+  private async runEvents(generation: number): Promise<void> {
+    let delay = RECONNECT_MIN_MS;
+    while (generation === this.generation && this._baseUrl) {
+      const abort = new AbortController();
+      this.abort = abort;
+      const parser = new SseParser();
+      try {
+        const headers = this.headers({ Accept: 'text/event-stream' });
+        if (this.lastEventId) headers['Last-Event-ID'] = this.lastEventId;
+        const res = await fetch(`${this._baseUrl}/events`, { headers, signal: abort.signal });
+        if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+        if (generation !== this.generation) break;
+        this.setConnected(true);
+        delay = RECONNECT_MIN_MS;
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done || generation !== this.generation) break;
+          for (const ev of parser.push(decoder.decode(value, { stream: true }))) {
+            if (ev.id !== undefined) this.lastEventId = ev.id;
+            this.dispatch(ev.event, ev.data);
+          }
+        }
+      } catch {
+        // Connection refused, reset or aborted: fall through to the reconnect below.
+      } finally {
+        abort.abort();
+      }
+      if (generation !== this.generation) break;
+      this.setConnected(false);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, parser.retryMs ?? delay);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wakeReconnect = done;
+      });
+      this.wakeReconnect = undefined;
+      delay = Math.min(delay * 2, RECONNECT_MAX_MS);
+    }
+  }
+
+  private dispatch(name: string, data: string): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return; // a malformed event must not break the stream
+    }
+    if (!parsed || typeof parsed !== 'object') return;
+    switch (name) {
+      case 'log':
+        this._onDidReceiveEvent.fire({ name: 'log', data: parsed as LogEntry });
+        break;
+      case 'stats': {
+        // The contract sends the overview; accept a full /stats body too.
+        const o = parsed as { overview?: StatsOverview } & StatsOverview;
+        this._onDidReceiveEvent.fire({ name: 'stats', data: o.overview ?? o });
+        break;
+      }
+      case 'health':
+        this._onDidReceiveEvent.fire({ name: 'health', data: parsed as HealthResponse });
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+export function describeError(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    return cause?.code ?? cause?.message ?? err.message;
+  }
+  return String(err);
+}

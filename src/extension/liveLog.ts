@@ -1,0 +1,76 @@
+// What the /events log stream does besides feeding the views: a LogOutputChannel mirroring the
+// engine's log, and a notification when an item fails for good (item_failed).
+import * as vscode from 'vscode';
+import type { LogEntry } from '../shared/api';
+import { Commands } from './constants';
+import { Disposable, toDisposable } from './dispose';
+import type { EngineConnection } from './engineConnection';
+
+/** Entries older than this are history replayed on reconnect, not news worth a notification. */
+const NOTIFY_MAX_AGE_MS = 60_000;
+const NOTIFY_BATCH_MS = 750;
+
+export class LiveLog extends Disposable {
+  private failed: LogEntry[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    connection: EngineConnection,
+    private readonly output: vscode.LogOutputChannel,
+  ) {
+    super();
+    this._register(toDisposable(() => clearTimeout(this.timer)));
+    this._register(
+      connection.onDidReceiveEvent((e) => {
+        if (e.name !== 'log') return;
+        this.mirror(e.data);
+        if (e.data.action === 'item_failed') this.queueNotification(e.data);
+      }),
+    );
+  }
+
+  private mirror(e: LogEntry): void {
+    const line = `${e.action}${e.itemId ? ` [${e.itemId}]` : ''}: ${e.message}`;
+    switch (e.level) {
+      case 'error':
+        this.output.error(line);
+        break;
+      case 'warn':
+        this.output.warn(line);
+        break;
+      case 'debug':
+        this.output.debug(line);
+        break;
+      default:
+        this.output.info(line);
+    }
+  }
+
+  private queueNotification(e: LogEntry): void {
+    if (Date.now() - new Date(e.timestamp).getTime() > NOTIFY_MAX_AGE_MS) return;
+    this.failed.push(e);
+    // A burst of failures becomes one notification, not a wall of toasts.
+    this.timer ??= setTimeout(() => this.notify(), NOTIFY_BATCH_MS);
+  }
+
+  private notify(): void {
+    this.timer = undefined;
+    const batch = this.failed;
+    this.failed = [];
+    if (batch.length === 0) return;
+    if (batch.length === 1) {
+      const e = batch[0];
+      void vscode.window.showErrorMessage(`Engine Monitor: ${e.message}`, 'Show Logs', 'Retry').then((choice) => {
+        if (choice === 'Show Logs') void vscode.commands.executeCommand(Commands.showItemLogs, e.itemId);
+        if (choice === 'Retry' && e.itemId) void vscode.commands.executeCommand(Commands.retryItem, e.itemId);
+      });
+      return;
+    }
+    void vscode.window
+      .showErrorMessage(`Engine Monitor: ${batch.length} items failed for good.`, 'Show Logs', 'Retry All Failed')
+      .then((choice) => {
+        if (choice === 'Show Logs') void vscode.commands.executeCommand(Commands.showItemLogs);
+        if (choice === 'Retry All Failed') void vscode.commands.executeCommand(Commands.retryAllFailed);
+      });
+  }
+}

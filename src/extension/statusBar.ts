@@ -1,0 +1,91 @@
+// The status-bar health indicator: health and pending count, theme backgrounds for degraded and
+// unhealthy, a tooltip with the checks and the endpoint URL; a click shows the dashboard.
+import * as vscode from 'vscode';
+import { Commands, STATUS_BAR_ID } from './constants';
+import { Disposable } from './dispose';
+import type { EngineController } from './engineController';
+import type { EngineModel } from './engineModel';
+import type { QueueFolders } from './queue';
+import { appendField, safeMarkdown } from './views/format';
+
+export class EngineStatusBar extends Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private hasQueueFolder = false;
+
+  constructor(
+    private readonly model: EngineModel,
+    private readonly controller: EngineController,
+    queue: QueueFolders,
+  ) {
+    super();
+    this.item = this._register(vscode.window.createStatusBarItem(STATUS_BAR_ID, vscode.StatusBarAlignment.Left, 10));
+    this.item.name = 'Engine Monitor';
+    this.item.command = Commands.showStatus;
+    this._register(model.onDidChange(() => this.update()));
+    this._register(controller.onDidChangeState(() => this.update()));
+    this._register(queue.onDidChange((has) => ((this.hasQueueFolder = has), this.update())));
+    void queue.exists().then((has) => ((this.hasQueueFolder = has), this.update()));
+    this.update();
+  }
+
+  /** What the item shows now (read by the extension-host tests). */
+  get text(): string {
+    return this.item.text;
+  }
+
+  private update(): void {
+    const { model, controller, item } = this;
+    const state = controller.state;
+    if (state === 'off' && !this.hasQueueFolder) {
+      item.hide();
+      return;
+    }
+    const tooltip = safeMarkdown();
+    tooltip.appendMarkdown('**Engine Monitor**\n\n');
+    let background: vscode.ThemeColor | undefined;
+    const health = model.available ? model.health : undefined;
+    if (health) {
+      const pending = model.stats?.pending ?? 0;
+      const count = ` · ${pending} pending`;
+      switch (health.status) {
+        case 'healthy':
+          item.text = `$(pulse) Engine healthy${count}`;
+          break;
+        case 'degraded':
+          item.text = `$(warning) Engine ${health.checks.engine}${count}`;
+          background = new vscode.ThemeColor('statusBarItem.warningBackground');
+          break;
+        default:
+          item.text = `$(error) Engine unhealthy${count}`;
+          background = new vscode.ThemeColor('statusBarItem.errorBackground');
+      }
+      appendField(tooltip, 'Status', health.status);
+      appendField(tooltip, 'Database', health.checks.database);
+      appendField(tooltip, 'Engine', health.checks.engine);
+      if (model.stats) {
+        const s = model.stats;
+        appendField(tooltip, 'Items', `${s.total} (${s.launched} launched, ${s.pending} pending, ${s.failed} failed)`);
+      }
+      appendField(tooltip, 'Endpoint', model.baseUrl);
+      if (state === 'attached') tooltip.appendMarkdown('\n\nShared with another VS Code window that runs the engine.');
+    } else if (state === 'starting' || (model.baseUrl && !model.available && state !== 'failed' && state !== 'off')) {
+      const starting = state === 'starting';
+      item.text = starting ? '$(loading~spin) Engine starting…' : '$(debug-disconnect) Engine unreachable';
+      if (!starting) background = new vscode.ThemeColor('statusBarItem.warningBackground');
+      tooltip.appendText(starting ? 'The engine is starting.' : 'The engine is not answering; reconnecting.');
+      if (model.baseUrl) tooltip.appendMarkdown('\n\n'), appendField(tooltip, 'Endpoint', model.baseUrl);
+    } else if (state === 'failed') {
+      item.text = '$(error) Engine failed';
+      background = new vscode.ThemeColor('statusBarItem.errorBackground');
+      tooltip.appendText(controller.lastError ?? 'The engine could not start.');
+    } else {
+      item.text = '$(circle-slash) Engine off';
+      tooltip.appendText('The engine is not running. Run "Engine Monitor: Start Engine" to start it.');
+    }
+    tooltip.appendMarkdown('\n\n---\n\nClick to show the engine status.');
+    item.tooltip = tooltip;
+    item.backgroundColor = background;
+    item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
+    item.show();
+  }
+}

@@ -1,0 +1,35 @@
+// Logs view: newest first, an icon per action, details in a Markdown tooltip (escaped).
+import type { LogEntry } from '../../shared/api';
+import { Commands } from '../constants';
+import { actionIcon, appendField, fenced, formatTime, safeMarkdown } from './format';
+import type { TreeNode } from './nodeTree';
+import { errorNode } from './statsNodes';
+
+const LABEL_MAX = 160;
+
+export function logNode(e: LogEntry): TreeNode {
+  const tooltip = safeMarkdown();
+  tooltip.appendMarkdown(`**${e.action}** · ${e.level}  \n`);
+  tooltip.appendText(e.message);
+  tooltip.appendMarkdown('\n\n');
+  appendField(tooltip, 'Time', `${formatTime(e.timestamp)} (${e.timestamp})`);
+  if (e.itemId) appendField(tooltip, 'Item', e.itemId);
+  appendField(tooltip, 'Entry', `#${e.id}`);
+  if (e.details && Object.keys(e.details).length) tooltip.appendMarkdown(fenced(JSON.stringify(e.details, null, 2), 'json'));
+  const oneLine = e.message.replace(/\s+/g, ' ');
+  return {
+    id: `log.${e.id}`,
+    label: oneLine.length > LABEL_MAX ? `${oneLine.slice(0, LABEL_MAX - 1)}…` : oneLine,
+    description: `${formatTime(e.timestamp)} · ${e.action}`,
+    tooltip,
+    icon: actionIcon(e.action),
+    contextValue: e.itemId ? 'logEntry.item' : 'logEntry',
+    command: e.itemId ? { command: Commands.showItemLogs, title: 'Show Item Logs', arguments: [e.itemId] } : undefined,
+  };
+}
+
+export function logNodes(entries: readonly LogEntry[], error?: string): TreeNode[] {
+  const nodes = entries.map(logNode);
+  if (error) nodes.unshift(errorNode('logs', error));
+  return nodes;
+}
