@@ -1,0 +1,283 @@
+// /events: server-sent events for live UIs (contract section 4).
+//
+// One EventHub per server owns the single engine subscription and the timers, so the cost of an
+// engine event is one serialisation however many clients listen. The subscription and timers
+// exist only while at least one client is connected.
+//
+// Ordering guarantees per client: initial `stats` and `health`, then (with Last-Event-ID) every
+// log entry after that id in ascending order, then live entries — with no gap and no duplicate,
+// because a client only goes live once a replay query returned hasMore=false *in the same tick*
+// (the engine emits synchronously, so nothing can slip in between), and live entries are only
+// sent when their id is above the last id that client received.
+import type { ServerResponse } from 'node:http';
+import type { HealthResponse, LogEntry } from '../shared/api';
+import type { EngineEvent, HealthSnapshot, MonitoredEngine } from './monitoredEngine';
+
+export interface EventHubOptions {
+  /** Minimum gap between two `stats` events to one client (contract: at most 4 per second). */
+  statsIntervalMs: number;
+  /** Health is re-evaluated this often while clients are connected ("stalled" depends on the clock). */
+  healthIntervalMs: number;
+  /** A comment line this often keeps proxies and idle-connection reapers from closing the stream. */
+  heartbeatMs: number;
+  /** A client whose unsent data exceeds this is too slow: its connection is dropped (it can resume). */
+  maxBufferedBytes: number;
+  /** Log entries fetched per query while replaying after Last-Event-ID. */
+  replayPageSize: number;
+}
+
+export const DEFAULT_EVENT_HUB_OPTIONS: EventHubOptions = {
+  statsIntervalMs: 250,
+  healthIntervalMs: 1000,
+  heartbeatMs: 15_000,
+  maxBufferedBytes: 1024 * 1024,
+  replayPageSize: 500,
+};
+
+interface Client {
+  res: ServerResponse;
+  closed: boolean;
+  /** While true, live log events are skipped: the replay loop will fetch them. */
+  replaying: boolean;
+  /** Highest log id sent to this client (-1: none). */
+  lastLogId: number;
+  lastStatsAt: number;
+  statsTimer?: NodeJS.Timeout;
+}
+
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+  // Tell buffering reverse proxies (nginx) to pass events through at once.
+  'X-Accel-Buffering': 'no',
+});
+
+export class EventHub {
+  private readonly clients = new Set<Client>();
+  private unsubscribe?: () => void;
+  private healthTimer?: NodeJS.Timeout;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private flushTimer?: NodeJS.Timeout;
+  private lastFlushAt = 0;
+  private statsDirty = false;
+  private lastHealthKey?: string;
+
+  constructor(
+    private readonly engine: MonitoredEngine,
+    /** Builds the /health body from a snapshot (the server owns its shape). */
+    private readonly healthBody: (snapshot: HealthSnapshot) => HealthResponse,
+    private readonly options: EventHubOptions = DEFAULT_EVENT_HUB_OPTIONS,
+  ) {}
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /** Takes over `res` as an event stream. `afterId`: replay log entries after this id first. */
+  open(res: ServerResponse, afterId: number | undefined): void {
+    const client: Client = { res, closed: false, replaying: afterId !== undefined, lastLogId: afterId ?? -1, lastStatsAt: 0 };
+    res.writeHead(200, SSE_HEADERS);
+    // Re-evaluated before the client joins: a change is broadcast to the existing clients, and
+    // the new one gets the current body exactly once, below.
+    const health = this.checkHealth();
+    res.on('close', () => this.remove(client));
+    this.clients.add(client);
+    if (this.clients.size === 1) this.start();
+
+    this.write(client, 'retry: 2000\n\n');
+    this.sendStatsNow(client, this.statsFrame());
+    this.write(client, frame('health', JSON.stringify(health)));
+    if (afterId !== undefined) {
+      this.replay(client).catch((error: unknown) => {
+        console.error('engine-monitor: /events replay failed', error);
+        client.res.destroy();
+      });
+    }
+  }
+
+  /** Ends every stream (server shutdown). */
+  closeAll(): void {
+    for (const client of [...this.clients]) {
+      client.res.end();
+      this.remove(client);
+    }
+  }
+
+  // -- lifecycle ---------------------------------------------------------------------------------
+
+  private start(): void {
+    this.unsubscribe = this.engine.subscribe((event) => {
+      // Never let a failure here propagate into the engine that is emitting.
+      try {
+        this.onEngineEvent(event);
+      } catch (error) {
+        console.error('engine-monitor: /events failed to handle an engine event', error);
+      }
+    });
+    this.healthTimer = setInterval(() => this.guard(() => this.checkHealth()), this.options.healthIntervalMs);
+    this.heartbeatTimer = setInterval(() => this.guard(() => this.broadcast(': heartbeat\n\n')), this.options.heartbeatMs);
+  }
+
+  private stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    clearInterval(this.healthTimer);
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.flushTimer);
+    this.healthTimer = this.heartbeatTimer = this.flushTimer = undefined;
+    this.statsDirty = false;
+    this.lastHealthKey = undefined;
+  }
+
+  private remove(client: Client): void {
+    if (client.closed) return;
+    client.closed = true;
+    clearTimeout(client.statsTimer);
+    this.clients.delete(client);
+    if (this.clients.size === 0) this.stop();
+  }
+
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      console.error('engine-monitor: /events timer failed', error);
+    }
+  }
+
+  // -- engine events -----------------------------------------------------------------------------
+
+  private onEngineEvent(event: EngineEvent): void {
+    if (event.type === 'log') {
+      const entry = event.entry;
+      let text: string | undefined;
+      for (const client of this.clients) {
+        if (client.replaying || entry.id <= client.lastLogId) continue;
+        text ??= logFrame(entry);
+        client.lastLogId = entry.id;
+        this.write(client, text);
+      }
+    } else {
+      this.statsDirty = true;
+    }
+    // Stats and health are read back from the engine later, never inside its emit call (it may be
+    // mid-update), and at most once per statsIntervalMs; the timer is the trailing edge, so the
+    // last change is always sent.
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer) return;
+    const wait = Math.max(0, this.lastFlushAt + this.options.statsIntervalMs - Date.now());
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.lastFlushAt = Date.now();
+      this.guard(() => this.flush());
+    }, wait);
+  }
+
+  private flush(): void {
+    if (this.statsDirty) {
+      this.statsDirty = false;
+      const text = this.statsFrame();
+      for (const client of this.clients) this.sendStats(client, text);
+    }
+    this.checkHealth();
+  }
+
+  private statsFrame(): string {
+    return frame('stats', JSON.stringify(this.engine.stats()));
+  }
+
+  /** Sends stats to one client unless it got some less than statsIntervalMs ago; then later. */
+  private sendStats(client: Client, text: string): void {
+    const since = Date.now() - client.lastStatsAt;
+    if (since >= this.options.statsIntervalMs) {
+      this.sendStatsNow(client, text);
+    } else if (!client.statsTimer) {
+      // Only around a client's connect (the hub itself already flushes at that pace); +1 ms so
+      // timer rounding never lands a hair inside the window.
+      client.statsTimer = setTimeout(() => {
+        client.statsTimer = undefined;
+        if (!client.closed) this.guard(() => this.sendStatsNow(client, this.statsFrame()));
+      }, this.options.statsIntervalMs - since + 1);
+    }
+  }
+
+  private sendStatsNow(client: Client, text: string): void {
+    client.lastStatsAt = Date.now();
+    this.write(client, text);
+  }
+
+  /** Evaluates health; broadcasts it when the status or a check changed. Returns the body. */
+  private checkHealth(): HealthResponse {
+    const snapshot = this.engine.health();
+    const key = `${snapshot.status}/${snapshot.checks.database}/${snapshot.checks.engine}`;
+    const body = this.healthBody(snapshot);
+    if (key !== this.lastHealthKey) {
+      const changed = this.lastHealthKey !== undefined;
+      this.lastHealthKey = key;
+      if (changed) this.broadcast(frame('health', JSON.stringify(body)));
+    }
+    return body;
+  }
+
+  // -- writing -----------------------------------------------------------------------------------
+
+  private async replay(client: Client): Promise<void> {
+    for (;;) {
+      if (client.closed) return;
+      const page = this.engine.queryLogs({ order: 'asc', afterId: client.lastLogId, limit: this.options.replayPageSize });
+      for (const entry of page.entries) {
+        if (client.closed) return;
+        client.lastLogId = entry.id;
+        this.write(client, logFrame(entry));
+        // Respect backpressure so a long replay never piles up in memory.
+        if (client.res.writableNeedDrain) await drained(client.res);
+      }
+      if (!page.hasMore || page.entries.length === 0) {
+        // Same tick as the query that found nothing more: live events from here on are new.
+        client.replaying = false;
+        return;
+      }
+    }
+  }
+
+  private broadcast(text: string): void {
+    for (const client of this.clients) this.write(client, text);
+  }
+
+  private write(client: Client, text: string): void {
+    if (client.closed) return;
+    const res = client.res;
+    res.write(text);
+    if (res.writableLength > this.options.maxBufferedBytes) {
+      // A client that does not read must not make the server hold an ever-growing buffer.
+      // It can reconnect with Last-Event-ID and lose nothing.
+      res.destroy();
+      this.remove(client);
+    }
+  }
+}
+
+function frame(event: string, data: string): string {
+  return `event: ${event}\ndata: ${data}\n\n`;
+}
+
+function logFrame(entry: LogEntry): string {
+  // JSON.stringify escapes newlines, so the data is always one line.
+  return `event: log\nid: ${entry.id}\ndata: ${JSON.stringify(entry)}\n\n`;
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

@@ -1,0 +1,455 @@
+// The OpenAPI 3.1 document served at /openapi.json. Written as a plain object (not generated) so
+// it reads like the contract it documents; the server's tests validate every response against it,
+// so the two cannot drift apart silently.
+//
+// Objects leave additionalProperties open on purpose: the contract allows fields to be added to
+// responses, and a client validating with this document must not break when that happens.
+import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
+import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
+
+const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const count = (description: string) => ({ type: 'integer', minimum: 0, description });
+const time = (description: string) => ({ type: 'string', format: 'date-time', pattern: ISO_PATTERN, description });
+const nullableTime = (description: string) => ({ type: ['string', 'null'], format: 'date-time', pattern: ISO_PATTERN, description });
+
+export const ERROR_CODES = [
+  'bad_request',
+  'unauthorized',
+  'forbidden_host',
+  'forbidden_origin',
+  'not_found',
+  'method_not_allowed',
+  'internal_error',
+  'request_timeout',
+  'headers_too_large',
+] as const;
+
+const commonHeaders = {
+  'Cache-Control': { $ref: '#/components/headers/CacheControl' },
+  'X-Content-Type-Options': { $ref: '#/components/headers/NoSniff' },
+};
+
+const json = (schema: object) => ({ 'application/json; charset=utf-8': { schema } });
+
+function ok(description: string, schema: object, extraHeaders: object = {}) {
+  return { description, headers: { ...commonHeaders, ...extraHeaders }, content: json(schema) };
+}
+
+/** Error responses every operation can give (404 and 405 concern the path and method as a whole). */
+const standardErrors = {
+  '401': { $ref: '#/components/responses/Unauthorized' },
+  '403': { $ref: '#/components/responses/Forbidden' },
+  '500': { $ref: '#/components/responses/InternalError' },
+};
+
+/** A HEAD operation: the same status and headers as GET, no body. */
+function head(summary: string, okHeaders: object = {}, extra: object = {}) {
+  return {
+    summary,
+    responses: {
+      '200': { description: 'As GET, without a body.', headers: { ...commonHeaders, ...okHeaders } },
+      ...extra,
+      ...standardErrors,
+    },
+  };
+}
+
+const noParams = {
+  description: 'These endpoints take no query parameters; any parameter gives 400.',
+};
+
+const linkHeader = {
+  Link: {
+    description: 'Present when more results match: `<URL of the next page>; rel="next"` (same filters, plus a cursor or offset).',
+    schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
+  },
+};
+
+export function buildOpenApiDocument(version: string, serverUrl: string): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Engine Monitor API',
+      version,
+      description: [
+        'Read-only monitoring API of the Engine Monitor launch engine (the engine is named `' + ENGINE_NAME + '`).',
+        '',
+        'All times are ISO 8601 UTC with milliseconds, exactly as `Date.prototype.toISOString()` writes them.',
+        'Every response (event streams aside) is `application/json; charset=utf-8` and carries',
+        '`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`. No CORS headers are sent.',
+        '',
+        'Protection: the `Host` header must be `127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`',
+        '(or `<bound host>:<port>` when bound to another address), else 403; an `Origin` header other than',
+        "the server's own origin gives 403; when a token is configured every request needs",
+        '`Authorization: Bearer <token>`, else 401.',
+        '',
+        'Errors share one body, `{ "error": { "code", "message" } }`. Any path not listed here answers 404',
+        '(`components.responses.NotFound`); any method other than GET and HEAD answers 405 with',
+        '`Allow: GET, HEAD` (`components.responses.MethodNotAllowed`). A 500 is a bug.',
+        'Endpoints reject unknown query parameters with 400.',
+      ].join('\n'),
+    },
+    servers: [{ url: serverUrl }],
+    security: [{}, { bearerToken: [] }],
+    paths: {
+      '/stats': {
+        get: {
+          operationId: 'getStats',
+          summary: 'Item and launch counters',
+          description: 'Served from counters kept up to date, never from a scan of the items. ' + noParams.description,
+          responses: { '200': ok('Counters.', ref('StatsResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+        },
+        head: head('Counters, headers only'),
+      },
+      '/health': {
+        get: {
+          operationId: 'getHealth',
+          summary: 'Liveness and readiness',
+          description:
+            '`unhealthy` (HTTP 503) if the database check is `error` or the engine is `stalled`; else `degraded` if the engine is `stopped` or `restricted`; else `healthy`. ' +
+            noParams.description,
+          responses: {
+            '200': ok('Healthy or degraded.', ref('HealthResponse')),
+            '503': ok('Unhealthy: the same body, with status `unhealthy`.', ref('HealthResponse')),
+            '400': { $ref: '#/components/responses/BadRequest' },
+            ...standardErrors,
+          },
+        },
+        head: head('Health, headers only', {}, { '503': { description: 'Unhealthy.', headers: commonHeaders } }),
+      },
+      '/status': {
+        get: {
+          operationId: 'getStatus',
+          summary: 'Detailed engine, scanner, database and server status',
+          description: noParams.description,
+          responses: { '200': ok('Status.', ref('StatusResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+        },
+        head: head('Status, headers only'),
+      },
+      '/logs': {
+        get: {
+          operationId: 'getLogs',
+          summary: 'Log entries, newest first by default, with keyset pagination',
+          description:
+            'Filters combine with AND. When more entries match than `limit`, the response has a `Link: <…>; rel="next"` header whose URL repeats the (normalised) filters and adds a `cursor`. ' +
+            'Unknown parameters, unknown actions or levels, bad dates, a `limit` out of range, a bad cursor, or a single-valued parameter given twice give 400.',
+          parameters: [
+            {
+              name: 'action',
+              in: 'query',
+              description: 'Only these actions: comma-separated (`action=a,b`) and/or repeated (`action=a&action=b`).',
+              style: 'form',
+              explode: true,
+              schema: { type: 'array', items: { type: 'string', enum: [...LOG_ACTIONS] } },
+            },
+            { name: 'level', in: 'query', description: 'Minimum level (debug < info < warn < error).', schema: { type: 'string', enum: [...LOG_LEVELS] } },
+            { name: 'item', in: 'query', description: 'Only entries of this item id.', schema: { type: 'string', minLength: 1, maxLength: MAX_ITEM_LENGTH } },
+            {
+              name: 'since',
+              in: 'query',
+              description: 'Inclusive lower bound on `timestamp`: an ISO 8601 date-time with a time zone (`Z` or `±hh:mm`; encode `+` as `%2B`).',
+              schema: { type: 'string', format: 'date-time' },
+            },
+            { name: 'until', in: 'query', description: 'Exclusive upper bound on `timestamp`, same format as `since`.', schema: { type: 'string', format: 'date-time' } },
+            {
+              name: 'q',
+              in: 'query',
+              description:
+                'Text search: split at white space and lower-cased; every word must start a word of `message`, case-insensitive (`q=exit code` matches "exited with code 3"). Empty: no filter.',
+              schema: { type: 'string', maxLength: MAX_Q_LENGTH },
+            },
+            { name: 'order', in: 'query', description: 'By id: `desc` (newest first) or `asc`.', schema: { type: 'string', enum: ['desc', 'asc'], default: 'desc' } },
+            { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+            {
+              name: 'cursor',
+              in: 'query',
+              description: 'Opaque; copy it from the previous page\'s `Link` header. It is tied to the `order` it was issued for.',
+              schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,200}$' },
+            },
+          ],
+          responses: {
+            '200': ok('Matching entries in the requested order (at most `limit`).', { type: 'array', items: ref('LogEntry') }, linkHeader),
+            '400': { $ref: '#/components/responses/BadRequest' },
+            ...standardErrors,
+          },
+        },
+        head: head('Logs, headers only', linkHeader, { '400': { $ref: '#/components/responses/BadRequest' } }),
+      },
+      '/items': {
+        get: {
+          operationId: 'getItems',
+          summary: 'Known items with their outcome (an addition to the contract, for the UI)',
+          description: 'Paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow.',
+          parameters: [
+            { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },
+            { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+            { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
+          ],
+          responses: {
+            '200': ok('One page of items.', ref('ItemsResponse'), linkHeader),
+            '400': { $ref: '#/components/responses/BadRequest' },
+            ...standardErrors,
+          },
+        },
+        head: head('Items, headers only', linkHeader, { '400': { $ref: '#/components/responses/BadRequest' } }),
+      },
+      '/events': {
+        get: {
+          operationId: 'getEvents',
+          summary: 'Server-sent events for live UIs',
+          description: [
+            'A `text/event-stream`. On connect: one `stats` and one `health` event. Then:',
+            '- `log` (data: a LogEntry, SSE `id`: the entry id) for every new log entry;',
+            '- `stats` (data: StatsOverview) when counters change, at most 4 per second, the last change always sent;',
+            '- `health` (data: HealthResponse) when the health status or a check changes;',
+            '- a comment line (`: heartbeat`) every 15 s.',
+            'With `Last-Event-ID` (or the `lastEventId` parameter), every log entry after that id is sent first, oldest first, then live ones, without gaps or duplicates.',
+            'A client that does not read fast enough (more than 1 MiB unsent) is disconnected; it can resume with Last-Event-ID.',
+            'The event data schemas are listed in `x-sse-events`.',
+          ].join('\n'),
+          parameters: [
+            { name: 'Last-Event-ID', in: 'header', description: 'Resume log events after this id (sent by EventSource on reconnect; empty: start live).', schema: { type: 'string', pattern: '^(|0|[1-9][0-9]*)$' } },
+            { name: 'lastEventId', in: 'query', description: 'The same, for clients that cannot set headers.', schema: { type: 'integer', minimum: 0 } },
+          ],
+          'x-sse-events': {
+            log: ref('LogEntry'),
+            stats: ref('StatsOverview'),
+            health: ref('HealthResponse'),
+          },
+          responses: {
+            '200': {
+              description: 'The event stream; it stays open until the client or the server closes it.',
+              headers: commonHeaders,
+              content: { 'text/event-stream; charset=utf-8': { schema: { type: 'string' } } },
+            },
+            '400': { $ref: '#/components/responses/BadRequest' },
+            ...standardErrors,
+          },
+        },
+        head: head('Event stream headers only (no stream is opened)', {}, { '400': { $ref: '#/components/responses/BadRequest' } }),
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'getOpenApi',
+          summary: 'This document',
+          responses: { '200': ok('The OpenAPI 3.1 document.', { type: 'object' }), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+        },
+        head: head('This document, headers only'),
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Only when a token is configured (setting `engineMonitor.server.token` or `--token`); then required on every request.',
+        },
+      },
+      headers: {
+        CacheControl: { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } },
+        NoSniff: { description: 'Always `nosniff`.', schema: { type: 'string', const: 'nosniff' } },
+      },
+      responses: {
+        BadRequest: {
+          description: 'A query parameter (or Last-Event-ID) is unknown, repeated, or has a bad value; the message says what is allowed.',
+          headers: commonHeaders,
+          content: json(ref('Error')),
+        },
+        Unauthorized: {
+          description: 'A token is configured and the request has no `Authorization: Bearer <token>` header or a wrong token.',
+          headers: {
+            ...commonHeaders,
+            'WWW-Authenticate': { description: 'Always `Bearer realm="engine-monitor"`.', schema: { type: 'string', const: 'Bearer realm="engine-monitor"' } },
+          },
+          content: json(ref('Error')),
+        },
+        Forbidden: {
+          description: 'The `Host` header is not one the server answers to (DNS rebinding protection, code `forbidden_host`), or the `Origin` header is not the server\'s own origin (code `forbidden_origin`).',
+          headers: commonHeaders,
+          content: json(ref('Error')),
+        },
+        NotFound: { description: 'No such path (code `not_found`).', headers: commonHeaders, content: json(ref('Error')) },
+        MethodNotAllowed: {
+          description: 'Only GET and HEAD are served (code `method_not_allowed`).',
+          headers: { ...commonHeaders, Allow: { description: 'Always `GET, HEAD`.', schema: { type: 'string', const: 'GET, HEAD' } } },
+          content: json(ref('Error')),
+        },
+        InternalError: { description: 'A bug (code `internal_error`); the details are logged by the engine host.', headers: commonHeaders, content: json(ref('Error')) },
+      },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: {
+                code: { type: 'string', enum: [...ERROR_CODES] },
+                message: { type: 'string', minLength: 1, description: 'What was wrong and what is allowed.' },
+              },
+            },
+          },
+        },
+        StatsOverview: {
+          type: 'object',
+          required: ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed', 'lastPollAt'],
+          properties: {
+            total: count('Known items; always launched + pending + failed.'),
+            launched: count('Items whose attempt succeeded.'),
+            pending: count('Items with no outcome yet: waiting, scheduled by runAt, backing off or running.'),
+            failed: count('Items whose attempts are exhausted.'),
+            totalLaunches: count('Attempts ever started (only grows, survives restarts).'),
+            totalFailed: count('Attempts ever failed (only grows, survives restarts).'),
+            lastPollAt: nullableTime('Start of the last poll; null only for a database that was never polled.'),
+          },
+        },
+        StatsResponse: {
+          type: 'object',
+          required: ['overview', 'timestamp'],
+          properties: { overview: ref('StatsOverview'), timestamp: time('When the response was produced.') },
+        },
+        HealthResponse: {
+          type: 'object',
+          required: ['status', 'engine', 'version', 'timestamp', 'checks'],
+          properties: {
+            status: { type: 'string', enum: ['healthy', 'degraded', 'unhealthy'] },
+            engine: { type: 'string', const: ENGINE_NAME },
+            version: { type: 'string', description: "The engine's package.json version." },
+            timestamp: time('When the health was evaluated.'),
+            checks: {
+              type: 'object',
+              required: ['database', 'engine'],
+              properties: {
+                database: { type: 'string', enum: ['ok', 'error'], description: '`error`: the last persist, journal write or query failed.' },
+                engine: {
+                  type: 'string',
+                  enum: ['running', 'stopped', 'restricted', 'stalled'],
+                  description: '`stopped` by the user or settings; `restricted`: workspace not trusted; `stalled`: the last poll started more than 3 poll intervals ago.',
+                },
+              },
+            },
+          },
+        },
+        SourceStatus: {
+          type: 'object',
+          required: ['kind', 'location', 'lastScanAt', 'lastError', 'itemsDiscovered'],
+          properties: {
+            kind: { type: 'string', enum: ['queue-directory'] },
+            location: { type: 'string' },
+            lastScanAt: nullableTime('End of the last scan of this source.'),
+            lastError: { type: ['string', 'null'] },
+            itemsDiscovered: count('Items ingested from this source.'),
+          },
+        },
+        LaunchRecord: {
+          type: 'object',
+          required: ['itemId', 'name', 'attempt', 'startedAt', 'finishedAt', 'durationMs', 'outcome', 'exitCode', 'signal', 'error'],
+          properties: {
+            itemId: { type: 'string' },
+            name: { type: 'string' },
+            attempt: { type: 'integer', minimum: 1 },
+            startedAt: time('When the attempt started.'),
+            finishedAt: nullableTime('Null while running.'),
+            durationMs: { type: ['integer', 'null'], minimum: 0 },
+            outcome: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
+            exitCode: { type: ['integer', 'null'] },
+            signal: { type: ['string', 'null'] },
+            error: { type: ['string', 'null'], description: 'e.g. timeout, ENOENT, interrupted.' },
+          },
+        },
+        StatusResponse: {
+          type: 'object',
+          required: ['engine', 'scanner', 'stats', 'lastLaunch', 'timestamp', 'database', 'server'],
+          properties: {
+            engine: {
+              type: 'object',
+              required: ['name', 'version', 'state', 'startedAt', 'uptimeMs', 'pollIntervalMs', 'concurrency', 'running', 'polls'],
+              properties: {
+                name: { type: 'string', const: ENGINE_NAME },
+                version: { type: 'string' },
+                state: { type: 'string', enum: ['running', 'stopped', 'restricted', 'stalled'] },
+                startedAt: time('When the engine started.'),
+                uptimeMs: count('Milliseconds since startedAt.'),
+                pollIntervalMs: { type: 'integer', minimum: 1 },
+                concurrency: { type: 'integer', minimum: 1 },
+                running: count('Attempts running now.'),
+                polls: count('Polls since start.'),
+              },
+            },
+            scanner: {
+              type: 'object',
+              required: ['sources', 'lastScanAt', 'lastScanDurationMs', 'scans', 'itemsDiscovered', 'itemsRejected'],
+              properties: {
+                sources: { type: 'array', items: ref('SourceStatus') },
+                lastScanAt: nullableTime('End of the last scan.'),
+                lastScanDurationMs: { type: ['integer', 'null'], minimum: 0 },
+                scans: count('Scans since start.'),
+                itemsDiscovered: count('Items ingested.'),
+                itemsRejected: count('Files or entries rejected.'),
+              },
+            },
+            stats: ref('StatsOverview'),
+            lastLaunch: { oneOf: [{ type: 'null' }, ref('LaunchRecord')] },
+            timestamp: time('When the response was produced.'),
+            database: {
+              type: 'object',
+              required: ['path', 'sizeBytes', 'lastPersistAt'],
+              properties: {
+                path: { type: 'string' },
+                sizeBytes: count('Size of the last snapshot.'),
+                lastPersistAt: nullableTime('When the database was last persisted.'),
+                lastError: { type: ['string', 'null'], description: 'The last persist, journal or query error, if any.' },
+              },
+            },
+            server: {
+              type: 'object',
+              required: ['url'],
+              properties: { url: { type: 'string', format: 'uri', description: 'Base URL of this API.' } },
+            },
+          },
+        },
+        LogEntry: {
+          type: 'object',
+          required: ['id', 'timestamp', 'action', 'level', 'message', 'itemId', 'details'],
+          properties: {
+            id: { type: 'integer', minimum: 0, description: 'Increasing; also the SSE event id on /events.' },
+            timestamp: time('When the entry was written.'),
+            action: { type: 'string', enum: [...LOG_ACTIONS] },
+            level: { type: 'string', enum: [...LOG_LEVELS] },
+            message: { type: 'string' },
+            itemId: { type: ['string', 'null'] },
+            details: { type: ['object', 'null'], description: 'Action-specific data.' },
+          },
+        },
+        ItemSummary: {
+          type: 'object',
+          required: ['id', 'name', 'outcome', 'phase', 'attempts', 'maxAttempts', 'nextAttemptAt', 'source', 'updatedAt', 'lastError'],
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            outcome: { type: 'string', enum: ['launched', 'pending', 'failed'] },
+            phase: { type: 'string', enum: ['waiting', 'scheduled', 'backoff', 'running', 'done'], description: 'Finer state within pending; `done` for launched and failed.' },
+            attempts: count('Attempts started (since the last manual retry).'),
+            maxAttempts: { type: 'integer', minimum: 1 },
+            nextAttemptAt: nullableTime('When the next attempt may start (runAt or backoff), if scheduled.'),
+            source: { type: 'string', description: 'Where the item came from.' },
+            updatedAt: time('Last change of the item.'),
+            lastError: { type: ['string', 'null'] },
+          },
+        },
+        ItemsResponse: {
+          type: 'object',
+          required: ['items', 'total', 'limit', 'offset'],
+          properties: {
+            items: { type: 'array', items: ref('ItemSummary') },
+            total: count('Items matching the outcome filter, across all pages.'),
+            limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+            offset: count('Items skipped.'),
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,85 @@
+// Request protection (contract section 4), as plain functions run before any routing: they are on
+// the hot path of every request, so they do a few string/Set lookups and allocate nothing on success.
+//
+// - Host allow-list: a web page cannot reach us through DNS rebinding, because its requests carry
+//   the attacker's host name, never 127.0.0.1 / localhost / [::1].
+// - Origin: browsers send Origin on cross-origin requests; anything but our own origin is refused,
+//   and no CORS headers are ever sent, so other pages cannot read responses either.
+// - Bearer token (optional): compared in constant time so response timing does not leak it.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+import { HttpError } from './respond';
+
+export interface Guard {
+  /** Undefined when the request may proceed, else the error to answer with. */
+  check(req: IncomingMessage): HttpError | undefined;
+}
+
+/** True for host names that only ever reach this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h === '::1') return true;
+  // 127.0.0.0/8 is loopback; isIP guards against names such as "127.0.0.1.example.com".
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/** `host:port` as it appears in a Host header or URL (IPv6 literals in brackets). */
+export function hostWithPort(host: string, port: number): string {
+  return `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+}
+
+/** The Host header values the server answers to. */
+export function allowedHostHeaders(boundHost: string, port: number): string[] {
+  const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
+  const own = hostWithPort(boundHost, port).toLowerCase();
+  if (!hosts.includes(own)) hosts.push(own);
+  return hosts;
+}
+
+const UNAUTHORIZED_HEADERS = { 'WWW-Authenticate': 'Bearer realm="engine-monitor"' };
+
+export function createGuard(options: { boundHost: string; port: number; token?: string }): Guard {
+  const hosts = new Set(allowedHostHeaders(options.boundHost, options.port));
+  // A browser page served by this server would send Origin http://<one of the allowed hosts>.
+  const origins = new Set([...hosts].map((h) => `http://${h}`));
+  const hostList = [...hosts].join(', ');
+  // Hash both sides to a fixed length so timingSafeEqual can compare tokens of any length.
+  const tokenDigest = options.token ? digest(options.token) : undefined;
+
+  return {
+    check(req) {
+      const host = req.headers.host;
+      if (host === undefined || !(hosts.has(host) || hosts.has(host.toLowerCase()))) {
+        return new HttpError(
+          403,
+          'forbidden_host',
+          `Host header ${host === undefined ? 'is missing' : JSON.stringify(host) + ' is not allowed'}; use one of: ${hostList}.`,
+        );
+      }
+      const origin = req.headers.origin;
+      if (origin !== undefined && !origins.has(origin.toLowerCase())) {
+        return new HttpError(
+          403,
+          'forbidden_origin',
+          `Origin ${JSON.stringify(origin)} is not allowed: only this server's own origin may call it (no CORS).`,
+        );
+      }
+      if (tokenDigest) {
+        const auth = req.headers.authorization;
+        if (auth === undefined) {
+          return new HttpError(401, 'unauthorized', 'Missing Authorization header; send "Authorization: Bearer <token>".', UNAUTHORIZED_HEADERS);
+        }
+        const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(auth);
+        if (!match || !timingSafeEqual(digest(match[1]), tokenDigest)) {
+          return new HttpError(401, 'unauthorized', 'Wrong token; send "Authorization: Bearer <token>" with the configured token.', UNAUTHORIZED_HEADERS);
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}

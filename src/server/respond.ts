@@ -1,0 +1,63 @@
+// Response helpers shared by every handler. They write with writeHead + end instead of Express's
+// res.json/res.send: those compute ETags, sniff types and re-set headers on every call, which is
+// most of the cost of a small response (see the /stats throughput requirement in httpServer.ts).
+import type { ServerResponse } from 'node:http';
+import type { ErrorBody } from '../shared/api';
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Headers every response carries (contract section 4). Frozen: shared by all requests. */
+export const COMMON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+});
+
+/** Error codes in `{ error: { code } }`; the OpenAPI document lists them too. */
+export type ErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'forbidden_host'
+  | 'forbidden_origin'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'internal_error'
+  | 'request_timeout'
+  | 'headers_too_large';
+
+/** An error a handler throws to answer with a specific status; anything else becomes a 500. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+/** 400 with a message that says what was wrong and what is allowed. */
+export function badRequest(message: string): HttpError {
+  return new HttpError(400, 'bad_request', message);
+}
+
+/** Serialise once and end: the single place a JSON response is written. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders?: Record<string, string>): void {
+  const text = JSON.stringify(body);
+  // writeHead with a literal object is the cheapest way to set headers (no per-header setHeader calls).
+  const headers: Record<string, string | number> = {
+    'Content-Type': JSON_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  };
+  if (extraHeaders) Object.assign(headers, extraHeaders);
+  res.writeHead(status, headers);
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, error: HttpError): void {
+  const body: ErrorBody = { error: { code: error.code, message: error.message } };
+  sendJson(res, error.status, body, error.headers);
+}

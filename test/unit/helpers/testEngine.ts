@@ -1,0 +1,207 @@
+// A small, deterministic, in-memory MonitoredEngine for the HTTP server's tests.
+//
+// It is a *test engine*, not the real one: the server tests need an engine they can drive
+// precisely (set counters, health, append log entries at known ids). It still implements LogQuery
+// faithfully — filtering, ordering, keyset paging and hasMore — so the server's parameter handling
+// and cursor paging are exercised for real. The real engine (src/core) gets its own API tests
+// against the same server once it exists.
+import type { ItemOutcome, ItemSummary, LogAction, LogEntry, LogLevel, StatsOverview, StatusResponse } from '../../../src/shared/api';
+import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
+import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/server/monitoredEngine';
+
+/** Mulberry32: a tiny seeded PRNG so generated data is the same on every run. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const BASE_TIME = Date.parse('2024-05-01T00:00:00.000Z');
+const MESSAGES = [
+  'Item build-{n} exited with code 3',
+  'Launching build-{n} attempt 1',
+  'Discovered item build-{n} in queue.json',
+  'Retry scheduled for build-{n} in 2000 ms',
+  'Engine started with concurrency 4',
+  'Database persist failed: disk full',
+  'Item deploy-{n} succeeded after 1520 ms',
+];
+
+export class TestEngine implements MonitoredEngine {
+  readonly version = '0.1.0-test';
+  private readonly listeners = new Set<(event: EngineEvent) => void>();
+  private logs: LogEntry[] = [];
+  private nextId = 1;
+  overview: StatsOverview = { total: 3, launched: 1, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: '2024-05-01T10:00:00.000Z' };
+  healthSnapshot: HealthSnapshot = { status: 'healthy', checks: { database: 'ok', engine: 'running' } };
+  items: ItemSummary[] = [];
+  /** Every query the server sent, so tests can check what the server asked for. */
+  readonly queries: LogQuery[] = [];
+  /** When set, the named method throws (to test the server's 500 path). */
+  failOn: 'stats' | 'health' | 'status' | 'queryLogs' | undefined;
+  /** Counts calls to health(), to check the server's polling of it. */
+  healthCalls = 0;
+
+  constructor() {
+    for (let i = 0; i < 7; i++) {
+      const outcome: ItemOutcome = (['launched', 'pending', 'failed'] as const)[i % 3];
+      this.items.push({
+        id: `item-${i}`,
+        name: `Item ${i}`,
+        outcome,
+        phase: outcome === 'pending' ? (i % 2 ? 'backoff' : 'waiting') : 'done',
+        attempts: i % 4,
+        maxAttempts: 3,
+        nextAttemptAt: outcome === 'pending' ? '2024-05-01T10:00:05.000Z' : null,
+        source: '.engine/queue/items.json',
+        updatedAt: '2024-05-01T10:00:00.000Z',
+        lastError: outcome === 'failed' ? 'exit code 1' : null,
+      });
+    }
+  }
+
+  get logCount(): number {
+    return this.logs.length;
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /** Appends a log entry (ids increase by 1 from 1) and emits it, as the real engine does after storing it. */
+  addLog(partial: Partial<Omit<LogEntry, 'id'>> = {}, emit = true): LogEntry {
+    const id = this.nextId++;
+    const entry: LogEntry = {
+      id,
+      timestamp: partial.timestamp ?? new Date(BASE_TIME + id * 1000).toISOString(),
+      action: partial.action ?? 'item_discovered',
+      level: partial.level ?? 'info',
+      message: partial.message ?? `Entry ${id}`,
+      itemId: partial.itemId === undefined ? null : partial.itemId,
+      details: partial.details === undefined ? null : partial.details,
+    };
+    this.logs.push(entry);
+    if (emit) this.emit({ type: 'log', entry });
+    return entry;
+  }
+
+  /** Deterministic varied entries: actions, levels, items, messages and timestamps (some equal). */
+  seedLogs(count: number, seed = 42): void {
+    const random = seededRandom(seed);
+    let time = BASE_TIME;
+    for (let i = 0; i < count; i++) {
+      time += Math.floor(random() * 3) * 500; // steps of 0, 500 or 1000 ms: equal timestamps occur
+      const n = Math.floor(random() * 5);
+      this.addLog(
+        {
+          timestamp: new Date(time).toISOString(),
+          action: LOG_ACTIONS[Math.floor(random() * LOG_ACTIONS.length)],
+          level: LOG_LEVELS[Math.floor(random() * LOG_LEVELS.length)],
+          itemId: random() < 0.2 ? null : `build-${n}`,
+          message: MESSAGES[Math.floor(random() * MESSAGES.length)].replace('{n}', String(n)),
+          details: random() < 0.5 ? null : { n, note: 'line\nbreak "quoted"' },
+        },
+        false,
+      );
+    }
+  }
+
+  /** Changes counters and emits 'stats', as the engine does when a counter changes. */
+  setStats(partial: Partial<StatsOverview>): void {
+    this.overview = { ...this.overview, ...partial };
+    this.emit({ type: 'stats' });
+  }
+
+  emit(event: EngineEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+
+  stats(): StatsOverview {
+    if (this.failOn === 'stats') throw new Error('test engine: stats failed');
+    return { ...this.overview };
+  }
+
+  health(): HealthSnapshot {
+    this.healthCalls++;
+    if (this.failOn === 'health') throw new Error('test engine: health failed');
+    return { status: this.healthSnapshot.status, checks: { ...this.healthSnapshot.checks } };
+  }
+
+  status(): Omit<StatusResponse, 'timestamp' | 'server'> {
+    if (this.failOn === 'status') throw new Error('test engine: status failed');
+    return {
+      engine: {
+        name: ENGINE_NAME,
+        version: this.version,
+        state: this.healthSnapshot.checks.engine,
+        startedAt: '2024-05-01T09:00:00.000Z',
+        uptimeMs: 3_600_000,
+        pollIntervalMs: 2000,
+        concurrency: 4,
+        running: 1,
+        polls: 1800,
+      },
+      scanner: {
+        sources: [{ kind: 'queue-directory', location: '/ws/.engine/queue', lastScanAt: '2024-05-01T10:00:00.000Z', lastError: null, itemsDiscovered: 3 }],
+        lastScanAt: '2024-05-01T10:00:00.000Z',
+        lastScanDurationMs: 12,
+        scans: 1800,
+        itemsDiscovered: 3,
+        itemsRejected: 1,
+      },
+      stats: this.stats(),
+      lastLaunch: {
+        itemId: 'item-1',
+        name: 'Item 1',
+        attempt: 2,
+        startedAt: '2024-05-01T09:59:58.000Z',
+        finishedAt: null,
+        durationMs: null,
+        outcome: 'running',
+        exitCode: null,
+        signal: null,
+        error: null,
+      },
+      database: { path: '/ws/.engine/state/engine.sqlite', sizeBytes: 40960, lastPersistAt: '2024-05-01T09:59:59.000Z', lastError: null },
+    };
+  }
+
+  queryLogs(query: LogQuery): LogPage {
+    this.queries.push(query);
+    if (this.failOn === 'queryLogs') throw new Error('test engine: queryLogs failed');
+    const minRank = query.minLevel ? LOG_LEVELS.indexOf(query.minLevel) : 0;
+    const matches = this.logs.filter(
+      (e) =>
+        (!query.actions || query.actions.includes(e.action as LogAction)) &&
+        LOG_LEVELS.indexOf(e.level as LogLevel) >= minRank &&
+        (query.itemId === undefined || e.itemId === query.itemId) &&
+        (query.since === undefined || e.timestamp >= query.since) &&
+        (query.until === undefined || e.timestamp < query.until) &&
+        (!query.words || matchesWords(e.message, query.words)) &&
+        (query.afterId === undefined || (query.order === 'asc' ? e.id > query.afterId : e.id < query.afterId)),
+    );
+    matches.sort((a, b) => (query.order === 'asc' ? a.id - b.id : b.id - a.id));
+    return { entries: matches.slice(0, query.limit).map((e) => ({ ...e })), hasMore: matches.length > query.limit };
+  }
+
+  listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number } {
+    const matching = this.items.filter((i) => !filter.outcome || i.outcome === filter.outcome);
+    return { items: matching.slice(filter.offset, filter.offset + filter.limit), total: matching.length };
+  }
+
+  subscribe(listener: (event: EngineEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** Every word must start a word of the message (white-space separated), case-insensitive. */
+function matchesWords(message: string, words: string[]): boolean {
+  const messageWords = message.toLowerCase().split(/\s+/);
+  return words.every((w) => messageWords.some((m) => m.startsWith(w)));
+}
