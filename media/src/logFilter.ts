@@ -3,7 +3,7 @@
 import { LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import type { LogFilter } from '../../src/shared/webviewProtocol';
 
-const WORD = /[\p{L}\p{N}_]+/gu;
+const WORD = /[\p{L}\p{N}]+/gu;
 function words(text: string): string[] {
   return text.toLowerCase().match(WORD) ?? [];
 }

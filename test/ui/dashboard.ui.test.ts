@@ -1,0 +1,249 @@
+// "Show Engine Status" in a real VS Code (code-server + Chromium, see test/vscode/codeServer.ts):
+// the dashboard webview shows the engine's own numbers, filters its log table through /logs,
+// renders hostile engine strings as text, survives a window reload with its filter, and looks
+// right in light, dark and high-contrast themes (screenshots in test-results/screenshots/).
+//
+// Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Frame, FrameLocator, Page } from 'playwright-core';
+import type { LogEntry, StatsResponse } from '../../src/shared/api';
+import { REPO_ROOT, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+
+/** An engine string that would run script if it ever reached the page as HTML. */
+const HOSTILE_NAME = '<img src=x onerror=alert(document.domain)> pwned';
+const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a value other than undefined/false, or fails with `what`. */
+async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(250);
+  }
+}
+
+/** A workspace with a queue: items that succeed, one that fails for good, one with a hostile name. */
+function makeWorkspace(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-dashboard-'));
+  const queue = path.join(dir, '.engine', 'queue');
+  mkdirSync(queue, { recursive: true });
+  const node = process.execPath;
+  const items = [
+    { id: 'ok-1', name: 'Quick success', command: node, args: ['-e', 'process.exit(0)'] },
+    { id: 'ok-2', name: 'Another success', command: node, args: ['-e', 'process.exit(0)'] },
+    { id: 'ok-3', name: 'Third success', command: node, args: ['-e', 'setTimeout(() => {}, 200)'] },
+    { id: 'fails', name: 'Always exits 3', command: node, args: ['-e', 'process.exit(3)'], maxAttempts: 2 },
+    { id: 'hostile', name: HOSTILE_NAME, command: node, args: ['-e', 'process.exit(0)'] },
+  ];
+  writeFileSync(path.join(queue, 'items.jsonl'), items.map((i) => JSON.stringify(i)).join('\n') + '\n');
+  return dir;
+}
+
+/** The engine's URL, from the endpoint.json the engine host writes into the extension's storage folder. */
+function findEndpoint(root: string): string | undefined {
+  const stack = [root];
+  while (stack.length) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) {
+        try {
+          return (JSON.parse(readFileSync(p, 'utf8')) as { url: string }).url;
+        } catch {
+          /* being written */
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
+/** The dashboard's content frame (webviews live in two nested iframes). */
+function dashboard(page: Page): FrameLocator {
+  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+}
+
+/** The same frame as a Frame, to evaluate in it. */
+async function dashboardFrame(page: Page): Promise<Frame> {
+  return waitUntil('the dashboard frame', async () => {
+    for (const f of page.frames()) {
+      if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
+    }
+    return undefined;
+  });
+}
+
+async function cardValues(frame: Frame): Promise<Record<string, number | undefined>> {
+  return frame.evaluate((keys) => {
+    const out: Record<string, number | undefined> = {};
+    for (const k of keys) {
+      const v = document.querySelector<HTMLElement>(`[data-stat="${k}"] .card-value`)?.dataset.value;
+      out[k] = v === undefined ? undefined : Number(v);
+    }
+    return out;
+  }, [...COUNTERS]);
+}
+
+async function setTheme(wb: Workbench, theme: string, bodyClass: string): Promise<void> {
+  // VS Code watches the user settings file; the webview gets the theme as a body class.
+  const file = path.join(wb.server.userDataDir, 'User', 'settings.json');
+  const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  settings['workbench.colorTheme'] = theme;
+  writeFileSync(file, JSON.stringify(settings, null, 2));
+  const frame = await dashboardFrame(wb.page);
+  await waitUntil(`theme ${theme}`, () => frame.evaluate((c) => document.body.classList.contains(c), bodyClass), 20_000);
+  await sleep(500);
+}
+
+describe('Show Engine Status dashboard (code-server)', function () {
+  this.timeout(240_000);
+  let wb: Workbench;
+  let workspace: string;
+  let baseUrl: string;
+  const dialogs: string[] = [];
+
+  before(async function () {
+    for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
+      if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
+    }
+    workspace = makeWorkspace();
+    wb = await openWorkbench({
+      folder: workspace,
+      extensionDevelopmentPath: REPO_ROOT,
+      userSettings: {
+        'workbench.colorTheme': 'Default Light Modern',
+        'engineMonitor.server.port': 0,
+        'engineMonitor.engine.pollIntervalMs': 500,
+      },
+    });
+    wb.page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    baseUrl = await waitUntil('the engine endpoint.json', async () => findEndpoint(wb.server.userDataDir), 60_000);
+  });
+
+  after(async function () {
+    await wb?.close();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('opens from the command palette and shows the totals of GET /stats', async function () {
+    // Let the queue settle (every item launched or failed), so the numbers stand still.
+    await waitUntil(
+      'all items to settle',
+      async () => {
+        const s = await getJson<StatsResponse>(`${baseUrl}/stats`);
+        return s.overview.total === 5 && s.overview.pending === 0 && s.overview.failed === 1;
+      },
+      60_000,
+    );
+    await runCommand(wb.page, 'Show Engine Status');
+    const frame = await dashboardFrame(wb.page);
+    await frame.locator('.connection[data-connected="true"]').waitFor({ timeout: 30_000 });
+
+    const stats = (await getJson<StatsResponse>(`${baseUrl}/stats`)).overview;
+    const shown = await waitUntil('the cards to show /stats', async () => {
+      const v = await cardValues(frame);
+      return COUNTERS.every((k) => v[k] === stats[k]) && v;
+    });
+    assert.deepEqual(shown, Object.fromEntries(COUNTERS.map((k) => [k, stats[k]])));
+    assert.equal(stats.launched + stats.pending + stats.failed, stats.total);
+
+    // Health and status sections are filled from /health and /status.
+    const health = await getJson<{ status: string }>(`${baseUrl}/health`);
+    assert.equal(await frame.locator('[data-health]').getAttribute('data-health'), health.status);
+    assert.match((await frame.locator('section[aria-labelledby="last-launch-title"]').textContent()) ?? '', /Outcome/);
+    // The chart counted the attempts of the last hour.
+    const started = Number(await frame.locator('.chart-summary').getAttribute('data-started'));
+    assert.equal(started, stats.totalLaunches);
+
+    await wb.page.keyboard.press('Escape');
+    const file = await screenshot(wb.page, 'dashboard-light');
+    console.log(`      screenshot: ${file}`);
+  });
+
+  it('filters the log table by action through /logs', async function () {
+    const d = dashboard(wb.page);
+    const frame = await dashboardFrame(wb.page);
+    await d.locator('.action-picker summary').click();
+    await d.locator('label[for="action-launch_failed"]').click();
+    await d.locator('.action-picker summary').click();
+
+    const actions = await waitUntil('only launch_failed rows', async () => {
+      const a = await frame.locator('table.logs tbody tr[data-action]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.action));
+      return a.length > 0 && a.every((x) => x === 'launch_failed') && a;
+    });
+    const api = await getJson<LogEntry[]>(`${baseUrl}/logs?action=launch_failed`);
+    assert.equal(actions.length, api.length, 'the table shows as many launch_failed rows as /logs returns');
+    assert.equal(await d.locator('.action-picker summary').textContent(), 'Actions: launch_failed');
+    await frame.locator('table.logs').scrollIntoViewIfNeeded();
+    console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-logs-filtered')}`);
+  });
+
+  it('keeps its filter after a window reload (serializer + webview state)', async function () {
+    await wb.page.reload({ waitUntil: 'domcontentloaded' });
+    await waitForWorkbench(wb.page);
+    const frame = await dashboardFrame(wb.page);
+    await waitUntil('the restored filter', async () => (await frame.locator('.action-picker summary').textContent()) === 'Actions: launch_failed');
+    await waitUntil('filtered rows after the reload', async () => {
+      const a = await frame.locator('table.logs tbody tr[data-action]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.action));
+      return a.length > 0 && a.every((x) => x === 'launch_failed');
+    });
+    // Back to every action for the next test.
+    await frame.locator('button', { hasText: 'Clear filter' }).click();
+  });
+
+  it('shows a hostile log message as text and runs no script', async function () {
+    const frame = await dashboardFrame(wb.page);
+    await frame.locator('#log-search').fill('onerror');
+    await frame.locator('#log-search').press('Enter');
+    const messages = await waitUntil('rows matching "onerror"', async () => {
+      const m = await frame.locator('table.logs tbody tr[data-action] .message').allTextContents();
+      return m.length > 0 && m;
+    });
+    for (const m of messages) assert.ok(m.includes(HOSTILE_NAME), `row shows the name as text: ${m}`);
+    assert.equal(await frame.locator('table.logs img').count(), 0, 'no <img> element was created');
+    assert.equal(await frame.locator('img').count(), 0, 'no <img> element anywhere in the dashboard');
+    // The last launch or the rows show it too, still as text.
+    assert.deepEqual(dialogs, [], 'no alert() ran');
+    await frame.locator('#log-search').fill('');
+    await frame.locator('#log-search').press('Enter');
+  });
+
+  it('follows the theme: dark and high contrast screenshots', async function () {
+    await setTheme(wb, 'Default Dark Modern', 'vscode-dark');
+    console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-dark')}`);
+    await setTheme(wb, 'Default High Contrast', 'vscode-high-contrast');
+    console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-high-contrast')}`);
+    // Text colour comes from the theme, not from the stylesheet's defaults.
+    const frame = await dashboardFrame(wb.page);
+    const color = await frame.evaluate(() => getComputedStyle(document.body).color);
+    assert.equal(color, 'rgb(255, 255, 255)');
+  });
+});
