@@ -1,6 +1,6 @@
 // Public surface of the HTTP server module: the engine host imports from here.
-export { startHttpServer, DEFAULT_TIMEOUTS, MAX_HEADER_BYTES } from './httpServer';
-export type { HttpServerOptions, RunningHttpServer, ServerTimeouts } from './httpServer';
+export { startHttpServer, DEFAULT_TIMEOUTS, MAX_HEADER_BYTES } from './server';
+export type { HttpServerOptions, RunningHttpServer, ServerTimeouts } from './server';
 export type { EventHubOptions } from './events';
 export { buildOpenApiDocument } from './openapi';
 export type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';

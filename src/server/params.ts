@@ -2,7 +2,7 @@
 // anything else is a 400 whose message says what was wrong and what is allowed, so a typo such
 // as `?levl=warn` fails loudly instead of silently returning unfiltered data.
 //
-// Express's own query parser (qs) is disabled (see httpServer.ts): it turns `a[b]=1` into objects
+// Express's own query parser (qs) is disabled (see server.ts): it turns `a[b]=1` into objects
 // and merges repeats in ways we would have to undo. URLSearchParams gives us the raw list.
 import type { LogAction, LogLevel, ItemOutcome } from '../shared/api';
 import { LOG_ACTIONS, LOG_LEVELS } from '../shared/api';

@@ -1,6 +1,6 @@
 // Response helpers shared by every handler. They write with writeHead + end instead of Express's
 // res.json/res.send: those compute ETags, sniff types and re-set headers on every call, which is
-// most of the cost of a small response (see the /stats throughput requirement in httpServer.ts).
+// most of the cost of a small response (see the /stats throughput requirement in server.ts).
 import type { ServerResponse } from 'node:http';
 import type { ErrorBody } from '../shared/api';
 
