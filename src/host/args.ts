@@ -4,6 +4,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { version } from '../../package.json';
+import { isLoopbackHost } from '../server/protection';
 import type { HostOptions } from './engineHost';
 
 export const USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
@@ -85,6 +86,11 @@ export function parseServeArgs(argv: string[]): CliOptions {
   const queueDir = values['queue-dir']!;
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
   if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
+  if (!isLoopbackHost(values.host!) && values.token === undefined) {
+    throw new UsageError(
+      `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token <secret>, or bind 127.0.0.1`,
+    );
+  }
   if (values.stopped && values.restricted) throw new UsageError('--stopped and --restricted cannot be combined');
   return {
     workspaceFolders: workspaces,

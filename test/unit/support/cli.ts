@@ -1,0 +1,58 @@
+// Runs the built CLI (dist/cli.js) as a real child process, as users and the extension do.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+export const CLI = path.resolve(__dirname, '../../../dist/cli.js');
+
+export function assertBuilt(): void {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`);
+}
+
+export interface ServeProcess {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function runCli(args: string[]): { child: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string; exited: ServeProcess['exited'] } {
+  assertBuilt();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts `serve` and resolves once it printed its ready line. */
+export async function serve(args: string[], timeoutMs = 20_000): Promise<ServeProcess> {
+  const run = runCli(['serve', '--port', '0', '--quiet', ...args]);
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line within ${timeoutMs} ms:\n${run.stdout()}\n${run.stderr()}`)), timeoutMs);
+    const check = () => {
+      const m = /^listening on (http:\/\/\S+)$/m.exec(run.stdout());
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    run.child.stdout.on('data', check);
+    void run.exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code} before it was ready:\n${run.stdout()}\n${run.stderr()}`));
+    });
+  });
+  return { ...run, url };
+}
+
+export async function getJson<T = any>(url: string): Promise<T> {
+  const res = await fetch(url);
+  if (!res.ok && res.status !== 503) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
