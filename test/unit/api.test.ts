@@ -1,0 +1,117 @@
+// The HTTP API over the real engine (real processes, real store on disk), every body checked
+// against the served OpenAPI document. The server's own edge cases are in server*.test.ts.
+import assert from 'node:assert/strict';
+import { Engine } from '../../src/core/engine';
+import { startHttpServer, type RunningHttpServer } from '../../src/server';
+import type { LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
+import { OpenApiChecker, request } from './helpers/http';
+import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
+
+describe('API over the real engine', function () {
+  this.timeout(30_000);
+  let ws: TempWorkspace;
+  let engine: Engine;
+  let server: RunningHttpServer;
+  let api: OpenApiChecker;
+
+  before(async () => {
+    ws = new TempWorkspace('engine-api-');
+    ws.enqueue('mixed.json', [
+      nodeItem('ok', 'console.log("fine")'),
+      nodeItem('flaky', 'process.exit(Number(process.env.ENGINE_ATTEMPT) < 2 ? 9 : 0)'),
+      nodeItem('doomed', 'process.exit(5)', { maxAttempts: 2 }),
+      nodeItem('sleepy', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
+      { id: 'bad id with spaces', command: 'x' },
+    ]);
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    // 'sleepy' stays pending by design (runAt in 2099); everything else reaches an outcome.
+    await waitFor('all but sleepy to settle', () => engine.stats().pending === 1 && engine.status().engine.running === 0);
+    api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
+  });
+  after(async () => {
+    await server.close();
+    await engine.shutdown(0);
+    ws.dispose();
+  });
+
+  async function get(path: string) {
+    const res = await request(server.url, path);
+    assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(res.headers['cache-control'], 'no-store');
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    assert.equal(res.headers['access-control-allow-origin'], undefined);
+    return res;
+  }
+
+  it('/stats: the counters of a mixed run, consistent and documented', async () => {
+    const res = await get('/stats');
+    assert.equal(res.status, 200);
+    api.assertBody('/stats', 200, res.json);
+    const { overview } = res.json as StatsResponse;
+    assert.deepEqual(
+      { ...overview, lastPollAt: undefined },
+      { total: 4, launched: 2, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: undefined },
+    );
+    assert.equal(overview.total, overview.launched + overview.pending + overview.failed);
+    assert.equal(overview.totalLaunches, overview.launched + overview.totalFailed);
+  });
+
+  it('/health: healthy, named and versioned', async () => {
+    const res = await get('/health');
+    assert.equal(res.status, 200);
+    api.assertBody('/health', 200, res.json);
+    assert.deepEqual({ ...(res.json as object), timestamp: 'x' }, {
+      status: 'healthy',
+      engine: 'launch-engine',
+      version: '0.0.0-test',
+      timestamp: 'x',
+      checks: { database: 'ok', engine: 'running' },
+    });
+  });
+
+  it('/status: engine, scanner, stats, last launch, database, server', async () => {
+    const res = await get('/status');
+    api.assertBody('/status', 200, res.json);
+    const s = res.json as StatusResponse;
+    assert.equal(s.server.url, server.url);
+    const { lastPollAt, ...counters } = s.stats;
+    const { lastPollAt: _, ...expected } = engine.stats();
+    assert.deepEqual(counters, expected);
+    assert.equal(typeof lastPollAt, 'string');
+    assert.equal(s.scanner.itemsDiscovered, 4);
+    assert.equal(s.scanner.itemsRejected, 1);
+    assert.equal(s.scanner.sources[0].kind, 'queue-directory');
+    assert.equal(s.engine.concurrency, 4);
+    assert.ok(s.lastLaunch && ['succeeded', 'failed'].includes(s.lastLaunch.outcome));
+    assert.ok(s.database.sizeBytes > 0);
+    assert.match(s.database.path, /engine\.sqlite$/);
+  });
+
+  it('/logs: every entry documented, filters applied by the real store', async () => {
+    const all = (await get('/logs?order=asc&limit=1000')).json as LogEntry[];
+    for (const e of all) api.assertComponent('LogEntry', e);
+    assert.ok(all.every((e, i) => i === 0 || e.id > all[i - 1].id));
+    const failed = (await get('/logs?action=launch_failed')).json as LogEntry[];
+    assert.equal(failed.length, 3);
+    assert.ok(failed.every((e) => e.action === 'launch_failed'));
+    const rejected = (await get('/logs?action=item_rejected&level=warn')).json as LogEntry[];
+    assert.equal(rejected.length, 1);
+    assert.match(rejected[0].message, /id must match pattern/);
+    const text = (await get('/logs?q=exited%20code%205&order=asc')).json as LogEntry[];
+    assert.deepEqual(text.map((e) => e.action), ['launch_failed', 'launch_failed', 'item_failed']);
+    const byItem = (await get('/logs?item=flaky')).json as LogEntry[];
+    assert.ok(byItem.length >= 5 && byItem.every((e) => e.itemId === 'flaky'));
+    const bad = await get('/logs?action=launch_exploded');
+    assert.equal(bad.status, 400);
+  });
+
+  it('/items: the UI listing, by outcome', async () => {
+    const res = await get('/items?outcome=failed');
+    assert.equal(res.status, 200);
+    const body = res.json as { items: { id: string; outcome: string }[]; total: number };
+    assert.deepEqual(body.items.map((i) => i.id), ['doomed']);
+    assert.equal(body.total, 1);
+  });
+});
