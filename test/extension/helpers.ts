@@ -1,0 +1,71 @@
+// Shared by the extension-host tests: the extension's API object and polling helpers. No fake
+// timers here: the engine is a real process and the UI updates over a real event stream.
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { EngineMonitorApi } from '../../src/extension/extension';
+import type { TreeNode } from '../../src/extension/views/nodeTree';
+import type { ViewName } from '../../src/extension/views/treeViews';
+
+export const EXTENSION_ID = 'engine-monitor.engine-monitor';
+
+export async function getApi(): Promise<EngineMonitorApi> {
+  const ext = vscode.extensions.getExtension<EngineMonitorApi>(EXTENSION_ID);
+  assert.ok(ext, `extension ${EXTENSION_ID} is not installed`);
+  return ext.isActive ? ext.exports : await ext.activate();
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `probe` until it returns a value that is not undefined/false, or fails with `what`. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+    }
+    await sleep(200);
+  }
+}
+
+/** Waits until the engine answers and the views have their first snapshot. */
+export async function waitForEngine(api: EngineMonitorApi, timeoutMs = 60_000): Promise<string> {
+  return waitFor('the engine to be connected', () => api._testing.model.available && api.baseUrl(), timeoutMs);
+}
+
+/** GET a JSON endpoint of the engine the way a script would (plain fetch, its own request). */
+export async function getJson<T>(api: EngineMonitorApi, pathAndQuery: string): Promise<T> {
+  const base = api.baseUrl();
+  assert.ok(base, 'no engine URL');
+  const token = vscode.workspace.getConfiguration('engineMonitor').get<string>('server.token');
+  const res = await fetch(base + pathAndQuery, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  return (await res.json()) as T;
+}
+
+/** The nodes a view shows now (roots and, recursively, their children). */
+export function viewNodes(api: EngineMonitorApi, view: ViewName): TreeNode[] {
+  const out: TreeNode[] = [];
+  const walk = (nodes: readonly TreeNode[]) => nodes.forEach((n) => (out.push(n), walk(n.children ?? [])));
+  walk(api._testing.views.providers[view].getRoots());
+  return out;
+}
+
+export function nodeById(api: EngineMonitorApi, view: ViewName, id: string): TreeNode | undefined {
+  return viewNodes(api, view).find((n) => n.id === id);
+}
+
+/** The pid's process exists (signal 0 checks without killing). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,21 @@
+// The extension-host suite, run inside a real VS Code (code-server via test/vscode/runSuite.ts, or
+// @vscode/test-electron via test/vscode/runElectron.ts). Bundled by build.mjs into
+// dist/test/extension/index.js; a bundle defeats mocha's globbing, so the files are listed here,
+// in the order they must run (the last one deactivates the extension).
+import Mocha from 'mocha';
+
+export async function run(): Promise<void> {
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec' });
+  // Define describe/it on the global object, then load the files: their top-level describe()
+  // calls register the suites.
+  mocha.suite.emit('pre-require', globalThis, 'engine-monitor', mocha);
+  require('./sse.test');
+  require('./activation.test');
+  require('./views.test');
+  require('./commands.test');
+  require('./settings.test');
+  require('./lifecycle.test');
+  await new Promise<void>((resolve, reject) => {
+    mocha.run((failures) => (failures ? reject(new Error(`${failures} test(s) failed`)) : resolve()));
+  });
+}

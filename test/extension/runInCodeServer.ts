@@ -1,0 +1,76 @@
+/**
+ * `npm run test:extension`: runs this folder's extension-host suite inside code-server on a fresh
+ * copy of examples/demo (never the repository's own demo, which must stay clean), then checks
+ * from outside that no engine host process outlived VS Code.
+ *
+ *   npx tsx test/extension/runInCodeServer.ts [--keep]   (--keep leaves the temp workspace)
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { REPO_ROOT, runExtensionTests } from '../vscode/codeServer';
+
+/** Pids of live processes whose command line mentions `needle` (Linux /proc). */
+export function processesMentioning(needle: string): { pid: number; cmdline: string }[] {
+  if (!existsSync('/proc')) return [];
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      if (cmdline.includes(needle)) found.push({ pid: Number(entry), cmdline });
+    } catch {
+      // gone already
+    }
+  }
+  return found;
+}
+
+async function main(): Promise<number> {
+  const keep = process.argv.includes('--keep');
+  const tests = path.join(REPO_ROOT, 'dist', 'test', 'extension', 'index.js');
+  if (!existsSync(tests) || !existsSync(path.join(REPO_ROOT, 'dist', 'extension.js')) || !existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) {
+    console.error('test:extension: build first (npm run build): dist/extension.js, dist/cli.js and dist/test/extension/index.js are needed');
+    return 2;
+  }
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-ext-'));
+  const folder = path.join(tmp, 'demo');
+  cpSync(path.join(REPO_ROOT, 'examples', 'demo'), folder, {
+    recursive: true,
+    filter: (src) => !src.split(path.sep).join('/').includes('/.engine/state'),
+  });
+  console.log(`test:extension: workspace ${folder}`);
+  let code = 1;
+  try {
+    code = await runExtensionTests({ extensionDevelopmentPath: REPO_ROOT, extensionTestsPath: tests, folder });
+  } finally {
+    // code-server is gone now: an engine host still running would be an orphan of the extension.
+    await new Promise((r) => setTimeout(r, 500));
+    const left = processesMentioning(folder).filter((p) => p.cmdline.includes('cli.js'));
+    if (left.length) {
+      console.error(`test:extension: FAIL: engine host processes left behind:\n${left.map((p) => `  ${p.pid} ${p.cmdline}`).join('\n')}`);
+      for (const p of left) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      code = code || 1;
+    } else {
+      console.log('test:extension: no engine host process left behind');
+    }
+    if (!keep) rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+  }
+  return code;
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,120 @@
+// The views show what the HTTP API serves: each test reads an endpoint the way a script would and
+// compares it with the nodes the tree providers return. The engine keeps working meanwhile, so
+// comparisons retry until a read of the endpoint and of the view agree.
+import * as assert from 'node:assert/strict';
+import type { HealthResponse, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
+import { nodeById, getApi, getJson, viewNodes, waitFor, waitForEngine } from './helpers';
+
+const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
+
+describe('Tree views', () => {
+  before(async function () {
+    this.timeout(90_000);
+    await waitForEngine(await getApi());
+  });
+
+  it('Stats view shows the /stats counters', async () => {
+    const api = await getApi();
+    await waitFor('the Stats view to match /stats', async () => {
+      const { overview } = await getJson<StatsResponse>(api, '/stats');
+      for (const key of COUNTERS) {
+        const node = nodeById(api, 'stats', `stats.${key}`);
+        if (node?.description !== String(overview[key])) return false;
+      }
+      const poll = nodeById(api, 'stats', 'stats.lastPollAt');
+      return !!poll && overview.lastPollAt !== null && poll.description !== 'never';
+    });
+    const { overview } = await getJson<StatsResponse>(api, '/stats');
+    assert.equal(overview.total, overview.launched + overview.pending + overview.failed);
+  });
+
+  it('Health view shows the /health status and each check', async () => {
+    const api = await getApi();
+    await waitFor('the Health view to match /health', async () => {
+      const h = await getJson<HealthResponse>(api, '/health');
+      const status = nodeById(api, 'health', 'health.status');
+      const db = nodeById(api, 'health', 'health.check.database');
+      const engine = nodeById(api, 'health', 'health.check.engine');
+      return (
+        status?.label.toLowerCase() === h.status &&
+        db?.description === h.checks.database &&
+        engine?.description === h.checks.engine &&
+        status.icon !== undefined
+      );
+    });
+  });
+
+  it('Status view has the engine, scanner (with sources), last launch, database and server groups', async () => {
+    const api = await getApi();
+    const roots = api._testing.views.providers.status.getRoots().map((n) => n.id);
+    for (const g of ['status.engine', 'status.scanner', 'status.lastLaunch', 'status.database', 'status.server']) {
+      assert.ok(roots.includes(g), `missing group ${g} in ${roots.join(', ')}`);
+    }
+    const status = await getJson<StatusResponse>(api, '/status');
+    const sources = nodeById(api, 'status', 'status.scanner.sources');
+    assert.equal(sources?.children?.length ?? 0, status.scanner.sources.length);
+    assert.equal(nodeById(api, 'status', 'status.server.url')?.description, status.server.url);
+    assert.equal(nodeById(api, 'status', 'status.engine.pollInterval')?.description, `${status.engine.pollIntervalMs} ms`);
+  });
+
+  it('Logs view lists /logs newest first, with escaped Markdown tooltips', async () => {
+    const api = await getApi();
+    await waitFor('the Logs view to start with the newest /logs entry', async () => {
+      const [newest] = await getJson<LogEntry[]>(api, '/logs?limit=1');
+      const first = api._testing.views.providers.logs.getRoots()[0];
+      return newest && first?.id === `log.${newest.id}`;
+    });
+    const nodes = api._testing.views.providers.logs.getRoots();
+    const ids = nodes.map((n) => Number(n.id.slice('log.'.length)));
+    assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
+    const ids2 = new Set(viewNodes(api, 'logs').map((n) => n.id));
+    assert.equal(ids2.size, nodes.length, 'ids are unique');
+    for (const n of nodes) {
+      assert.ok(n.icon, `${n.id} has an icon`);
+      const md = n.tooltip as { isTrusted?: unknown; supportHtml?: boolean };
+      assert.ok(!md.isTrusted, 'tooltips are not trusted Markdown');
+      assert.ok(!md.supportHtml, 'tooltips do not render HTML');
+    }
+  });
+
+  it('Logs filter narrows the view and shows in its description', async () => {
+    const api = await getApi();
+    const { logs, views } = api._testing;
+    await logs.setFilter({ actions: ['item_discovered'] });
+    try {
+      assert.match(views.views.logs.description ?? '', /item_discovered/);
+      await waitFor('filtered log entries', () => logs.entries.length > 0);
+      assert.ok(logs.entries.every((e) => e.action === 'item_discovered'));
+      const expected = await getJson<LogEntry[]>(api, '/logs?action=item_discovered&limit=200');
+      await waitFor('the filtered view to match /logs?action=item_discovered', () =>
+        api._testing.views.providers.logs.getRoots().length === expected.length);
+    } finally {
+      await logs.setFilter({});
+    }
+    assert.equal(views.views.logs.description, undefined);
+  });
+
+  it('Items view groups items by outcome with the /stats counts', async () => {
+    const api = await getApi();
+    await waitFor('the Items view to match /stats', async () => {
+      const { overview } = await getJson<StatsResponse>(api, '/stats');
+      return (['failed', 'pending', 'launched'] as const).every(
+        (o) => nodeById(api, 'items', `items.${o}`)?.description === String(overview[o]),
+      );
+    });
+    const failed = nodeById(api, 'items', 'items.failed');
+    for (const child of failed?.children ?? []) {
+      if (child.item) assert.equal(child.contextValue, 'item.failed', 'failed items offer Retry');
+    }
+  });
+
+  it('status bar shows health and the pending count', async () => {
+    const api = await getApi();
+    await waitFor('status bar text', async () => {
+      const h = await getJson<HealthResponse>(api, '/health');
+      const { overview } = await getJson<StatsResponse>(api, '/stats');
+      const text = api._testing.statusBar.text;
+      return text.includes(h.status === 'degraded' ? h.checks.engine : h.status) && text.includes(`${overview.pending} pending`);
+    });
+  });
+});
