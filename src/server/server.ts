@@ -91,6 +91,8 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
     requestTimeout: timeouts.requestTimeoutMs,
     keepAliveTimeout: timeouts.keepAliveTimeoutMs,
     connectionsCheckingInterval: timeouts.checkIntervalMs,
+    // Node would answer a missing Host with an empty 400; our guard answers it with a JSON 403.
+    requireHostHeader: false,
   });
   server.maxHeadersCount = 100;
   server.on('clientError', answerClientError);
