@@ -4,6 +4,12 @@
 // engine event is one serialisation however many clients listen. The subscription and timers
 // exist only while at least one client is connected.
 //
+// Slow clients: the engine's log is the buffer. When a client's unsent data would pass
+// maxBufferedBytes, live log entries stop being queued for it; once its socket drains, it catches
+// up from engine.queryLogs (the same path as a Last-Event-ID replay) and goes live again. So a burst
+// (thousands of item_discovered entries in one poll) costs a fast client nothing, and a client that
+// does not read at all holds at most about maxBufferedBytes until it is dropped after stallTimeoutMs.
+//
 // Ordering guarantees per client: initial `stats` and `health`, then (with Last-Event-ID) every
 // log entry after that id in ascending order, then live entries — with no gap and no duplicate,
 // because a client only goes live once a replay query returned hasMore=false *in the same tick*
@@ -20,8 +26,10 @@ export interface EventHubOptions {
   healthIntervalMs: number;
   /** A comment line this often keeps proxies and idle-connection reapers from closing the stream. */
   heartbeatMs: number;
-  /** A client whose unsent data exceeds this is too slow: its connection is dropped (it can resume). */
+  /** Unsent data per client above which live log entries are no longer queued (it catches up later). */
   maxBufferedBytes: number;
+  /** A client that stays above maxBufferedBytes this long is dropped (it can resume with Last-Event-ID). */
+  stallTimeoutMs: number;
   /** Log entries fetched per query while replaying after Last-Event-ID. */
   replayPageSize: number;
 }
@@ -31,13 +39,14 @@ export const DEFAULT_EVENT_HUB_OPTIONS: EventHubOptions = {
   healthIntervalMs: 1000,
   heartbeatMs: 15_000,
   maxBufferedBytes: 1024 * 1024,
+  stallTimeoutMs: 30_000,
   replayPageSize: 500,
 };
 
 interface Client {
   res: ServerResponse;
   closed: boolean;
-  /** While true, live log events are skipped: the replay loop will fetch them. */
+  /** While true, live log events are skipped: the replay (catch-up) loop will fetch them. */
   replaying: boolean;
   /** Highest log id sent to this client (-1: none). */
   lastLogId: number;
@@ -88,12 +97,7 @@ export class EventHub {
     this.write(client, 'retry: 2000\n\n');
     this.sendStatsNow(client, this.statsFrame());
     this.write(client, frame('health', JSON.stringify(health)));
-    if (afterId !== undefined) {
-      this.replay(client).catch((error: unknown) => {
-        console.error('engine-monitor: /events replay failed', error);
-        client.res.destroy();
-      });
-    }
+    if (afterId !== undefined) this.startReplay(client);
   }
 
   /** Ends every stream (server shutdown). */
@@ -155,6 +159,12 @@ export class EventHub {
       for (const client of this.clients) {
         if (client.replaying || entry.id <= client.lastLogId) continue;
         text ??= logFrame(entry);
+        if (client.res.writableLength + text.length > this.options.maxBufferedBytes) {
+          // Too far behind: stop queueing; fetch from the engine once the socket drains.
+          client.replaying = true;
+          this.startReplay(client);
+          continue;
+        }
         client.lastLogId = entry.id;
         this.write(client, text);
       }
@@ -225,8 +235,18 @@ export class EventHub {
 
   // -- writing -----------------------------------------------------------------------------------
 
+  private startReplay(client: Client): void {
+    this.replay(client).catch((error: unknown) => {
+      console.error('engine-monitor: /events replay failed', error);
+      client.res.destroy();
+      this.remove(client);
+    });
+  }
+
+  /** Sends every entry after client.lastLogId, oldest first, respecting backpressure; then live. */
   private async replay(client: Client): Promise<void> {
     for (;;) {
+      if (client.res.writableNeedDrain) await this.drained(client);
       if (client.closed) return;
       const page = this.engine.queryLogs({ order: 'asc', afterId: client.lastLogId, limit: this.options.replayPageSize });
       for (const entry of page.entries) {
@@ -234,7 +254,7 @@ export class EventHub {
         client.lastLogId = entry.id;
         this.write(client, logFrame(entry));
         // Respect backpressure so a long replay never piles up in memory.
-        if (client.res.writableNeedDrain) await drained(client.res);
+        if (client.res.writableNeedDrain) await this.drained(client);
       }
       if (!page.hasMore || page.entries.length === 0) {
         // Same tick as the query that found nothing more: live events from here on are new.
@@ -252,12 +272,35 @@ export class EventHub {
     if (client.closed) return;
     const res = client.res;
     res.write(text);
-    if (res.writableLength > this.options.maxBufferedBytes) {
-      // A client that does not read must not make the server hold an ever-growing buffer.
-      // It can reconnect with Last-Event-ID and lose nothing.
-      res.destroy();
-      this.remove(client);
-    }
+    // Log entries are held back at maxBufferedBytes (above); only the small stats/health/heartbeat
+    // frames can pass it. Twice the cap means the client has not read for a long time: drop it.
+    if (res.writableLength > 2 * this.options.maxBufferedBytes) this.drop(client);
+  }
+
+  /** Waits for the socket to drain; a client that does not read within stallTimeoutMs is dropped. */
+  private drained(client: Client): Promise<void> {
+    const res = client.res;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.drop(client);
+        done();
+      }, this.options.stallTimeoutMs);
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
+
+  /** A client that does not read must not make the server hold an ever-growing buffer; it can
+   * reconnect with Last-Event-ID and lose nothing. */
+  private drop(client: Client): void {
+    client.res.destroy();
+    this.remove(client);
   }
 }
 
@@ -268,16 +311,4 @@ function frame(event: string, data: string): string {
 function logFrame(entry: LogEntry): string {
   // JSON.stringify escapes newlines, so the data is always one line.
   return `event: log\nid: ${entry.id}\ndata: ${JSON.stringify(entry)}\n\n`;
-}
-
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }

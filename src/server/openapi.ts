@@ -87,7 +87,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         'Errors share one body, `{ "error": { "code", "message" } }`. Any path not listed here answers 404',
         '(`components.responses.NotFound`); any method other than GET and HEAD answers 405 with',
         '`Allow: GET, HEAD` (`components.responses.MethodNotAllowed`). A 500 is a bug.',
-        'Endpoints reject unknown query parameters with 400.',
+        'Endpoints reject unknown query parameters with 400. Below HTTP (malformed requests, headers over 16 KiB,',
+        'a request not received within 10 s / 30 s) the server answers 400, 431 or 408 with the same error body and closes the connection.',
       ].join('\n'),
     },
     servers: [{ url: serverUrl }],
@@ -205,7 +206,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             '- `health` (data: HealthResponse) when the health status or a check changes;',
             '- a comment line (`: heartbeat`) every 15 s.',
             'With `Last-Event-ID` (or the `lastEventId` parameter), every log entry after that id is sent first, oldest first, then live ones, without gaps or duplicates.',
-            'A client that does not read fast enough (more than 1 MiB unsent) is disconnected; it can resume with Last-Event-ID.',
+            'A client that falls behind by more than 1 MiB gets no new log events queued; it catches up (same order, no gaps) once it reads again. A client that does not read for 30 s is disconnected; it can resume with Last-Event-ID.',
             'The event data schemas are listed in `x-sse-events`.',
           ].join('\n'),
           parameters: [
