@@ -249,15 +249,20 @@ export class EventHub {
       if (client.res.writableNeedDrain) await this.drained(client);
       if (client.closed) return;
       const page = this.engine.queryLogs({ order: 'asc', afterId: client.lastLogId, limit: this.options.replayPageSize });
+      let waited = false;
       for (const entry of page.entries) {
         if (client.closed) return;
         client.lastLogId = entry.id;
         this.write(client, logFrame(entry));
         // Respect backpressure so a long replay never piles up in memory.
-        if (client.res.writableNeedDrain) await this.drained(client);
+        if (client.res.writableNeedDrain) {
+          waited = true;
+          await this.drained(client);
+        }
       }
-      if (!page.hasMore || page.entries.length === 0) {
-        // Same tick as the query that found nothing more: live events from here on are new.
+      // Live only if nothing could have been logged since the query: hasMore=false and no wait.
+      // (Entries logged while waiting for a drain were skipped live and are not in this page.)
+      if (!page.hasMore && !waited) {
         client.replaying = false;
         return;
       }

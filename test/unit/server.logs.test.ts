@@ -140,7 +140,7 @@ describe('server: /logs', () => {
           pages++;
           const link = res.headers.link;
           if (link === undefined) break;
-          const match = /^<([^>]+)>; rel="next"$/.exec(link);
+          const match = /^<([^>]+)>; rel="next"$/.exec(String(link));
           assert.ok(match, `Link: ${link}`);
           const next = new URL(match[1]);
           assert.equal(next.origin, server.url);

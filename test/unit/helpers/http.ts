@@ -98,11 +98,14 @@ export class SseClient {
   }
 
   private feed(chunk: string): void {
+    // Search only the new part for the blank line ending an event (big events arrive in many chunks).
+    const from = Math.max(0, this.buffer.length - 1);
     this.buffer += chunk;
-    let end: number;
-    while ((end = this.buffer.indexOf('\n\n')) >= 0) {
-      const block = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + 2);
+    let start = 0;
+    let end = this.buffer.indexOf('\n\n', from);
+    for (; end >= 0; end = this.buffer.indexOf('\n\n', start)) {
+      const block = this.buffer.slice(start, end);
+      start = end + 2;
       const event: SseEvent = { event: 'message', data: '' };
       const data: string[] = [];
       let isEvent = false;
@@ -125,6 +128,7 @@ export class SseClient {
         this.events.push(event);
       }
     }
+    this.buffer = this.buffer.slice(start);
     this.notify();
   }
 
