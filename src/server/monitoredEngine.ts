@@ -41,6 +41,10 @@ export interface HealthSnapshot {
   checks: { database: DatabaseCheck; engine: EngineState };
 }
 
+/**
+ * Emitted synchronously. /events relies on 'log' being emitted only once the entry is visible to
+ * queryLogs (it switches a resuming client from replay to live in the same tick as its last query).
+ */
 export type EngineEvent =
   | { type: 'log'; entry: LogEntry }
   /** Some counter changed; the server reads stats() and throttles what it sends. */
