@@ -1,0 +1,216 @@
+// The Engine Monitor container and status bar in a real VS Code (code-server + Chromium, see
+// test/vscode/codeServer.ts): the Stats view shows the numbers of GET /stats, "Stop Engine" from
+// the command palette turns the status bar to a warning, and screenshots of the container in the
+// light and dark themes land in test-results/screenshots/.
+//
+// Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
+import * as assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Locator, Page } from 'playwright-core';
+import type { HealthResponse, StatsResponse } from '../../src/shared/api';
+import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(250);
+  }
+}
+
+/** The engine's URL from the endpoint.json its host writes into the extension's storage folder. */
+function findEndpoint(root: string): string | undefined {
+  const stack = [root];
+  while (stack.length) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) {
+        try {
+          return (JSON.parse(readFileSync(p, 'utf8')) as { url: string }).url;
+        } catch {
+          // being written
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  return (await res.json()) as T;
+}
+
+/** A view pane of the Engine Monitor container, by its title. */
+function pane(page: Page, title: string): Locator {
+  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
+}
+
+/** label → description of the rows a tree view shows. */
+async function rows(view: Locator): Promise<Record<string, string>> {
+  const pairs = await view.locator('.monaco-list-row').evaluateAll((els) =>
+    els.map((el) => [
+      el.querySelector('.label-name')?.textContent?.trim() ?? '',
+      el.querySelector('.label-description')?.textContent?.trim() ?? '',
+    ]),
+  );
+  return Object.fromEntries(pairs);
+}
+
+function statusBarItem(page: Page): Locator {
+  return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped|restricted|stalled|starting|off|failed|unreachable)/ }).first();
+}
+
+/** Notifications (item failures) would cover the views in screenshots. */
+async function clearNotifications(page: Page): Promise<void> {
+  await runCommand(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+  await page.mouse.move(700, 500);
+  await sleep(300);
+}
+
+/**
+ * Themes follow the (emulated) OS colour scheme: code-server's web workbench ignores
+ * workbench.colorTheme from the user settings file here, and its theme picker fails offline on a
+ * marketplace lookup, but window.autoDetectColorScheme switches live with prefers-color-scheme.
+ */
+const THEME_SETTINGS = {
+  'window.autoDetectColorScheme': true,
+  'workbench.preferredLightColorTheme': 'Default Light Modern',
+  'workbench.preferredDarkColorTheme': 'Default Dark Modern',
+};
+
+async function setColorScheme(page: Page, scheme: 'light' | 'dark'): Promise<void> {
+  await page.emulateMedia({ colorScheme: scheme });
+  const themeClass = scheme === 'dark' ? 'vs-dark' : 'vs';
+  await waitUntil(`the ${scheme} theme`, () =>
+    page.evaluate((c) => document.querySelector('.monaco-workbench')?.classList.contains(c) ?? false, themeClass), 20_000);
+  await sleep(500);
+}
+
+describe('Engine Monitor container and status bar (code-server)', function () {
+  this.timeout(240_000);
+  let wb: Workbench;
+  let tmp: string;
+  let baseUrl: string;
+
+  before(async function () {
+    for (const f of ['dist/extension.js', 'dist/cli.js']) {
+      if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
+    }
+    // A copy of the demo: the repository's own examples/demo must stay clean.
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-ui-'));
+    const folder = path.join(tmp, 'demo');
+    cpSync(path.join(REPO_ROOT, 'examples', 'demo'), folder, {
+      recursive: true,
+      filter: (src) => !src.split(path.sep).join('/').includes('/.engine/state'),
+    });
+    wb = await openWorkbench({
+      folder,
+      extensionDevelopmentPath: REPO_ROOT,
+      userSettings: { ...THEME_SETTINGS, 'engineMonitor.server.port': 0, 'engineMonitor.engine.pollIntervalMs': 500 },
+    });
+    await setColorScheme(wb.page, 'light');
+    baseUrl = await waitUntil('the engine endpoint.json', async () => findEndpoint(wb.server.userDataDir), 60_000);
+  });
+
+  after(async function () {
+    await wb?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('shows the /stats counters in the Stats view of the Engine Monitor container', async function () {
+    const page = wb.page;
+    // Let the demo settle: everything but the item scheduled for 2099 has launched or failed.
+    await waitUntil('the demo queue to settle', async () => {
+      const { overview } = await getJson<StatsResponse>(`${baseUrl}/stats`);
+      return overview.pending === 1 && overview.total > 1;
+    }, 90_000);
+
+    await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
+    const stats = pane(page, 'Stats');
+    await stats.locator('.monaco-list-row').first().waitFor({ timeout: 30_000 });
+
+    const labels: Record<string, keyof StatsResponse['overview']> = {
+      Total: 'total',
+      Launched: 'launched',
+      Pending: 'pending',
+      Failed: 'failed',
+      'Total launches': 'totalLaunches',
+      'Total failed attempts': 'totalFailed',
+    };
+    const shown = await waitUntil('the Stats view to show /stats', async () => {
+      const { overview } = await getJson<StatsResponse>(`${baseUrl}/stats`);
+      const r = await rows(stats);
+      return Object.entries(labels).every(([label, key]) => r[label] === String(overview[key])) && { r, overview };
+    });
+    assert.equal(shown.overview.total, shown.overview.launched + shown.overview.pending + shown.overview.failed);
+    assert.notEqual(shown.r['Last poll'], 'never');
+
+    // The status bar agrees: healthy, with the pending count.
+    const item = statusBarItem(page);
+    await waitUntil('a healthy status bar', async () => /Engine healthy · 1 pending/.test((await item.textContent()) ?? ''));
+
+    // The Items view groups the same numbers by outcome.
+    const items = pane(page, 'Items');
+    await waitUntil('the Items view to show the outcome counts', async () => {
+      const r = await rows(items);
+      return r.Failed === String(shown.overview.failed) && r.Pending === String(shown.overview.pending) && r.Launched === String(shown.overview.launched);
+    });
+
+    await clearNotifications(page);
+    console.log(`      screenshot: ${await screenshot(page, 'extension-light')}`);
+  });
+
+  it('turns the status bar to a warning when "Engine Monitor: Stop Engine" runs', async function () {
+    const page = wb.page;
+    const item = statusBarItem(page);
+    const before = (await item.textContent())?.trim();
+    await runCommand(page, 'Engine Monitor: Stop Engine');
+    await waitUntil('/health to say stopped', async () => (await getJson<HealthResponse>(`${baseUrl}/health`)).checks.engine === 'stopped');
+    const after = await waitUntil('the status bar to say stopped', async () => {
+      const t = (await item.textContent())?.trim() ?? '';
+      return /Engine stopped/.test(t) && t;
+    });
+    assert.notEqual(after, before);
+    // The warning background comes from the theme (statusBarItem.warningBackground).
+    const cls = (await item.getAttribute('class')) ?? '';
+    assert.match(cls, /warning-kind/, `status bar item classes: ${cls}`);
+    // The Stats view offers to start it again.
+    await pane(page, 'Stats').locator('.monaco-list-row', { hasText: 'Engine stopped' }).waitFor({ timeout: 15_000 });
+    await clearNotifications(page);
+    console.log(`      screenshot: ${await screenshot(page, 'extension-stopped-light')}`);
+
+    await runCommand(page, 'Engine Monitor: Start Engine');
+    await waitUntil('the status bar to say healthy again', async () => /Engine healthy/.test((await item.textContent()) ?? ''));
+  });
+
+  it('renders in the dark theme', async function () {
+    const page = wb.page;
+    await setColorScheme(page, 'dark');
+    // Expand the Status view too, so the screenshot shows every view.
+    await pane(page, 'Status').locator('.pane-header').click();
+    await pane(page, 'Status').locator('.monaco-list-row').first().waitFor();
+    await sleep(1000);
+    await clearNotifications(wb.page);
+    console.log(`      screenshot: ${await screenshot(wb.page, 'extension-dark')}`);
+  });
+});
