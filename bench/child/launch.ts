@@ -1,0 +1,86 @@
+// Child: scenario 2, launch throughput. A fresh workspace whose queue holds N items running the
+// same command; the engine (persistence on, its HTTP server up) runs them at the given concurrency.
+// Wall time is from the first poll (engine.start()) to the last outcome.
+import { mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import path from 'node:path';
+import { Engine } from '../../src/core/engine';
+import { startHttpServer } from '../../src/server/server';
+import { LoopMonitor, timeSnapshots } from '../lib';
+
+interface Config {
+  root: string;
+  items: number;
+  command: string;
+  args: string[];
+  concurrency: number;
+  snapshotIntervalMs: number;
+}
+
+const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
+
+async function main(): Promise<void> {
+  rmSync(config.root, { recursive: true, force: true });
+  const ws = path.join(config.root, 'ws');
+  const queue = path.join(ws, '.engine', 'queue');
+  mkdirSync(queue, { recursive: true });
+  // Several files (the contract caps one at 1 MiB); written the way scripts enqueue: temp + rename.
+  const perFile = 500;
+  for (let f = 0; f * perFile < config.items; f++) {
+    const lines: string[] = [];
+    for (let i = f * perFile; i < Math.min(config.items, (f + 1) * perFile); i++) {
+      lines.push(JSON.stringify({ id: `launch-${i}`, command: config.command, args: config.args }));
+    }
+    const file = path.join(queue, `batch-${String(f).padStart(3, '0')}.jsonl`);
+    writeFileSync(`${file}.tmp`, lines.join('\n') + '\n');
+    renameSync(`${file}.tmp`, file);
+  }
+
+  const engine = await Engine.create({
+    workspaceFolders: [ws],
+    storageDir: path.join(config.root, 'storage'),
+    queueDirectory: '.engine/queue',
+    pollIntervalMs: 2000,
+    concurrency: config.concurrency,
+    maxAttempts: 1,
+    timeoutMs: 60_000,
+    logMaxEntries: 100_000,
+    logMaxAgeDays: 14,
+    initialMode: 'running',
+    version: '0.0.0-bench',
+    snapshotIntervalMs: config.snapshotIntervalMs,
+  });
+  const snapshots = timeSnapshots((engine as unknown as { store: { snapshot(): boolean } }).store);
+  const loop = new LoopMonitor();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await engine.start();
+  const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+  // Poll the counters rather than subscribe: a subscriber would make the engine build an event
+  // per log entry, work the headless host does not do.
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const s = engine.stats();
+      if (s.total === config.items && s.pending === 0) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 1);
+  });
+  const wallMs = performance.now() - t0;
+  const c = process.cpuUsage(cpu0);
+  const delay = loop.read();
+  const stats = engine.stats();
+  const rss = process.memoryUsage().rss;
+  await server.close();
+  await engine.shutdown(1000);
+  process.stdout.write(
+    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, launched: stats.launched, failed: stats.failed, rss })}\n`,
+  );
+  rmSync(config.root, { recursive: true, force: true });
+  process.exit(0);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,533 @@
+// `npm run bench`: measures the engine and its API at realistic scale against baselines measured
+// in the same run on the same machine, prints a table, and writes bench-results/<name>.json and
+// bench-results/<name>.md. A benchmark, not a test: it never fails on timing (exit code 0 unless
+// the benchmark itself broke). Method and latest figures: docs/PERFORMANCE.md.
+//
+// Every process under measurement is a child: the runner only generates load (autocannon) or
+// runs the xargs baseline, so the load generator never shares the measured event loop.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+import { median, mb, type LoopDelay } from './lib';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; max: number; average: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+// ---- configuration (env) ----------------------------------------------------------------------
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const int = (name: string, full: number, quick: number) => {
+  const v = process.env[name];
+  return v !== undefined && v !== '' ? Number(v) : QUICK ? quick : full;
+};
+const CFG = {
+  name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
+  only: (process.env.BENCH_ONLY || 'api,launch,startup').split(',').map((s) => s.trim()),
+  apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
+  apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
+  /** autocannon seconds per run. */
+  duration: int('BENCH_DURATION', 10, 3),
+  /** Runs of each compared measurement (medians are reported). */
+  runs: int('BENCH_RUNS', 3, 1),
+  connections: int('BENCH_CONNECTIONS', 50, 50),
+  latencyConnections: int('BENCH_LATENCY_CONNECTIONS', 10, 10),
+  /** Snapshot cadence of the engine under API load (the engine's default is 30 s). */
+  apiSnapshotMs: int('BENCH_API_SNAPSHOT_MS', 30_000, 30_000),
+  launchItems: int('BENCH_LAUNCH_ITEMS', 2_000, 400),
+  launchRuns: int('BENCH_LAUNCH_RUNS', 3, 1),
+  concurrency: int('BENCH_CONCURRENCY', 4, 4),
+  /** Snapshot cadence during launch runs: short, so snapshots land inside the measured window. */
+  launchSnapshotMs: int('BENCH_LAUNCH_SNAPSHOT_MS', 2_000, 2_000),
+  memItems: int('BENCH_MEM_ITEMS', 100_000, 100_000),
+  memLogs: int('BENCH_MEM_LOGS', 100_000, 100_000),
+  memJournal: int('BENCH_MEM_JOURNAL', 20_000, 20_000),
+  startupRuns: int('BENCH_STARTUP_RUNS', 3, 1),
+  cpuProf: process.env.BENCH_CPU_PROF === '1',
+  reuseSeed: process.env.BENCH_REUSE_SEED !== '0',
+};
+
+const ROOT = path.resolve(__dirname, '..');
+const OUT = path.join(ROOT, 'bench-results');
+const BUILD = path.join(OUT, '.build');
+const CACHE = path.join(OUT, '.cache');
+const TMP = path.join(os.tmpdir(), `engine-bench-${process.pid}`);
+const PROFILES = path.join(OUT, 'profiles');
+
+// ---- results ------------------------------------------------------------------------------------
+
+interface Row {
+  scenario: string;
+  measure: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  /** value / baseline (or as stated in `note`). */
+  ratio?: number;
+  target?: string;
+  met?: boolean;
+  note?: string;
+}
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+const add = (r: Row) => {
+  rows.push(r);
+  const v = fmt(r.value);
+  log(`  ${r.measure}: ${v} ${r.unit}${r.baseline !== undefined ? ` (baseline ${fmt(r.baseline)}, ratio ${fmt(r.ratio!)})` : ''}${r.target ? ` target ${r.target}: ${r.met ? 'met' : 'MISSED'}` : ''}`);
+};
+
+function fmt(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (Math.abs(n) >= 100) return Math.round(n).toLocaleString('en-US');
+  if (Math.abs(n) >= 10) return n.toFixed(1);
+  return n.toFixed(2);
+}
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+// ---- child processes ------------------------------------------------------------------------------
+
+async function build(): Promise<void> {
+  mkdirSync(BUILD, { recursive: true });
+  await esbuild.build({
+    entryPoints: ['seed', 'server', 'launch', 'startup'].map((n) => path.join(__dirname, 'child', `${n}.ts`)),
+    outdir: BUILD,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    sourcemap: true,
+    logLevel: 'warning',
+  });
+  // Like dist/: sql.js finds its WebAssembly beside the bundle.
+  copyFileSync(require.resolve('sql.js/dist/sql-wasm.wasm'), path.join(BUILD, 'sql-wasm.wasm'));
+}
+
+function execArgv(label: string): string[] {
+  if (!CFG.cpuProf) return [];
+  mkdirSync(PROFILES, { recursive: true });
+  return ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`];
+}
+
+/** Runs a one-shot child and returns the JSON it prints last. */
+function runChild<T>(name: string, config: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(BUILD, `${name}.js`), [], {
+      env: { ...process.env, BENCH_CONFIG: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      execArgv: execArgv(name),
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      if (code !== 0) return reject(new Error(`${name} child exited with ${code}: ${out}`));
+      try {
+        resolve(JSON.parse(line) as T);
+      } catch {
+        reject(new Error(`${name} child printed no result: ${out}`));
+      }
+    });
+  });
+}
+
+/** A long-lived child that answers IPC requests (the server under load). */
+class ServerChild {
+  private constructor(
+    private child: ChildProcess,
+    readonly url: string,
+    readonly startupMs: number,
+  ) {}
+
+  static start(config: unknown, label: string): Promise<ServerChild> {
+    return new Promise((resolve, reject) => {
+      const child = fork(path.join(BUILD, 'server.js'), [], {
+        env: { ...process.env, BENCH_CONFIG: JSON.stringify(config) },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: execArgv(label),
+      });
+      child.once('exit', (code) => reject(new Error(`server child exited with ${code}`)));
+      child.once('message', (m: { type: string; url: string; startupMs: number }) => {
+        if (m.type === 'ready') resolve(new ServerChild(child, m.url, m.startupMs));
+      });
+    });
+  }
+
+  request<T>(type: string): Promise<T> {
+    return new Promise((resolve) => {
+      const onMessage = (m: { type: string }) => {
+        if (m.type !== type) return;
+        this.child.off('message', onMessage);
+        resolve(m as T);
+      };
+      this.child.on('message', onMessage);
+      this.child.send({ type });
+    });
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.removeAllListeners('exit');
+      this.child.once('exit', () => resolve());
+      this.child.send({ type: 'exit' });
+    });
+  }
+}
+
+interface ServerReport {
+  loop: LoopDelay;
+  rss: number;
+  maxRss: number;
+  heapUsed: number;
+  cpuMs: number;
+  snapshots: number[];
+}
+
+// ---- seeding (cached between runs: it is the slowest part and not what we measure) ---------------
+
+interface SeedResult {
+  items: number;
+  logs: number;
+  journalRecords: number;
+  sampleItemId: string;
+  rareWord: string;
+  rareMatches: number;
+  seconds: number;
+}
+
+async function seeded(label: string, items: number, logs: number, journalRecords: number): Promise<{ dir: string; seed: SeedResult; cached: boolean }> {
+  // The key covers everything that shapes the database: the schema/statements and the seeder.
+  const hash = createHash('sha256')
+    .update(readFileSync(path.join(ROOT, 'src/core/store.ts')))
+    .update(readFileSync(path.join(__dirname, 'seed.ts')))
+    .update(`${items}/${logs}/${journalRecords}`)
+    .digest('hex')
+    .slice(0, 12);
+  const dir = path.join(CACHE, `${label}-${hash}`);
+  const resultFile = path.join(dir, 'seed.json');
+  if (CFG.reuseSeed && existsSync(resultFile)) {
+    return { dir: path.join(dir, 'storage'), seed: JSON.parse(readFileSync(resultFile, 'utf8')), cached: true };
+  }
+  rmSync(dir, { recursive: true, force: true });
+  log(`seeding ${label}: ${items.toLocaleString('en-US')} items, ${logs.toLocaleString('en-US')} log entries, ${journalRecords} journal records…`);
+  const seed = await runChild<SeedResult>('seed', { storageDir: path.join(dir, 'storage'), items, logs, journalRecords });
+  writeFileSync(resultFile, JSON.stringify(seed));
+  return { dir: path.join(dir, 'storage'), seed, cached: false };
+}
+
+// ---- scenario 1: API under load ------------------------------------------------------------------
+
+async function load(url: string, connections: number, duration: number): Promise<AutocannonResult> {
+  return autocannon({ url, connections, duration, pipelining: 1 });
+}
+
+async function scenarioApi(): Promise<void> {
+  log('\n== scenario 1: API under load');
+  const { dir, seed, cached } = await seeded('api', CFG.apiItems, CFG.apiLogs, 0);
+  raw.apiSeed = { ...seed, cached };
+  log(`  seed: ${cached ? 'reused from bench-results/.cache' : `${seed.seconds.toFixed(1)} s`}`);
+  // A working copy: the engine writes to its storage folder (snapshots, journal, lock).
+  const storageDir = path.join(TMP, 'api', 'storage');
+  const workspace = path.join(TMP, 'api', 'ws');
+  rmSync(path.join(TMP, 'api'), { recursive: true, force: true });
+  mkdirSync(workspace, { recursive: true });
+  cpSync(dir, storageDir, { recursive: true });
+
+  const engine = await ServerChild.start(
+    { mode: 'engine', storageDir, workspace, logMaxEntries: Math.max(100_000, CFG.apiLogs * 2), snapshotIntervalMs: CFG.apiSnapshotMs },
+    'api-engine',
+  );
+  log(`  engine host up in ${engine.startupMs.toFixed(0)} ms at ${engine.url}`);
+  const statsBody = await (await fetch(`${engine.url}/stats`)).text();
+  const bare = await ServerChild.start({ mode: 'bare', body: statsBody }, 'api-bare');
+
+  const endpoints: { key: string; path: string; p99Target: number }[] = [
+    { key: '/stats', path: '/stats', p99Target: 5 },
+    { key: '/health', path: '/health', p99Target: 5 },
+    { key: '/status', path: '/status', p99Target: 5 },
+    { key: '/logs?action=launch_failed', path: '/logs?action=launch_failed&limit=100', p99Target: 15 },
+    { key: '/logs?q=<rare word>', path: `/logs?q=${seed.rareWord}&limit=100`, p99Target: 50 },
+    { key: '/logs?item=<id>', path: `/logs?item=${encodeURIComponent(seed.sampleItemId)}`, p99Target: 15 },
+  ];
+  // Sanity: every endpoint answers 200 with what we expect before we load it.
+  for (const e of endpoints) {
+    const res = await fetch(engine.url + e.path);
+    const body = await res.text();
+    if (res.status >= 400 && res.status !== 503) throw new Error(`${e.path} answered ${res.status}: ${body}`);
+    if (e.key.includes('rare') && (JSON.parse(body) as unknown[]).length !== Math.min(100, seed.rareMatches)) {
+      throw new Error(`${e.path} found ${(JSON.parse(body) as unknown[]).length} entries, expected ${seed.rareMatches}`);
+    }
+  }
+
+  await engine.request('reset');
+  // Pass 1: throughput at 50 connections. Bare and /stats alternate so drifting machine load hits both.
+  const bareRps: number[] = [];
+  const statsRps: number[] = [];
+  for (let r = 0; r < CFG.runs; r++) {
+    bareRps.push((await load(bare.url + '/', CFG.connections, CFG.duration)).requests.average);
+    const s = await load(engine.url + '/stats', CFG.connections, CFG.duration);
+    if (s.non2xx || s.errors) log(`  warning: /stats had ${s.non2xx} non-2xx and ${s.errors} errors`);
+    statsRps.push(s.requests.average);
+    log(`  run ${r + 1}: bare ${bareRps[r].toFixed(0)} req/s, /stats ${statsRps[r].toFixed(0)} req/s`);
+  }
+  const bareMed = median(bareRps);
+  const statsRatio = median(statsRps) / bareMed;
+  raw.apiThroughput = { bareRps, statsRps };
+  add({
+    scenario: 'api',
+    measure: `/stats throughput, ${CFG.connections} conn`,
+    value: median(statsRps),
+    unit: 'req/s',
+    baseline: bareMed,
+    ratio: statsRatio,
+    target: 'ratio ≥ 0.25',
+    met: statsRatio >= 0.25,
+  });
+  const others: Record<string, number> = {};
+  for (const e of endpoints.slice(1)) {
+    const s = await load(engine.url + e.path, CFG.connections, CFG.duration);
+    if (s.errors) log(`  warning: ${e.key} had ${s.errors} errors`);
+    others[e.key] = s.requests.average;
+    add({ scenario: 'api', measure: `${e.key} throughput, ${CFG.connections} conn`, value: s.requests.average, unit: 'req/s', baseline: bareMed, ratio: s.requests.average / bareMed });
+  }
+  raw.apiOtherThroughput = others;
+
+  // Pass 2: latency at 10 connections; endpoints round-robin, each run counted, medians of p99.
+  const p99: Record<string, number[]> = {};
+  const bareP99: number[] = [];
+  for (let r = 0; r < CFG.runs; r++) {
+    bareP99.push((await load(bare.url + '/', CFG.latencyConnections, CFG.duration)).latency.p99);
+    for (const e of endpoints) {
+      const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration);
+      (p99[e.key] ??= []).push(s.latency.p99);
+    }
+  }
+  raw.apiLatencyP99 = { bare: bareP99, ...p99 };
+  for (const e of endpoints) {
+    const v = median(p99[e.key]);
+    add({
+      scenario: 'api',
+      measure: `${e.key} p99 latency, ${CFG.latencyConnections} conn`,
+      value: v,
+      unit: 'ms',
+      baseline: median(bareP99),
+      ratio: v / Math.max(median(bareP99), 0.001),
+      target: `≤ ${e.p99Target} ms`,
+      met: v <= e.p99Target,
+    });
+  }
+
+  const report = await engine.request<ServerReport>('report');
+  raw.apiEngineHost = report;
+  loopRows('api', 'engine host during API load', report.loop, report.snapshots);
+  add({ scenario: 'api', measure: 'engine host RSS under load (1M entries)', value: mb(report.rss), unit: 'MB', note: `peak ${mb(report.maxRss)} MB` });
+  // One snapshot of the 1M-entry database, as the persist timer would take it.
+  const snap = await engine.request<{ ms: number }>('snapshot');
+  add({ scenario: 'api', measure: `snapshot time at ${CFG.apiLogs.toLocaleString('en-US')} entries`, value: snap.ms, unit: 'ms', note: 'blocks the event loop' });
+
+  await bare.stop();
+  await engine.stop();
+}
+
+function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[]): void {
+  add({ scenario, measure: `${label}: event-loop delay p99`, value: loop.p99, unit: 'ms', target: '≤ 20 ms', met: loop.p99 <= 20 });
+  add({
+    scenario,
+    measure: `${label}: event-loop delay max`,
+    value: loop.max,
+    unit: 'ms',
+    target: '≤ 100 ms',
+    met: loop.max <= 100,
+    note: `${snapshots.length} snapshot(s) in the window${snapshots.length ? `, longest ${Math.max(...snapshots)} ms` : ''}`,
+  });
+}
+
+// ---- scenario 2: launch throughput ---------------------------------------------------------------
+
+function xargs(command: string, args: string[], n: number, concurrency: number): Promise<number> {
+  // The same N commands: xargs -P runs `command args…` once per input group.
+  const perRun = args.length === 0 ? 1 : args.length;
+  const group = args.length === 0 ? ['x'] : args;
+  const input = Array.from({ length: n }, () => group.join('\n')).join('\n') + '\n';
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn('xargs', ['-P', String(concurrency), '-n', String(perRun), '-d', '\n', command], { stdio: ['pipe', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`xargs exited with ${code}`))));
+    child.stdin!.end(input);
+  });
+}
+
+interface LaunchResult {
+  wallMs: number;
+  cpuMs: number;
+  loop: LoopDelay;
+  snapshots: number[];
+  launched: number;
+  failed: number;
+  rss: number;
+}
+
+async function scenarioLaunch(): Promise<void> {
+  log('\n== scenario 2: launch throughput');
+  const n = CFG.launchItems;
+  const cases = [
+    { label: '/bin/true', command: '/bin/true', args: [] as string[] },
+    { label: 'node -e 0', command: process.execPath, args: ['-e', '0'] },
+  ];
+  const allLoops: LoopDelay[] = [];
+  const allSnapshots: number[] = [];
+  for (const c of cases) {
+    const xs: number[] = [];
+    const es: LaunchResult[] = [];
+    for (let r = 0; r < CFG.launchRuns; r++) {
+      xs.push(await xargs(c.command, c.args, n, CFG.concurrency));
+      const e = await runChild<LaunchResult>('launch', {
+        root: path.join(TMP, 'launch'),
+        items: n,
+        command: c.command,
+        args: c.args,
+        concurrency: CFG.concurrency,
+        snapshotIntervalMs: CFG.launchSnapshotMs,
+      });
+      if (e.launched !== n) log(`  warning: ${e.launched} of ${n} launched, ${e.failed} failed`);
+      es.push(e);
+      allLoops.push(e.loop);
+      allSnapshots.push(...e.snapshots);
+      log(`  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, engine ${e.wallMs.toFixed(0)} ms (cpu ${e.cpuMs.toFixed(0)} ms, loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`);
+    }
+    raw[`launch ${c.label}`] = { xargsMs: xs, engine: es };
+    const x = median(xs);
+    const e = median(es.map((r) => r.wallMs));
+    add({
+      scenario: 'launch',
+      measure: `${n} × ${c.label}, concurrency ${CFG.concurrency}: wall`,
+      value: e,
+      unit: 'ms',
+      baseline: x,
+      ratio: e / x,
+      target: 'ratio ≤ 1.2',
+      met: e / x <= 1.2,
+      note: 'baseline: xargs -P',
+    });
+    add({ scenario: 'launch', measure: `${c.label}: extra wall per item vs xargs`, value: ((e - x) / n) * 1000, unit: 'µs' });
+    add({ scenario: 'launch', measure: `${c.label}: engine host CPU per item`, value: (median(es.map((r) => r.cpuMs)) / n) * 1000, unit: 'µs', note: 'main-thread scheduling, journaling, logging' });
+  }
+  const worst: LoopDelay = {
+    p50: median(allLoops.map((l) => l.p50)),
+    p99: Math.max(...allLoops.map((l) => l.p99)),
+    max: Math.max(...allLoops.map((l) => l.max)),
+    mean: median(allLoops.map((l) => l.mean)),
+    samples: allLoops.reduce((s, l) => s + l.samples, 0),
+  };
+  loopRows('launch', 'engine host during launches (worst run)', worst, allSnapshots);
+}
+
+// ---- scenario 3: startup, memory, snapshot at 100k items + 100k entries ------------------------
+
+interface StartupResult {
+  startupMs: number;
+  wasmMs: number;
+  journalBytes: number;
+  rssAfterStart: number;
+  rssAfterSnapshot: number;
+  maxRss: number;
+  snapshotMs: number;
+  snapshotBytes: number;
+  loopDuringSnapshot: LoopDelay;
+}
+
+async function scenarioStartup(): Promise<void> {
+  log('\n== scenario 3: startup, memory and snapshots');
+  const { dir, seed, cached } = await seeded('mem', CFG.memItems, CFG.memLogs, CFG.memJournal);
+  raw.memSeed = { ...seed, cached };
+  const workspace = path.join(TMP, 'startup-ws');
+  mkdirSync(workspace, { recursive: true });
+  const results: StartupResult[] = [];
+  for (let r = 0; r < CFG.startupRuns; r++) {
+    results.push(await runChild<StartupResult>('startup', { seedDir: dir, root: path.join(TMP, 'startup'), workspace }));
+    log(`  run ${r + 1}: startup ${results[r].startupMs.toFixed(0)} ms, RSS ${mb(results[r].rssAfterStart)} MB, snapshot ${results[r].snapshotMs} ms`);
+  }
+  raw.startup = results;
+  const m = (f: (r: StartupResult) => number) => median(results.map(f));
+  const scale = `${(CFG.memItems / 1000).toFixed(0)}k items + ${(CFG.memLogs / 1000).toFixed(0)}k entries`;
+  add({
+    scenario: 'startup',
+    measure: `startup (load + replay of ${seed.journalRecords.toLocaleString('en-US')} journal records + first poll + server), ${scale}`,
+    value: m((r) => r.startupMs),
+    unit: 'ms',
+    target: '≤ 1000 ms',
+    met: m((r) => r.startupMs) <= 1000,
+    note: `sql.js wasm compile, once per process, not included: ${m((r) => r.wasmMs).toFixed(0)} ms`,
+  });
+  add({ scenario: 'startup', measure: `engine host RSS, ${scale}`, value: mb(m((r) => r.rssAfterStart)), unit: 'MB', target: '≤ 200 MB', met: mb(m((r) => r.rssAfterStart)) <= 200 });
+  add({ scenario: 'startup', measure: `engine host peak RSS (incl. a snapshot), ${scale}`, value: mb(m((r) => r.maxRss)), unit: 'MB', target: '≤ 200 MB', met: mb(m((r) => r.maxRss)) <= 200 });
+  add({ scenario: 'startup', measure: `snapshot time, ${scale}`, value: m((r) => r.snapshotMs), unit: 'ms', note: 'blocks the event loop' });
+  add({ scenario: 'startup', measure: `snapshot size, ${scale}`, value: mb(m((r) => r.snapshotBytes)), unit: 'MB' });
+}
+
+// ---- output ----------------------------------------------------------------------------------------
+
+function table(): string {
+  const head = ['scenario', 'measure', 'value', 'baseline', 'ratio', 'target', 'result'];
+  const body = rows.map((r) => [
+    r.scenario,
+    r.measure,
+    `${fmt(r.value)} ${r.unit}`,
+    r.baseline === undefined ? '' : `${fmt(r.baseline)}${r.unit === 'req/s' || r.unit === 'ms' ? ` ${r.unit}` : ''}`,
+    r.ratio === undefined ? '' : `${fmt(r.ratio)}×`,
+    r.target ?? '',
+    r.met === undefined ? (r.note ?? '') : `${r.met ? 'met' : 'MISSED'}${r.note ? `; ${r.note}` : ''}`,
+  ]);
+  const lines = [head, ...body].map((cells) => `| ${cells.join(' | ')} |`);
+  lines.splice(1, 0, `|${head.map(() => '---').join('|')}|`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  log(`engine-monitor bench "${CFG.name}"${QUICK ? ' (quick)' : ''} on ${os.cpus().length} CPU(s), node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  await build();
+  mkdirSync(TMP, { recursive: true });
+  try {
+    if (CFG.only.includes('api')) await scenarioApi();
+    if (CFG.only.includes('launch')) await scenarioLaunch();
+    if (CFG.only.includes('startup')) await scenarioStartup();
+  } finally {
+    rmSync(TMP, { recursive: true, force: true });
+  }
+  const seconds = (Date.now() - started.getTime()) / 1000;
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${mb(os.totalmem())} MB, ${os.platform()} ${os.release()}, node ${process.version}`;
+  const summary =
+    `# Benchmark "${CFG.name}" — ${started.toISOString()}\n\n` +
+    `Machine: ${machine}; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}. Took ${seconds.toFixed(0)} s.\n\n` +
+    `${table()}\n\n` +
+    `Targets met: ${rows.filter((r) => r.met === true).length}; missed: ${rows.filter((r) => r.met === false).length}` +
+    `${rows.some((r) => r.met === false) ? ` (${rows.filter((r) => r.met === false).map((r) => r.measure).join('; ')})` : ''}.\n`;
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(
+    path.join(OUT, `${CFG.name}.json`),
+    JSON.stringify({ name: CFG.name, startedAt: started.toISOString(), seconds, machine, config: CFG, rows, raw }, null, 2),
+  );
+  writeFileSync(path.join(OUT, `${CFG.name}.md`), summary);
+  process.stdout.write(`\n${summary}\nwritten: bench-results/${CFG.name}.json, bench-results/${CFG.name}.md\n`);
+}
+
+main().catch((err) => {
+  log(`bench failed: ${(err as Error).stack ?? err}`);
+  rmSync(TMP, { recursive: true, force: true });
+  process.exit(1);
+});
