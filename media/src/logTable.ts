@@ -174,6 +174,7 @@ export class LogTable {
     this.generation++;
     this.loading = false;
     this.reloading = false;
+    this.scroller.setAttribute('aria-busy', 'false');
     this.buffered.length = 0;
     this.resetRows();
     this.message(text);
@@ -185,6 +186,7 @@ export class LogTable {
     const generation = ++this.generation;
     this.loading = true;
     this.reloading = true;
+    this.scroller.setAttribute('aria-busy', 'true');
     this.buffered.length = 0;
     this.loadMore.hidden = true;
     this.footer.textContent = 'Loading…';
@@ -205,6 +207,7 @@ export class LogTable {
       if (generation === this.generation) {
         this.loading = false;
         this.reloading = false;
+        this.scroller.setAttribute('aria-busy', 'false');
         this.updateFooter();
       }
     }

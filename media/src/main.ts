@@ -11,7 +11,7 @@ import { OverviewView, refreshTimes } from './overview';
 import { query, runCommand, settle } from './rpc';
 import { onHostMessage, vscodeApi } from './vscodeApi';
 
-const STATUS_REFRESH_MS = 15_000;
+const STATUS_REFRESH_MS = 5_000;
 const STATUS_THROTTLE_MS = 1_500;
 /** Log actions after which /status (last launch, scanner, running) has news. */
 const STATUS_ACTIONS = new Set<LogAction>([
@@ -238,7 +238,7 @@ function saveScroll(): void {
 window.addEventListener('scroll', saveScroll, { passive: true });
 logs.onScroll(saveScroll);
 
-setInterval(() => refreshTimes(document), 5_000);
+setInterval(() => refreshTimes(document), 1_000);
 setInterval(() => {
   if (document.visibilityState === 'visible') void refreshOverview();
 }, STATUS_REFRESH_MS);

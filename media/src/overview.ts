@@ -37,10 +37,20 @@ export function timeAgo(iso: IsoTime | null | undefined, never = 'never'): Child
   return h('time', { datetime: iso, title: formatDateTime(iso), 'data-relative': '' }, formatRelative(iso));
 }
 
+/** A duration that keeps growing from `since` (uptime), kept fresh by `refreshTimes`. */
+function durationSince(since: IsoTime, ms: number): Child {
+  // Anchored to the local clock at render time, so clock skew with the engine does not show.
+  const anchor = new Date(Date.now() - ms).toISOString();
+  return h('span', { 'data-since': anchor, title: `since ${formatDateTime(since)}` }, formatDuration(ms));
+}
+
 export function refreshTimes(root: ParentNode): void {
   const now = Date.now();
   root.querySelectorAll<HTMLTimeElement>('time[data-relative]').forEach((t) => {
     t.textContent = formatRelative(t.dateTime, now);
+  });
+  root.querySelectorAll<HTMLElement>('[data-since]').forEach((el) => {
+    el.textContent = formatDuration(now - Date.parse(el.dataset.since!));
   });
 }
 
@@ -136,7 +146,7 @@ export class OverviewView {
         ['State', h('span', { class: `state state-${e.state}` }, e.state)],
         ['Version', `${e.name} ${e.version}`],
         ['Started', timeAgo(e.startedAt)],
-        ['Uptime', formatDuration(e.uptimeMs)],
+        ['Uptime', durationSince(e.startedAt, e.uptimeMs)],
         ['Poll interval', formatDuration(e.pollIntervalMs)],
         ['Concurrency', `${e.running} running of ${e.concurrency}`],
         ['Polls', formatCount(e.polls)],

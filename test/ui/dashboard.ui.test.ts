@@ -109,15 +109,37 @@ async function cardValues(frame: Frame): Promise<Record<string, number | undefin
   }, [...COUNTERS]);
 }
 
+/** Picks a colour theme the way a user does: "Preferences: Color Theme", then the theme's label. */
 async function setTheme(wb: Workbench, theme: string, bodyClass: string): Promise<void> {
-  // VS Code watches the user settings file; the webview gets the theme as a body class.
-  const file = path.join(wb.server.userDataDir, 'User', 'settings.json');
-  const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  settings['workbench.colorTheme'] = theme;
-  writeFileSync(file, JSON.stringify(settings, null, 2));
-  const frame = await dashboardFrame(wb.page);
+  const page = wb.page;
+  const widget = page.locator('.quick-input-widget');
+  const input = widget.locator('.quick-input-box input');
+  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+  await page.keyboard.press('F1');
+  await input.fill('>Preferences: Color Theme');
+  // Not the first entry ("Browse Color Themes in Marketplace" sorts before it).
+  const rows = widget.locator('.quick-input-list .monaco-list-row');
+  const index = await waitUntil('the Color Theme command', async () => {
+    const labels = await rows.evaluateAll((els) => els.map((el) => el.querySelector('.label-name')?.textContent?.trim()));
+    const i = labels.indexOf('Preferences: Color Theme');
+    return i >= 0 ? i + 1 : undefined; // +1: 0 would read as "not yet"
+  });
+  await rows.nth(index - 1).click();
+  // The same widget now lists themes.
+  await widget.locator('.monaco-list-row', { hasText: 'Modern' }).first().waitFor();
+  await input.fill(theme);
+  await widget.locator('.monaco-list-row.focused', { hasText: theme }).first().waitFor();
+  await input.press('Enter');
+  await widget.waitFor({ state: 'hidden' });
+  const frame = await dashboardFrame(page);
+  await frame.evaluate(() => window.scrollTo(0, 0));
   await waitUntil(`theme ${theme}`, () => frame.evaluate((c) => document.body.classList.contains(c), bodyClass), 20_000);
   await sleep(500);
+}
+
+/** Waits until the log table has finished reading /logs for its current filter. */
+async function logsSettled(frame: Frame): Promise<void> {
+  await waitUntil('the log table to load', async () => (await frame.locator('.log-scroll').getAttribute('aria-busy')) === 'false');
 }
 
 describe('Show Engine Status dashboard (code-server)', function () {
@@ -207,7 +229,8 @@ describe('Show Engine Status dashboard (code-server)', function () {
   });
 
   it('keeps its filter after a window reload (serializer + webview state)', async function () {
-    await wb.page.reload({ waitUntil: 'domcontentloaded' });
+    await runCommand(wb.page, 'Developer: Reload Window').catch(() => undefined); // the palette goes with the page
+    await sleep(2000);
     await waitForWorkbench(wb.page);
     const frame = await dashboardFrame(wb.page);
     await waitUntil('the restored filter', async () => (await frame.locator('.action-picker summary').textContent()) === 'Actions: launch_failed');
@@ -217,12 +240,14 @@ describe('Show Engine Status dashboard (code-server)', function () {
     });
     // Back to every action for the next test.
     await frame.locator('button', { hasText: 'Clear filter' }).click();
+    await logsSettled(frame);
   });
 
   it('shows a hostile log message as text and runs no script', async function () {
     const frame = await dashboardFrame(wb.page);
     await frame.locator('#log-search').fill('onerror');
     await frame.locator('#log-search').press('Enter');
+    await logsSettled(frame);
     const messages = await waitUntil('rows matching "onerror"', async () => {
       const m = await frame.locator('table.logs tbody tr[data-action] .message').allTextContents();
       return m.length > 0 && m;
@@ -237,9 +262,9 @@ describe('Show Engine Status dashboard (code-server)', function () {
   });
 
   it('follows the theme: dark and high contrast screenshots', async function () {
-    await setTheme(wb, 'Default Dark Modern', 'vscode-dark');
+    await setTheme(wb, 'Dark Modern', 'vscode-dark');
     console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-dark')}`);
-    await setTheme(wb, 'Default High Contrast', 'vscode-high-contrast');
+    await setTheme(wb, 'Dark High Contrast', 'vscode-high-contrast');
     console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-high-contrast')}`);
     // Text colour comes from the theme, not from the stylesheet's defaults.
     const frame = await dashboardFrame(wb.page);
