@@ -26,6 +26,8 @@ export class Container extends Disposable {
   readonly controller: EngineController;
   readonly views: EngineViews;
   readonly statusBar: EngineStatusBar;
+  /** How long activate() took (it does not wait for the engine), for the output and the tests. */
+  activationMs = 0;
 
   constructor(readonly context: vscode.ExtensionContext) {
     super();

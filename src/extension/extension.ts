@@ -20,7 +20,8 @@ export function activate(context: vscode.ExtensionContext): EngineMonitorApi {
   context.subscriptions.push(c);
   void vscode.commands.executeCommand('setContext', ContextKeys.activated, true);
   void c.start().catch((err) => c.output.error(`Starting the engine failed: ${String(err)}`));
-  c.output.info(`Engine Monitor activated in ${Date.now() - started} ms.`);
+  c.activationMs = Date.now() - started;
+  c.output.info(`Engine Monitor activated in ${c.activationMs} ms.`);
   return {
     baseUrl: () => c.client.baseUrl,
     _testing: c,

@@ -10,7 +10,10 @@ describe('Activation', () => {
     assert.ok(ext, 'extension is installed');
     const api = await getApi();
     assert.ok(ext.isActive);
+    const t0 = Date.now();
     const url = await waitForEngine(api);
+    console.log(`      activate() took ${api._testing.activationMs} ms; the engine answered ${Date.now() - t0} ms later`);
+    assert.ok(api._testing.activationMs < 1000, 'activate() does not wait for the engine');
     assert.match(url, /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/);
     const health = await getJson<HealthResponse>(api, '/health');
     assert.equal(health.engine, 'launch-engine');

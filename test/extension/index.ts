@@ -1,20 +1,28 @@
 // The extension-host suite, run inside a real VS Code (code-server via test/vscode/runSuite.ts, or
 // @vscode/test-electron via test/vscode/runElectron.ts). Bundled by build.mjs into
 // dist/test/extension/index.js; a bundle defeats mocha's globbing, so the files are listed here,
-// in the order they must run (the last one deactivates the extension).
+// in the order they must run (the last one deactivates the extension). An untrusted folder gets
+// the Restricted Mode suite instead.
 import Mocha from 'mocha';
+import * as vscode from 'vscode';
 
 export async function run(): Promise<void> {
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec' });
   // Define describe/it on the global object, then load the files: their top-level describe()
   // calls register the suites.
   mocha.suite.emit('pre-require', globalThis, 'engine-monitor', mocha);
-  require('./sse.test');
-  require('./activation.test');
-  require('./views.test');
-  require('./commands.test');
-  require('./settings.test');
-  require('./lifecycle.test');
+  if (!vscode.workspace.isTrusted) {
+    // The Workspace Trust pass (runInCodeServer.ts runs it with trust enabled, folder untrusted).
+    require('./restricted.test');
+    require('./lifecycle.test');
+  } else {
+    require('./sse.test');
+    require('./activation.test');
+    require('./views.test');
+    require('./commands.test');
+    require('./settings.test');
+    require('./lifecycle.test');
+  }
   await new Promise<void>((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} test(s) failed`)) : resolve()));
   });

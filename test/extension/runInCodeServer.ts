@@ -42,11 +42,22 @@ async function main(): Promise<number> {
   console.log(`test:extension: workspace ${folder}`);
   let code = 1;
   try {
+    // Pass 1: a trusted folder (Workspace Trust disabled), the full suite.
     code = await runExtensionTests({ extensionDevelopmentPath: REPO_ROOT, extensionTestsPath: tests, folder });
+    if (code === 0) {
+      // Pass 2: Workspace Trust on, the folder untrusted: index.ts runs the Restricted Mode suite.
+      const untrusted = path.join(tmp, 'untrusted');
+      cpSync(path.join(REPO_ROOT, 'examples', 'demo'), untrusted, {
+        recursive: true,
+        filter: (src) => !src.split(path.sep).join('/').includes('/.engine/state'),
+      });
+      console.log(`test:extension: Restricted Mode pass, workspace ${untrusted}`);
+      code = await runExtensionTests({ extensionDevelopmentPath: REPO_ROOT, extensionTestsPath: tests, folder: untrusted, trustWorkspaces: true });
+    }
   } finally {
     // code-server is gone now: an engine host still running would be an orphan of the extension.
     await new Promise((r) => setTimeout(r, 500));
-    const left = processesMentioning(folder).filter((p) => p.cmdline.includes('cli.js'));
+    const left = processesMentioning(tmp).filter((p) => p.cmdline.includes('cli.js'));
     if (left.length) {
       console.error(`test:extension: FAIL: engine host processes left behind:\n${left.map((p) => `  ${p.pid} ${p.cmdline}`).join('\n')}`);
       for (const p of left) {
