@@ -441,7 +441,11 @@ export class Engine implements MonitoredEngine {
 
   private dispatch(): void {
     clearTimeout(this.dueTimer);
-    if (this.closed || this.mode !== 'running') return;
+    if (this.closed) return;
+    if (this.mode !== 'running') {
+      if (this.store.hasPending) this.store.commit();
+      return;
+    }
     // Every attempt is journaled before its process is spawned; if storage is failing we cannot
     // keep that promise, so launching waits until it persists again.
     if (this.store.lastError !== null && !this.store.commit()) return;
@@ -465,6 +469,7 @@ export class Engine implements MonitoredEngine {
       }
     }
     if (this.active.size < this.options.concurrency) this.armDueTimer(now);
+    if (this.store.hasPending) this.store.commit();
   }
 
   private armDueTimer(now: number): void {
@@ -513,7 +518,8 @@ export class Engine implements MonitoredEngine {
     void a.run.done.then((result) => {
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
       this.finishAttempt(a, result);
-      this.store.commit();
+      // The dispatch right after journals this outcome together with the next launches: one
+      // fsync for everything that finished in this turn of the event loop and what replaces it.
       this.scheduleDispatch();
     });
   }

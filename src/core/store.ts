@@ -13,6 +13,8 @@ import initSqlJs, { type Database, type SqlJsStatic, type SqlValue, type Stateme
 export const SCHEMA_VERSION = 1;
 export const SNAPSHOT_FILE = 'engine.sqlite';
 export const JOURNAL_FILE = 'engine.journal';
+/** While storage fails, how often a persist is retried. */
+const RETRY_INTERVAL_MS = 1000;
 
 const SCHEMA_V1 = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -121,6 +123,7 @@ export class Store {
   /** Set when the journal file is gone or unwritable: the next persist must be a full snapshot. */
   private needsSnapshot = false;
   private error: string | null = null;
+  private lastFailureAt = 0;
   private lastPersistAt: number | null = null;
   private inBatch = false;
 
@@ -251,7 +254,12 @@ export class Store {
    */
   commit(): boolean {
     if (!this.options.storageDir) return true;
-    if (this.needsSnapshot) return this.snapshot();
+    if (this.needsSnapshot) {
+      // Recovery is a full snapshot; while storage stays broken, try it at most once a second
+      // rather than exporting the whole database on every call.
+      if (this.error !== null && Date.now() - this.lastFailureAt < RETRY_INTERVAL_MS) return false;
+      return this.snapshot();
+    }
     if (this.pending.length === 0) return this.error === null;
     try {
       this.checkJournalIdentity();
@@ -451,6 +459,7 @@ export class Store {
     // grow memory while storage is down.
     this.pending = [];
     this.needsSnapshot = true;
+    this.lastFailureAt = Date.now();
     if (this.error === null) {
       this.error = message;
       this.options.onHealthChange?.(false, message);
