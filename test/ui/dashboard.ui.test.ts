@@ -51,8 +51,8 @@ function makeWorkspace(): string {
   return dir;
 }
 
-/** The engine's URL, from the endpoint.json the engine host writes into the extension's storage folder. */
-function findEndpoint(root: string): string | undefined {
+/** The endpoint.json the engine host writes into the extension's storage folder (under the user-data-dir). */
+function findEndpointFile(root: string): string | undefined {
   const stack = [root];
   while (stack.length) {
     const dir = stack.pop()!;
@@ -65,16 +65,29 @@ function findEndpoint(root: string): string | undefined {
     for (const e of entries) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) stack.push(p);
-      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) {
-        try {
-          return (JSON.parse(readFileSync(p, 'utf8')) as { url: string }).url;
-        } catch {
-          /* being written */
-        }
-      }
+      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) return p;
     }
   }
   return undefined;
+}
+
+/** The engine's URL, from that endpoint.json. */
+function findEndpoint(root: string): string | undefined {
+  const file = findEndpointFile(root);
+  if (!file) return undefined;
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
+  } catch {
+    return undefined; // being written
+  }
+}
+
+/** The URL of the engine that answers now (a reload or a crash restarts it, with port 0 elsewhere). */
+function liveEndpoint(wb: Workbench): Promise<string> {
+  return waitUntil('a live engine endpoint', async () => {
+    const url = findEndpoint(wb.server.userDataDir);
+    return url && (await fetch(`${url}/stats`).then((r) => r.ok).catch(() => false)) ? url : undefined;
+  }, 60_000);
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -167,7 +180,7 @@ describe('Show Engine Status dashboard (code-server)', function () {
       dialogs.push(d.message());
       void d.dismiss();
     });
-    baseUrl = await waitUntil('the engine endpoint.json', async () => findEndpoint(wb.server.userDataDir), 60_000);
+    baseUrl = await liveEndpoint(wb);
   });
 
   after(async function () {
@@ -204,6 +217,15 @@ describe('Show Engine Status dashboard (code-server)', function () {
     // The chart counted the attempts of the last hour.
     const started = Number(await frame.locator('.chart-summary').getAttribute('data-started'));
     assert.equal(started, stats.totalLaunches);
+
+    // The page's policy: nothing but our own styles, fonts and the nonce'd script.
+    const csp = await frame.evaluate(() => document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.getAttribute('content') ?? '');
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'nonce-[A-Za-z0-9+/=]{16,}'/);
+    assert.doesNotMatch(csp, /unsafe-(inline|eval)/);
+    // Codicons (a font) and the stylesheet loaded under that policy.
+    assert.equal(await frame.evaluate(() => document.fonts.check('16px codicon')), true);
+    assert.deepEqual(wb.consoleErrors.filter((e) => /Content Security Policy/i.test(e)), []);
 
     await wb.page.keyboard.press('Escape');
     const file = await screenshot(wb.page, 'dashboard-light');
@@ -255,10 +277,63 @@ describe('Show Engine Status dashboard (code-server)', function () {
     for (const m of messages) assert.ok(m.includes(HOSTILE_NAME), `row shows the name as text: ${m}`);
     assert.equal(await frame.locator('table.logs img').count(), 0, 'no <img> element was created');
     assert.equal(await frame.locator('img').count(), 0, 'no <img> element anywhere in the dashboard');
-    // The last launch or the rows show it too, still as text.
     assert.deepEqual(dialogs, [], 'no alert() ran');
+    assert.deepEqual(wb.consoleErrors.filter((e) => /Content Security Policy/i.test(e)), [], 'nothing was even attempted');
+    await frame.locator('table.logs').scrollIntoViewIfNeeded();
+    console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-hostile-text')}`);
     await frame.locator('#log-search').fill('');
     await frame.locator('#log-search').press('Enter');
+  });
+
+  it('stops and starts the engine from its buttons', async function () {
+    baseUrl = await liveEndpoint(wb); // the reload above started a new engine, on another port
+    const frame = await dashboardFrame(wb.page);
+    const engineCheck = () => frame.locator('[data-check="engine"] .check-value').textContent();
+    await frame.locator('button[data-command="stop"]').click();
+    await waitUntil('engine stopped in the dashboard', async () => (await engineCheck()) === 'stopped');
+    const stopped = await getJson<{ status: string; checks: { engine: string } }>(`${baseUrl}/health`);
+    assert.equal(stopped.checks.engine, 'stopped');
+    assert.equal(await frame.locator('[data-health]').getAttribute('data-health'), stopped.status);
+    assert.ok(await frame.locator('button[data-command="pollNow"]').isDisabled(), 'Poll now is off while stopped');
+
+    await frame.locator('button[data-command="start"]').click();
+    await waitUntil('engine running in the dashboard', async () => (await engineCheck()) === 'running');
+    assert.equal((await getJson<{ checks: { engine: string } }>(`${baseUrl}/health`)).checks.engine, 'running');
+    assert.ok(await frame.locator('button[data-command="start"]').isDisabled(), 'Start is off while running');
+  });
+
+  it('shows "engine not reachable" instead of stale numbers when the engine dies', async function () {
+    const frame = await dashboardFrame(wb.page);
+    // Record the offline state when it happens: the extension restarts a crashed engine quickly.
+    await frame.evaluate(() => {
+      const w = window as unknown as { offlineSeen?: { banner: string; total: string | null } };
+      new MutationObserver(() => {
+        if (document.body.classList.contains('offline') && !w.offlineSeen) {
+          w.offlineSeen = {
+            banner: document.querySelector('.banner')?.textContent ?? '',
+            total: document.querySelector('[data-stat="total"] .card-value')?.textContent ?? null,
+          };
+        }
+      }).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+    });
+    const endpointFile = await waitUntil('endpoint.json', async () => findEndpointFile(wb.server.userDataDir));
+    const { pid } = JSON.parse(readFileSync(endpointFile, 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGKILL');
+
+    const seen = await waitUntil('the offline state', () =>
+      frame.evaluate(() => (window as unknown as { offlineSeen?: { banner: string; total: string | null } }).offlineSeen),
+    );
+    assert.match(seen.banner, /not reachable|No engine is running/);
+    assert.equal(seen.total, '—', 'no stale numbers while offline');
+
+    // The extension restarts the engine; the dashboard reads everything again.
+    await frame.locator('.connection[data-connected="true"]').waitFor({ timeout: 60_000 });
+    baseUrl = await liveEndpoint(wb);
+    const stats = (await getJson<StatsResponse>(`${baseUrl}/stats`)).overview;
+    await waitUntil('cards after the restart', async () => {
+      const v = await cardValues(frame);
+      return COUNTERS.every((k) => v[k] === stats[k]);
+    });
   });
 
   it('follows the theme: dark and high contrast screenshots', async function () {
