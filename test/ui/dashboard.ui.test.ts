@@ -336,6 +336,19 @@ describe('Show Engine Status dashboard (code-server)', function () {
     });
   });
 
+  it('reads everything again when its hidden tab is shown (one panel only)', async function () {
+    await runCommand(wb.page, 'File: New Untitled Text File');
+    await waitUntil('the dashboard to be hidden', async () => (await wb.page.locator('iframe.webview.ready').count()) === 0 || !(await wb.page.locator('iframe.webview.ready').first().isVisible()));
+    await runCommand(wb.page, 'Show Engine Status');
+    const frame = await dashboardFrame(wb.page);
+    const stats = (await getJson<StatsResponse>(`${baseUrl}/stats`)).overview;
+    await waitUntil('cards after showing again', async () => {
+      const v = await cardValues(frame);
+      return COUNTERS.every((k) => v[k] === stats[k]);
+    });
+    assert.equal(await wb.page.locator('.tab', { hasText: 'Engine Status' }).count(), 1, 'revealed, not opened twice');
+  });
+
   it('follows the theme: dark and high contrast screenshots', async function () {
     await setTheme(wb, 'Dark Modern', 'vscode-dark');
     console.log(`      screenshot: ${await screenshot(wb.page, 'dashboard-dark')}`);

@@ -62,8 +62,10 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   private post(message: HostToWebview): void {
-    // Before `ready` the webview has no listener yet; it asks for everything after it.
-    if (!this.webviewReady || this.disposed) return;
+    // Before `ready` the webview has no listener yet; it asks for everything after it. A hidden
+    // panel has no content at all (no retainContextWhenHidden): when shown again, its script
+    // starts over with `ready` and reads everything afresh.
+    if (!this.webviewReady || this.disposed || !this.panel.visible) return;
     void this.panel.webview.postMessage(message);
   }
 
