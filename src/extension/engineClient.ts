@@ -67,14 +67,18 @@ export class EngineClient extends Disposable implements EngineConnection {
   async get<T>(pathAndQuery: string): Promise<T> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
-    let res: Response;
-    try {
-      res = await fetch(base + pathAndQuery, {
-        headers: this.headers({ Accept: 'application/json' }),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-    } catch (err) {
-      throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
+    let res: Response | undefined;
+    // One retry: after an engine restart on the same port, fetch's pooled keep-alive socket to
+    // the old process fails at once (ECONNRESET); GET is idempotent, a fresh socket works.
+    for (let attempt = 1; !res; attempt++) {
+      try {
+        res = await fetch(base + pathAndQuery, {
+          headers: this.headers({ Accept: 'application/json' }),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+      } catch (err) {
+        if (attempt >= 2) throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
+      }
     }
     const text = await res.text();
     let body: unknown;

@@ -35,7 +35,13 @@ export interface HostExit {
 
 const READY_TIMEOUT_MS = 30_000;
 const CONTROL_TIMEOUT_MS = 15_000;
-const SHUTDOWN_GRACE_MS = 4_000;
+/**
+ * Running attempts get this long to finish when the host is asked to exit (its --grace); then it
+ * ends them. Kept short so the whole shutdown fits in the few seconds VS Code gives deactivate().
+ */
+const HOST_GRACE_MS = 2_000;
+/** After SIGTERM, how long the host gets (grace + ending attempts + persisting) before SIGKILL. */
+const SHUTDOWN_GRACE_MS = 4_500;
 
 export class EngineHost extends Disposable {
   private child: ChildProcess | undefined;
@@ -72,7 +78,7 @@ export class EngineHost extends Disposable {
     if (this.child) return Promise.resolve({ kind: 'failed', message: 'The engine host is already running.' });
     const args = ['serve'];
     for (const w of spec.workspaces) args.push('--workspace', w);
-    args.push('--storage', spec.storageDir, ...spec.args);
+    args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), ...spec.args);
     if (spec.restricted) args.push('--restricted');
     if (spec.stopped) args.push('--stopped');
     this.output.info(`Starting the engine host: ${spec.cliPath} ${redactToken(args).join(' ')}`);

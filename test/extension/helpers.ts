@@ -44,7 +44,9 @@ export async function getJson<T>(api: EngineMonitorApi, pathAndQuery: string): P
   const base = api.baseUrl();
   assert.ok(base, 'no engine URL');
   const token = vscode.workspace.getConfiguration('engineMonitor').get<string>('server.token');
-  const res = await fetch(base + pathAndQuery, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  const get = () => fetch(base + pathAndQuery, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  // A pooled keep-alive socket to an engine that was just restarted fails once: retry like a client would.
+  const res = await get().catch(get);
   return (await res.json()) as T;
 }
 

@@ -21,6 +21,7 @@ export async function run(): Promise<void> {
     require('./views.test');
     require('./commands.test');
     require('./settings.test');
+    require('./resilience.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

@@ -6,8 +6,13 @@ import { getApi, getJson, isAlive, waitFor, waitForEngine } from './helpers';
 describe('Settings', () => {
   const config = () => vscode.workspace.getConfiguration('engineMonitor');
 
-  after(async () => {
+  after(async function () {
+    this.timeout(60_000);
     await config().update('engine.pollIntervalMs', undefined, vscode.ConfigurationTarget.Workspace);
+    // The reset restarts the host too: let it finish before the next suite.
+    const api = await getApi();
+    await waitFor('the default poll interval back', async () =>
+      api._testing.model.available && (await getJson<StatusResponse>(api, '/status')).engine.pollIntervalMs === 2000, 45_000);
   });
 
   it('a changed poll interval reaches the engine (restarting its host)', async function () {

@@ -1,0 +1,88 @@
+// The engine host's life around the user: a crash is restarted, a taken port falls back to a free
+// one, and a storage folder owned by another engine is attached to (and taken over when that
+// engine goes away).
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { StatsResponse, StatusResponse } from '../../src/shared/api';
+import { getApi, getJson, isAlive, waitFor, waitForEngine } from './helpers';
+
+describe('Engine host resilience', () => {
+  const config = () => vscode.workspace.getConfiguration('engineMonitor');
+
+  it('restarts the engine host after it crashes, losing no item', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    await waitForEngine(api);
+    const before = (await getJson<StatsResponse>(api, '/stats')).overview;
+    const pid = api._testing.controller.enginePid!;
+    process.kill(pid, 'SIGKILL');
+    await waitFor('the engine to be reported down', () => !api._testing.model.available, 10_000);
+    await waitFor('a new engine host', () => {
+      const p = api._testing.controller.enginePid;
+      return p !== undefined && p !== pid && api._testing.model.available;
+    }, 30_000);
+    assert.equal(api._testing.controller.state, 'running');
+    const after = (await getJson<StatsResponse>(api, '/stats')).overview;
+    assert.ok(after.total >= before.total, `no item lost (${before.total} → ${after.total})`);
+  });
+
+  it('uses a free port when the configured one is taken', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const oldUrl = await waitForEngine(api);
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const taken = (blocker.address() as net.AddressInfo).port;
+    try {
+      await config().update('server.port', taken, vscode.ConfigurationTarget.Workspace);
+      const url = await waitFor('the engine on another port', () => {
+        const u = api._testing.model.available ? api.baseUrl() : undefined;
+        return u && u !== oldUrl && !u.endsWith(`:${taken}`) && u;
+      }, 30_000);
+      const status = await getJson<StatusResponse>(api, '/status');
+      assert.equal(status.server.url.replace(/\/$/, ''), url);
+    } finally {
+      blocker.close();
+      await config().update('server.port', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+    await waitFor('the engine back on its default port', () => api._testing.model.available && api.baseUrl() === oldUrl, 30_000);
+  });
+
+  it('attaches to the engine that owns the storage folder, and takes over when it goes away', async function () {
+    this.timeout(90_000);
+    const api = await getApi();
+    await waitForEngine(api);
+    const { controller, host, context } = api._testing;
+    const storage = context.storageUri!.fsPath;
+    const folder = vscode.workspace.workspaceFolders![0].uri.fsPath;
+
+    // Free the storage folder, then let a headless engine (as another window would) take it.
+    await host.shutdown();
+    const cli = path.join(vscode.extensions.getExtension('engine-monitor.engine-monitor')!.extensionPath, 'dist', 'cli.js');
+    const other = spawn(process.execPath, [cli, 'serve', '--workspace', folder, '--storage', storage, '--port', '0', '--quiet'], {
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      other.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const otherUrl = await waitFor('the headless engine', () => /listening on (\S+)/.exec(out)?.[1], 30_000);
+
+      await vscode.commands.executeCommand('engineMonitor.restart');
+      await waitFor('this window to attach', () => controller.state === 'attached' && api._testing.model.available, 30_000);
+      assert.equal(api.baseUrl(), otherUrl.replace(/\/$/, ''));
+      assert.equal(controller.enginePid, other.pid);
+
+      // The owner goes away: this window starts its own engine on the freed storage folder.
+      other.kill('SIGTERM');
+      await waitFor('this window to take over', () => controller.state === 'running' && api._testing.model.available, 45_000);
+      assert.notEqual(controller.enginePid, other.pid);
+      assert.ok(isAlive(controller.enginePid!));
+    } finally {
+      if (other.exitCode === null) other.kill('SIGKILL');
+    }
+  });
+});
