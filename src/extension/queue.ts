@@ -5,7 +5,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { onDidChangeConfig, readConfig } from './config';
-import { ContextKeys } from './constants';
+import { Commands, ContextKeys } from './constants';
 import { Disposable } from './dispose';
 
 export class QueueFolders extends Disposable {
@@ -104,7 +104,14 @@ export async function createQueueFolderCommand(queue: QueueFolders): Promise<voi
   const folder = await pickFolder(queue.folders(), 'Create the queue folder in which workspace folder?');
   if (!folder) return;
   const uri = await queue.create(folder);
-  await revealInExplorer(uri);
+  // Stay in the Engine Monitor views (the engine starts now); offer the next steps.
+  const choice = await vscode.window.showInformationMessage(
+    `Created ${vscode.workspace.asRelativePath(uri, (vscode.workspace.workspaceFolders?.length ?? 0) > 1)}. Items are JSON files in it.`,
+    'Add Item…',
+    'Open Queue Folder',
+  );
+  if (choice === 'Add Item…') await vscode.commands.executeCommand(Commands.addItem);
+  if (choice === 'Open Queue Folder') await revealInExplorer(uri);
 }
 
 export async function openQueueFolderCommand(queue: QueueFolders): Promise<void> {

@@ -2,7 +2,10 @@
 // compares it with the nodes the tree providers return. The engine keeps working meanwhile, so
 // comparisons retry until a read of the endpoint and of the view agree.
 import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
 import type { HealthResponse, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
+import { writeQueueItem } from '../../src/extension/queue';
 import { nodeById, getApi, getJson, viewNodes, waitFor, waitForEngine } from './helpers';
 
 const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
@@ -106,6 +109,26 @@ describe('Tree views', () => {
     for (const child of failed?.children ?? []) {
       if (child.item) assert.equal(child.contextValue, 'item.failed', 'failed items offer Retry');
     }
+  });
+
+  it('tooltips show engine strings as escaped text (untrusted, no HTML, no live links)', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const hostile = '**bold** <img src=x onerror=alert(1)> [stop](command:engineMonitor.stop) ```';
+    const queueDir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
+    // Scheduled far ahead, so it stays pending and launches nothing.
+    await writeQueueItem(queueDir, { id: 'hostile-name', name: hostile, command: 'node', runAt: '2099-01-01T00:00:00.000Z' });
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const node = await waitFor('the hostile item', () => nodeById(api, 'items', 'items.pending.hostile-name'), 30_000);
+    assert.equal(node.label, hostile, 'labels are plain text');
+    const md = node.tooltip as vscode.MarkdownString;
+    assert.ok(!md.isTrusted && !md.supportHtml);
+    assert.ok(!md.value.includes('**bold**'), `Markdown escaped: ${md.value}`);
+    assert.ok(!md.value.includes('[stop](command:'), `links escaped: ${md.value}`);
+    const log = await waitFor('its item_discovered entry', () =>
+      api._testing.views.providers.logs.getRoots().find((n) => n.label.includes('<img src=x')), 15_000);
+    const logMd = log.tooltip as vscode.MarkdownString;
+    assert.ok(!logMd.isTrusted && !logMd.supportHtml && !logMd.value.includes('[stop](command:'));
   });
 
   it('status bar shows health and the pending count', async () => {

@@ -5,7 +5,7 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
@@ -212,5 +212,61 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     await sleep(1000);
     await clearNotifications(wb.page);
     console.log(`      screenshot: ${await screenshot(wb.page, 'extension-dark')}`);
+  });
+});
+
+describe('Engine Monitor in a workspace without a queue folder (code-server)', function () {
+  this.timeout(240_000);
+  let wb: Workbench;
+  let tmp: string;
+  /** Markdown, HTML and a command link: a tooltip must show all of it as plain text. */
+  const HOSTILE = '**bold** <img src=x onerror=alert(1)> [stop](command:engineMonitor.stop)';
+
+  before(async function () {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-ui-empty-'));
+    wb = await openWorkbench({
+      folder: tmp,
+      extensionDevelopmentPath: REPO_ROOT,
+      userSettings: { ...THEME_SETTINGS, 'engineMonitor.server.port': 0, 'engineMonitor.engine.pollIntervalMs': 500 },
+    });
+    await setColorScheme(wb.page, 'light');
+  });
+
+  after(async function () {
+    await wb?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('offers to create the queue folder, then starts the engine', async function () {
+    const page = wb.page;
+    await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
+    const stats = pane(page, 'Stats');
+    const button = stats.locator('.welcome-view-content a, .welcome-view-content .monaco-button', { hasText: 'Create Queue Folder' }).first();
+    await button.waitFor({ timeout: 30_000 });
+    assert.equal(await statusBarItem(page).count(), 0, 'no status bar item before there is a queue');
+    console.log(`      screenshot: ${await screenshot(page, 'extension-welcome-light')}`);
+
+    await button.click();
+    await waitUntil('the queue folder', async () => existsSync(path.join(tmp, '.engine', 'queue')));
+    await stats.locator('.monaco-list-row', { hasText: 'Total' }).first().waitFor({ timeout: 60_000 });
+    await waitUntil('a healthy status bar', async () => /Engine healthy · 0 pending/.test((await statusBarItem(page).textContent()) ?? ''), 30_000);
+  });
+
+  it('shows engine strings as text, never as Markdown or HTML', async function () {
+    const page = wb.page;
+    const queue = path.join(tmp, '.engine', 'queue');
+    writeFileSync(
+      path.join(queue, 'hostile.json.tmp'),
+      JSON.stringify({ id: 'hostile', name: HOSTILE, command: process.execPath, args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' }),
+    );
+    renameSync(path.join(queue, 'hostile.json.tmp'), path.join(queue, 'hostile.json'));
+    // Scheduled for 2099: it stays in the (expanded) Pending group.
+    const row = pane(page, 'Items').locator('.monaco-list-row', { hasText: '<img src=x' }).first();
+    await row.waitFor({ timeout: 30_000 });
+    assert.equal((await row.locator('.label-name').textContent())?.trim(), HOSTILE);
+    assert.equal(await page.locator('.part.sidebar img[src="x"]').count(), 0, 'no element made from engine text');
+    // (Tooltips: headless Chromium shows no workbench hovers, so the extension-host suite checks
+    // that their Markdown is untrusted, HTML-free and escaped.)
+    console.log(`      screenshot: ${await screenshot(page, 'extension-hostile-light')}`);
   });
 });
