@@ -9,15 +9,8 @@ import type { Store } from './store';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
-interface LogRow {
-  id: number;
-  ts: number;
-  action: string;
-  level: number;
-  message: string;
-  item_id: string | null;
-  details: string | null;
-}
+/** id, ts, action, level, message, item_id, details */
+type LogRow = [number, number, string, number, string, string | null, string | null];
 
 /**
  * Splits text the way the FTS index's unicode61 tokenizer does (letters and digits), so that
@@ -69,20 +62,21 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     (where.length ? ` WHERE ${where.join(' AND ')}` : '') +
     ` ORDER BY id ${desc ? 'DESC' : 'ASC'} LIMIT ?`;
   params.push(q.limit + 1);
-  const rows = store.all<LogRow>(sql, params);
+  // Arrays, not objects: the column order is the SELECT list above (see Store.rows).
+  const rows = store.rows(sql, params) as LogRow[];
   const hasMore = rows.length > q.limit;
   if (hasMore) rows.pop();
   return { entries: rows.map(toEntry), hasMore };
 }
 
-function toEntry(r: LogRow): LogEntry {
+function toEntry([id, ts, action, level, message, itemId, details]: LogRow): LogEntry {
   return {
-    id: r.id,
-    timestamp: new Date(r.ts).toISOString(),
-    action: r.action as LogAction,
-    level: LOG_LEVELS[r.level] ?? 'info',
-    message: r.message,
-    itemId: r.item_id,
-    details: r.details === null ? null : (JSON.parse(r.details) as Record<string, unknown>),
+    id,
+    timestamp: new Date(ts).toISOString(),
+    action: action as LogAction,
+    level: LOG_LEVELS[level] ?? 'info',
+    message,
+    itemId,
+    details: details === null ? null : (JSON.parse(details) as Record<string, unknown>),
   };
 }

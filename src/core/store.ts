@@ -235,6 +235,22 @@ export class Store {
     }
   }
 
+  /**
+   * Rows as arrays in column order: for large result pages. sql.js's getAsObject() re-reads every
+   * column name on every row, which tripled the cost of a 100-entry /logs page.
+   */
+  rows(sql: string, params: SqlValue[] = []): SqlValue[][] {
+    const stmt = this.statement(sql);
+    try {
+      stmt.bind(params);
+      const rows: SqlValue[][] = [];
+      while (stmt.step()) rows.push(stmt.get());
+      return rows;
+    } finally {
+      stmt.reset();
+    }
+  }
+
   get<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T | undefined {
     const stmt = this.statement(sql);
     try {
