@@ -15,6 +15,7 @@ function itemIdOf(arg: unknown): string | undefined {
   if (arg && typeof arg === 'object') {
     const node = arg as Partial<TreeNode> & Partial<ItemSummary>;
     if (node.item) return node.item.id;
+    if (node.entry?.itemId) return node.entry.itemId;
     if (typeof node.id === 'string' && 'outcome' in node) return node.id;
   }
   return undefined;
@@ -79,7 +80,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
     [Commands.retryItem]: async (arg) => {
       let itemId = itemIdOf(arg);
       if (!itemId) {
-        const failed = model.items?.byOutcome.failed.items ?? [];
+        const failed = (await client.get<{ items: ItemSummary[] }>('/items?outcome=failed&limit=200')).items;
         if (failed.length === 0) {
           void vscode.window.showInformationMessage('No item has failed.');
           return;

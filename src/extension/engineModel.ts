@@ -29,6 +29,12 @@ export class EngineModel extends Disposable {
   readonly onDidChange = this._onDidChange.event;
 
   private readonly refreshers: Record<ModelPart, Throttled>;
+  /**
+   * Parts someone is looking at. Stats and health feed the status bar and are pushed by /events
+   * anyway; status and items are fetched only while their view is visible, so a busy engine
+   * costs nothing for views nobody sees.
+   */
+  private readonly watched = new Set<ModelPart>(['stats', 'health']);
 
   constructor(private readonly connection: EngineConnection) {
     super();
@@ -77,6 +83,17 @@ export class EngineModel extends Disposable {
     return this.connection.baseUrl;
   }
 
+  /** A view became visible (refresh its part now) or hidden (stop refreshing it). */
+  setWatched(part: 'status' | 'items', watched: boolean): void {
+    if (watched === this.watched.has(part)) return;
+    if (watched) {
+      this.watched.add(part);
+      this.refreshers[part].trigger(true);
+    } else {
+      this.watched.delete(part);
+    }
+  }
+
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
     for (const r of Object.values(this.refreshers)) r.trigger(now);
@@ -93,7 +110,7 @@ export class EngineModel extends Disposable {
   }
 
   private async load(part: ModelPart): Promise<void> {
-    if (!this.connection.connected) return;
+    if (!this.connection.connected || !this.watched.has(part)) return;
     try {
       switch (part) {
         case 'stats':

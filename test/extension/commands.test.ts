@@ -4,12 +4,14 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HealthResponse, ItemSummary, LogEntry, StatusResponse } from '../../src/shared/api';
 import { newItemId, writeQueueItem } from '../../src/extension/queue';
-import { getApi, getJson, nodeById, waitFor, waitForEngine } from './helpers';
+import { getApi, getJson, nodeById, showViews, waitFor, waitForEngine } from './helpers';
 
 describe('Commands', () => {
   before(async function () {
     this.timeout(90_000);
-    await waitForEngine(await getApi());
+    const api = await getApi();
+    await waitForEngine(api);
+    await showViews(api);
   });
 
   it('Stop Engine stops launching (health degraded) and Start Engine resumes', async function () {

@@ -71,3 +71,13 @@ export function isAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** Opens the Engine Monitor container with every view expanded (Status and Items fetch only while visible). */
+export async function showViews(api: EngineMonitorApi): Promise<void> {
+  await vscode.commands.executeCommand('workbench.view.extension.engineMonitor');
+  for (const view of ['stats', 'health', 'status', 'logs', 'items'] as const) {
+    await vscode.commands.executeCommand(`engineMonitor.${view}.focus`);
+  }
+  await waitFor('the Status and Items views to be visible', () =>
+    api._testing.views.views.status.visible && api._testing.views.views.items.visible, 10_000);
+}

@@ -6,14 +6,16 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HealthResponse, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { writeQueueItem } from '../../src/extension/queue';
-import { nodeById, getApi, getJson, viewNodes, waitFor, waitForEngine } from './helpers';
+import { nodeById, getApi, getJson, viewNodes, showViews, waitFor, waitForEngine } from './helpers';
 
 const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
 
 describe('Tree views', () => {
   before(async function () {
     this.timeout(90_000);
-    await waitForEngine(await getApi());
+    const api = await getApi();
+    await waitForEngine(api);
+    await showViews(api);
   });
 
   it('Stats view shows the /stats counters', async () => {

@@ -1,6 +1,5 @@
 // Logs view: newest first, an icon per action, details in a Markdown tooltip (escaped).
 import type { LogEntry } from '../../shared/api';
-import { Commands } from '../constants';
 import { actionIcon, appendField, fenced, formatTime, safeMarkdown } from './format';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
@@ -23,8 +22,10 @@ export function logNode(e: LogEntry): TreeNode {
     description: `${formatTime(e.timestamp)} · ${e.action}`,
     tooltip,
     icon: actionIcon(e.action),
+    // No click action: a click that refiltered the whole view would surprise; "Show Item Logs"
+    // is in the context menu (and gets the item id from the entry).
     contextValue: e.itemId ? 'logEntry.item' : 'logEntry',
-    command: e.itemId ? { command: Commands.showItemLogs, title: 'Show Item Logs', arguments: [e.itemId] } : undefined,
+    entry: e,
   };
 }
 

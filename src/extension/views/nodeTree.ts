@@ -2,7 +2,7 @@
 // functions in the *Nodes.ts files) and this provider maps them to TreeItems. getChildren never
 // fetches and never calls UI; it returns what the last model change produced.
 import * as vscode from 'vscode';
-import type { ItemSummary } from '../../shared/api';
+import type { ItemSummary, LogEntry } from '../../shared/api';
 
 export interface TreeNode {
   /** Stable and unique within the view: expansion state and selection follow it. */
@@ -18,6 +18,8 @@ export interface TreeNode {
   expanded?: boolean;
   /** The item a node stands for (Items view), passed to item commands. */
   item?: ItemSummary;
+  /** The log entry a node stands for (Logs view). */
+  entry?: LogEntry;
 }
 
 export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {

@@ -30,6 +30,11 @@ export class EngineViews extends Disposable {
       this._register(vscode.window.createTreeView(Views[name], { treeDataProvider: this.providers[name], showCollapseAll })) as vscode.TreeView<unknown>;
     this.views = { stats: view('stats'), health: view('health'), status: view('status', true), logs: view('logs'), items: view('items', true) };
 
+    for (const part of ['status', 'items'] as const) {
+      const v = this.views[part];
+      model.setWatched(part, v.visible);
+      this._register(v.onDidChangeVisibility((e) => model.setWatched(part, e.visible)));
+    }
     this._register(model.onDidChange((parts) => this.render(parts)));
     this._register(logs.onDidChange(() => this.renderLogs()));
     this.render(new Set(['stats', 'health', 'status', 'items']));
