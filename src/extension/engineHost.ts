@@ -78,7 +78,9 @@ export class EngineHost extends Disposable {
     if (this.child) return Promise.resolve({ kind: 'failed', message: 'The engine host is already running.' });
     const args = ['serve'];
     for (const w of spec.workspaces) args.push('--workspace', w);
-    args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), ...spec.args);
+    // --quiet: the host would print every log entry on stdout, which the output channel already
+    // mirrors from /events (with levels).
+    args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), '--quiet', ...spec.args);
     if (spec.restricted) args.push('--restricted');
     if (spec.stopped) args.push('--stopped');
     this.output.info(`Starting the engine host: ${spec.cliPath} ${redactToken(args).join(' ')}`);
