@@ -178,6 +178,13 @@ describe('Engine Monitor container and status bar (code-server)', function () {
 
     await clearNotifications(page);
     console.log(`      screenshot: ${await screenshot(page, 'extension-light')}`);
+
+    // A click on the status bar item shows the dashboard.
+    await item.click();
+    const tab = page.locator('.part.editor .tab', { hasText: 'Engine Status' }).first();
+    await tab.waitFor({ timeout: 20_000 });
+    await runCommand(page, 'View: Close All Editors');
+    await tab.waitFor({ state: 'detached', timeout: 10_000 });
   });
 
   it('turns the status bar to a warning when "Engine Monitor: Stop Engine" runs', async function () {
