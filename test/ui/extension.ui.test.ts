@@ -210,6 +210,39 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     await waitUntil('the status bar to say healthy again', async () => /Engine healthy/.test((await item.textContent()) ?? ''));
   });
 
+  it('filters the Logs view through "Filter Logs…" and shows the filter in its description', async function () {
+    const page = wb.page;
+    const widget = page.locator('.quick-input-widget');
+    const input = widget.locator('.quick-input-box input');
+    await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+    await page.keyboard.press('F1');
+    await input.fill('>Engine Monitor: Filter Logs');
+    await widget.locator('.monaco-list-row', { hasText: 'Filter Logs' }).first().click();
+    // Step 1: actions (multi-select): tick launch_failed.
+    await widget.locator('.monaco-list-row', { hasText: 'item_discovered' }).first().waitFor();
+    await input.fill('launch_failed');
+    await widget.locator('.monaco-list-row', { hasText: 'launch_failed' }).first().click();
+    await page.keyboard.press('Enter');
+    // Step 2: minimum level: any.
+    await widget.locator('.monaco-list-row', { hasText: 'Any level' }).first().click();
+    // Step 3: text: none.
+    await widget.locator('.quick-input-title', { hasText: '3/3' }).waitFor();
+    await page.keyboard.press('Enter');
+    await widget.waitFor({ state: 'hidden' });
+
+    const logs = pane(page, 'Logs');
+    await waitUntil('the filter in the Logs view description', async () =>
+      /Filter: launch_failed/.test((await logs.locator('.pane-header').textContent()) ?? ''));
+    const expected = await getJson<{ id: number }[]>(`${baseUrl}/logs?action=launch_failed`);
+    assert.ok(expected.length > 0 && expected.length < 15, `a handful of launch_failed entries (${expected.length})`);
+    await waitUntil('one row per launch_failed entry', async () => (await logs.locator('.monaco-list-row').count()) === expected.length);
+    await clearNotifications(page);
+    console.log(`      screenshot: ${await screenshot(page, 'extension-logs-filtered-light')}`);
+
+    await runCommand(page, 'Engine Monitor: Clear Log Filter');
+    await waitUntil('no filter in the description', async () => !/Filter:/.test((await logs.locator('.pane-header').textContent()) ?? ''));
+  });
+
   it('renders in the dark theme', async function () {
     const page = wb.page;
     await setColorScheme(page, 'dark');
