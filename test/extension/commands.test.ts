@@ -70,6 +70,19 @@ describe('Commands', () => {
     });
   });
 
+  it('Retry All Failed retries every failed item', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const failed = await waitFor('failed items', async () => {
+      const list = await getJson<{ total: number }>(api, '/items?outcome=failed&limit=1');
+      return list.total > 0 && list.total;
+    }, 30_000);
+    const before = (await getJson<LogEntry[]>(api, '/logs?action=item_retried&limit=1000')).length;
+    await vscode.commands.executeCommand('engineMonitor.retryAllFailed');
+    await waitFor(`${failed} more item_retried entries`, async () =>
+      (await getJson<LogEntry[]>(api, '/logs?action=item_retried&limit=1000')).length >= before + failed);
+  });
+
   it('Show Engine Status opens the dashboard', async () => {
     await vscode.commands.executeCommand('engineMonitor.showStatus');
     await waitFor('a dashboard tab', () =>
