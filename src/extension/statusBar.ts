@@ -23,8 +23,12 @@ export class EngineStatusBar extends Disposable {
     this.item.command = Commands.showStatus;
     this._register(model.onDidChange(() => this.update()));
     this._register(controller.onDidChangeState(() => this.update()));
-    this._register(queue.onDidChange((has) => ((this.hasQueueFolder = has), this.update())));
-    void queue.exists().then((has) => ((this.hasQueueFolder = has), this.update()));
+    const setHasQueueFolder = (has: boolean) => {
+      this.hasQueueFolder = has;
+      this.update();
+    };
+    this._register(queue.onDidChange(setHasQueueFolder));
+    void queue.exists().then(setHasQueueFolder);
     this.update();
   }
 
@@ -73,7 +77,10 @@ export class EngineStatusBar extends Disposable {
       item.text = starting ? '$(loading~spin) Engine starting…' : '$(debug-disconnect) Engine unreachable';
       if (!starting) background = new vscode.ThemeColor('statusBarItem.warningBackground');
       tooltip.appendText(starting ? 'The engine is starting.' : 'The engine is not answering; reconnecting.');
-      if (model.baseUrl) tooltip.appendMarkdown('\n\n'), appendField(tooltip, 'Endpoint', model.baseUrl);
+      if (model.baseUrl) {
+        tooltip.appendMarkdown('\n\n');
+        appendField(tooltip, 'Endpoint', model.baseUrl);
+      }
     } else if (state === 'failed') {
       item.text = '$(error) Engine failed';
       background = new vscode.ThemeColor('statusBarItem.errorBackground');
