@@ -33,7 +33,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,launch,startup').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,launch,startup,editor').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -517,6 +517,36 @@ async function scenarioStartup(): Promise<void> {
   add({ scenario: 'startup', measure: `snapshot size, ${scale}`, value: mb(m((r) => r.snapshotBytes)), unit: 'MB' });
 }
 
+// ---- scenario 4: the editor (hook) ----------------------------------------------------------------
+
+/** What bench/editor.ts gets: add rows to the table, keep raw data for the JSON, log progress. */
+export interface EditorBenchContext {
+  add(row: Row): void;
+  raw: Record<string, unknown>;
+  log(message: string): void;
+  median(values: number[]): number;
+  /** Scratch folder, removed at the end of the run. */
+  tmp: string;
+  quick: boolean;
+}
+
+/**
+ * Scenario 4 (activation time and extension-host event-loop delay in code-server, bundle and
+ * .vsix sizes) lives in bench/editor.ts, owned with the extension tests. When that file exists it
+ * must export `scenarioEditor(ctx: EditorBenchContext): Promise<void>`; its rows join this table.
+ */
+async function scenarioEditor(): Promise<void> {
+  const file = path.join(__dirname, 'editor.ts');
+  if (!existsSync(file)) {
+    log('\n== scenario 4: the editor — skipped (bench/editor.ts not present yet; see docs/PERFORMANCE.md)');
+    return;
+  }
+  log('\n== scenario 4: the editor');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(file) as { scenarioEditor(ctx: EditorBenchContext): Promise<void> };
+  await mod.scenarioEditor({ add, raw, log, median, tmp: path.join(TMP, 'editor'), quick: QUICK });
+}
+
 // ---- output ----------------------------------------------------------------------------------------
 
 function table(): string {
@@ -544,6 +574,7 @@ async function main(): Promise<void> {
     if (CFG.only.includes('api')) await scenarioApi();
     if (CFG.only.includes('launch')) await scenarioLaunch();
     if (CFG.only.includes('startup')) await scenarioStartup();
+    if (CFG.only.includes('editor')) await scenarioEditor();
   } finally {
     rmSync(TMP, { recursive: true, force: true });
   }
