@@ -91,6 +91,7 @@ export class Engine implements MonitoredEngine {
   private polls = 0;
   private scanner = { lastScanAt: null as number | null, lastScanDurationMs: null as number | null, scans: 0, itemsDiscovered: 0, itemsRejected: 0 };
   private lastLaunch: LaunchRecord | null = null;
+  private recovery: { at: string; message: string } | null = null;
   private lastLogId = 0;
   private lastAttemptId = 0;
 
@@ -136,6 +137,8 @@ export class Engine implements MonitoredEngine {
     engine = new Engine(store, options);
     engine.loadState();
     for (const note of notes) engine.log(note.action, note.level, note.message, null, note.details ?? null);
+    // /status keeps the repair in view after the log entry has scrolled away.
+    if (notes.length > 0) engine.recovery = { at: new Date().toISOString(), message: notes.map((n) => n.message).join('; ') };
     engine.recoverInterrupted();
     return engine;
   }
@@ -307,6 +310,7 @@ export class Engine implements MonitoredEngine {
         sizeBytes: this.store.sizeBytes(),
         lastPersistAt: iso(this.store.lastPersistTime),
         lastError: this.store.lastError,
+        recovery: this.recovery,
       },
     };
   }

@@ -402,6 +402,18 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                 sizeBytes: count('Size of the last snapshot.'),
                 lastPersistAt: nullableTime('When the database was last persisted.'),
                 lastError: { type: ['string', 'null'], description: 'The last persist, journal or query error, if any.' },
+                recovery: {
+                  description:
+                    'What the last start had to repair (a corrupt or newer snapshot moved aside, a torn or unreadable journal record), or null when it opened cleanly. The same message is in the log as `database_recovered`.',
+                  oneOf: [
+                    { type: 'null' },
+                    {
+                      type: 'object',
+                      required: ['at', 'message'],
+                      properties: { at: time('When the repair happened.'), message: { type: 'string' } },
+                    },
+                  ],
+                },
               },
             },
             server: {

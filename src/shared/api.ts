@@ -105,7 +105,14 @@ export interface StatusResponse {
   stats: StatsOverview;
   lastLaunch: LaunchRecord | null;
   timestamp: IsoTime;
-  database: { path: string; sizeBytes: number; lastPersistAt: IsoTime | null; lastError: string | null };
+  database: {
+    path: string;
+    sizeBytes: number;
+    lastPersistAt: IsoTime | null;
+    lastError: string | null;
+    /** What the last start repaired (snapshot moved aside, torn journal), or null. */
+    recovery: { at: IsoTime; message: string } | null;
+  };
   server: { url: string };
 }
 

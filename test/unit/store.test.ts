@@ -59,6 +59,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     const note = allLogs(engine).find((e) => e.action === 'database_recovered');
     assert.ok(note, 'logged');
     assert.match(note!.message, /torn record/);
+    assert.match(engine.status().database.recovery?.message ?? '', /torn record/);
     assert.equal(engine.health().checks.database, 'ok');
   });
 
@@ -78,6 +79,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
       const note = allLogs(engine).find((e) => e.action === 'database_recovered')!;
       assert.match(note.message, /could not be opened .* moved it aside/);
       assert.equal(note.level, 'error');
+      assert.equal(engine.status().database.recovery?.message, note.message, '/status says so too');
       assert.equal(engine.health().checks.database, 'ok');
       await settled(engine);
       assert.equal(engine.stats().launched, 1, 'and works on');

@@ -167,7 +167,7 @@ export class TestEngine implements MonitoredEngine {
         signal: null,
         error: null,
       },
-      database: { path: '/ws/.engine/state/engine.sqlite', sizeBytes: 40960, lastPersistAt: '2024-05-01T09:59:59.000Z', lastError: null },
+      database: { path: '/ws/.engine/state/engine.sqlite', sizeBytes: 40960, lastPersistAt: '2024-05-01T09:59:59.000Z', lastError: null, recovery: null },
     };
   }
 
