@@ -2,8 +2,9 @@
 // reports its own failure to the user; none throws into VS Code's generic error toast.
 import * as vscode from 'vscode';
 import type { ItemSummary } from '../shared/api';
-import { Commands, type CommandId, Views } from './constants';
+import { Commands, type CommandId, REMOTE_TOKEN_SECRET, Views } from './constants';
 import type { Container } from './container';
+import { ControlUnavailableError } from './engineController';
 import { showDashboard } from './dashboard/dashboard';
 import { pickLogFilter } from './logFilterPick';
 import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand } from './queue';
@@ -107,6 +108,22 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       await logs.setFilter(itemId ? { itemId } : { actions: ['item_failed'] });
       await vscode.commands.executeCommand(`${Views.logs}.focus`);
     },
+    [Commands.setRemoteToken]: async () => {
+      const had = (await context.secrets.get(REMOTE_TOKEN_SECRET)) !== undefined;
+      const token = await vscode.window.showInputBox({
+        title: 'Remote Engine Token',
+        prompt: `The token the remote engine was started with (--token). Kept in VS Code's secret storage, never in settings.${had ? ' Leave empty to remove the stored token.' : ''}`,
+        password: true,
+        ignoreFocusOut: true,
+        validateInput: (v) => (/\s/.test(v) ? 'A token has no spaces or line breaks.' : undefined),
+      });
+      if (token === undefined) return;
+      if (token) await context.secrets.store(REMOTE_TOKEN_SECRET, token);
+      else if (had) await context.secrets.delete(REMOTE_TOKEN_SECRET);
+      else return;
+      const where = controller.remote ? ` for ${controller.remote}` : '; it is used when engineMonitor.remote.url is set';
+      void vscode.window.setStatusBarMessage(token ? `$(key) Remote engine token stored${where}` : '$(key) Remote engine token removed', 4000);
+    },
   };
 
   return Object.entries(handlers).map(([id, handler]) =>
@@ -115,6 +132,11 @@ export function registerCommands(c: Container): vscode.Disposable[] {
         return await handler(...args);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof ControlUnavailableError) {
+          // Not a failure: this window cannot control that engine, and says where to.
+          void vscode.window.showInformationMessage(message);
+          return undefined;
+        }
         c.output.error(`${id}: ${message}`);
         void vscode.window.showErrorMessage(`Engine Monitor: ${message}`);
         return undefined;

@@ -15,6 +15,8 @@ export interface EngineMonitorConfig {
   };
   queue: { directory: string };
   logs: { maxEntries: number; maxAgeDays: number };
+  /** A headless engine to monitor instead of starting one (its token lives in SecretStorage). */
+  remote: { url: string };
 }
 
 export const DEFAULT_CONFIG: EngineMonitorConfig = {
@@ -22,6 +24,7 @@ export const DEFAULT_CONFIG: EngineMonitorConfig = {
   engine: { autoStart: true, pollIntervalMs: 2000, concurrency: 4, maxAttempts: 3, timeoutMs: 600000 },
   queue: { directory: '.engine/queue' },
   logs: { maxEntries: 100000, maxAgeDays: 14 },
+  remote: { url: '' },
 };
 
 function int(value: unknown, fallback: number, min: number, max: number): number {
@@ -54,7 +57,29 @@ export function readConfig(): EngineMonitorConfig {
       maxEntries: int(c.get('logs.maxEntries'), d.logs.maxEntries, 1, 100_000_000),
       maxAgeDays: int(c.get('logs.maxAgeDays'), d.logs.maxAgeDays, 1, 3650),
     },
+    remote: { url: str(c.get('remote.url'), d.remote.url).trim() },
   };
+}
+
+/**
+ * The remote engine's base URL from `engineMonitor.remote.url`: undefined when the setting is
+ * empty (run our own engine), an error message when it is not a plain http(s) URL.
+ */
+export function parseRemoteUrl(value: string): { url?: string; error?: string } {
+  if (!value) return {};
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return { error: `engineMonitor.remote.url is not a URL: ${JSON.stringify(value)}.` };
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    return { error: `engineMonitor.remote.url must start with http:// or https:// (it is ${JSON.stringify(value)}).` };
+  }
+  if (u.username || u.password || u.search || u.hash) {
+    return { error: 'engineMonitor.remote.url must be the engine\'s base URL only (no credentials, query or fragment); the token is set with "Engine Monitor: Set Remote Engine Token…".' };
+  }
+  return { url: `${u.origin}${u.pathname}`.replace(/\/+$/, '') };
 }
 
 /** The host's command-line flags for a configuration (everything but workspaces, storage and mode). */

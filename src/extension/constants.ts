@@ -21,6 +21,7 @@ export const Commands = {
   // Additions beyond the contract's list (the contract leaves them to us):
   createQueueFolder: 'engineMonitor.createQueueFolder',
   showItemLogs: 'engineMonitor.showItemLogs',
+  setRemoteToken: 'engineMonitor.setRemoteToken',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
@@ -37,13 +38,18 @@ export const Views = {
 export const ContextKeys = {
   activated: 'engineMonitor.activated',
   hasQueueFolder: 'engineMonitor.hasQueueFolder',
-  /** 'off' | 'starting' | 'running' | 'attached' | 'failed' */
+  /** 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed' */
   hostState: 'engineMonitor.hostState',
   connected: 'engineMonitor.connected',
   /** checks.engine of /health, or '' while unknown */
   engineState: 'engineMonitor.engineState',
   logFilterActive: 'engineMonitor.logFilterActive',
   hasFailedItems: 'engineMonitor.hasFailedItems',
+  /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */
+  connectionProblem: 'engineMonitor.connectionProblem',
 } as const;
+
+/** SecretStorage key of the remote engine's token (never a setting: settings files are plain text). */
+export const REMOTE_TOKEN_SECRET = 'engineMonitor.remote.token';
 
 export const STATUS_BAR_ID = 'engineMonitor.health';

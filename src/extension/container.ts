@@ -41,10 +41,11 @@ export class Container extends Disposable {
       new EngineController(context, this.host, this.client, this.queue, this.output, () => this.model.health?.checks.engine),
     );
     this.views = this._register(new EngineViews(this.model, this.logs));
-    this.statusBar = this._register(new EngineStatusBar(this.model, this.controller, this.queue));
+    this.statusBar = this._register(new EngineStatusBar(this.model, this.controller, this.queue, this.client));
     this._register(new LiveLog(this.client, this.output));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
+    this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));
     for (const d of registerCommands(this)) this._register(d);
     this._register(registerDashboard(context, this.client));
   }

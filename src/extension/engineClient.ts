@@ -11,10 +11,18 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
 
+/** Why the /events stream is not connected (shown by the status bar and the views' welcome). */
+export interface ConnectionProblem {
+  kind: 'unauthorized' | 'forbidden' | 'unreachable' | 'http';
+  /** A sentence for the user, e.g. "HTTP 401: missing or wrong bearer token". */
+  message: string;
+}
+
 export class EngineClient extends Disposable implements EngineConnection {
   private _baseUrl: string | undefined;
   private _token: string | undefined;
   private _connected = false;
+  private _problem: ConnectionProblem | undefined;
   private lastEventId: string | undefined;
   /** Bumped whenever the endpoint changes or the client is disposed: stale loops stop. */
   private generation = 0;
@@ -28,6 +36,9 @@ export class EngineClient extends Disposable implements EngineConnection {
   private readonly _onDidChangeEndpoint = this._register(new vscode.EventEmitter<string | undefined>());
   /** Fires when the base URL changes (a new engine, or none). */
   readonly onDidChangeEndpoint = this._onDidChangeEndpoint.event;
+  private readonly _onDidChangeProblem = this._register(new vscode.EventEmitter<ConnectionProblem | undefined>());
+  /** Fires when the reason the stream is down changes (undefined once it connects). */
+  readonly onDidChangeProblem = this._onDidChangeProblem.event;
 
   constructor() {
     super();
@@ -40,6 +51,16 @@ export class EngineClient extends Disposable implements EngineConnection {
 
   get connected(): boolean {
     return this._connected;
+  }
+
+  /** The bearer token requests carry (local setting or the remote engine's secret). */
+  get token(): string | undefined {
+    return this._token;
+  }
+
+  /** Why the last attempt to open /events failed, while it is not connected. */
+  get problem(): ConnectionProblem | undefined {
+    return this._problem;
   }
 
   /** Point the client at an engine (or at none). Restarts the /events stream. */
@@ -105,12 +126,19 @@ export class EngineClient extends Disposable implements EngineConnection {
     this._onDidChangeConnection.fire(value);
   }
 
+  private setProblem(problem: ConnectionProblem | undefined): void {
+    if (problem?.kind === this._problem?.kind && problem?.message === this._problem?.message) return;
+    this._problem = problem;
+    this._onDidChangeProblem.fire(problem);
+  }
+
   private stopEvents(): void {
     this.generation++;
     this.abort?.abort();
     this.abort = undefined;
     this.wakeReconnect?.();
     this.setConnected(false);
+    this.setProblem(undefined);
   }
 
   private async runEvents(generation: number): Promise<void> {
@@ -123,8 +151,12 @@ export class EngineClient extends Disposable implements EngineConnection {
         const headers = this.headers({ Accept: 'text/event-stream' });
         if (this.lastEventId) headers['Last-Event-ID'] = this.lastEventId;
         const res = await fetch(`${this._baseUrl}/events`, { headers, signal: abort.signal });
-        if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
         if (generation !== this.generation) break;
+        if (!res.ok || !res.body) {
+          this.setProblem(await problemOf(res));
+          throw new Error(`HTTP ${res.status}`);
+        }
+        this.setProblem(undefined);
         this.setConnected(true);
         delay = RECONNECT_MIN_MS;
         const reader = res.body.getReader();
@@ -137,8 +169,11 @@ export class EngineClient extends Disposable implements EngineConnection {
             this.dispatch(ev.event, ev.data);
           }
         }
-      } catch {
+      } catch (err) {
         // Connection refused, reset or aborted: fall through to the reconnect below.
+        if (generation === this.generation && !this._connected && !(err instanceof Error && /^HTTP \d+$/.test(err.message))) {
+          this.setProblem({ kind: 'unreachable', message: `not reachable (${describeError(err)})` });
+        }
       } finally {
         abort.abort();
       }
@@ -182,6 +217,20 @@ export class EngineClient extends Disposable implements EngineConnection {
         break;
     }
   }
+}
+
+/** What an /events answer other than 200 means for the user. */
+async function problemOf(res: Response): Promise<ConnectionProblem> {
+  let detail = res.statusText;
+  try {
+    const body = JSON.parse(await res.text()) as ErrorBody;
+    if (body?.error?.message) detail = body.error.message;
+  } catch {
+    // not our JSON error body: keep the status text
+  }
+  const kind = res.status === 401 ? 'unauthorized' : res.status === 403 ? 'forbidden' : 'http';
+  const what = kind === 'unauthorized' ? 'the token was refused' : kind === 'forbidden' ? 'the request was forbidden' : 'unexpected answer';
+  return { kind, message: `${what} (HTTP ${res.status}: ${detail})` };
 }
 
 export function describeError(err: unknown): string {

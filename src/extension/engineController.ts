@@ -1,20 +1,33 @@
 // EngineController: the policy around the engine host process. When to start it (auto-start only
 // with a queue folder and engine.autoStart), restarts after a crash (with backoff, telling the
 // user once), restarts when a setting the host reads changes, Workspace Trust, attaching to
-// another window's engine when the storage folder is locked, and the control commands.
+// another window's engine when the storage folder is locked, remote mode (monitoring a headless
+// engine at engineMonitor.remote.url instead of forking one), and the control commands.
 import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand, EngineLock } from '../shared/hostProtocol';
-import { hostArgsFor, onDidChangeConfig, readConfig } from './config';
-import { ContextKeys } from './constants';
+import { hostArgsFor, onDidChangeConfig, parseRemoteUrl, readConfig } from './config';
+import { ContextKeys, REMOTE_TOKEN_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
 import type { EngineHost, HostExit, HostStartResult } from './engineHost';
 import type { QueueFolders } from './queue';
 
-/** off: no engine; starting; running: our own host; attached: another window's engine; failed: gave up. */
-export type HostState = 'off' | 'starting' | 'running' | 'attached' | 'failed';
+/**
+ * off: no engine; starting; running: our own host; attached: another window's engine; remote: a
+ * headless engine at engineMonitor.remote.url; failed: gave up (or a bad remote URL).
+ */
+export type HostState = 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed';
+
+/**
+ * A control command (start, stop, retry…) that this window cannot send: control travels over the
+ * engine host's IPC channel, and a remote engine's HTTP API is read-only. The message says where
+ * to control it; commands show it as information, not as a failure.
+ */
+export class ControlUnavailableError extends Error {
+  override readonly name = 'ControlUnavailableError';
+}
 
 const CRASH_BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
 /** A host that ran this long before dying is considered healthy again: the backoff restarts. */
@@ -25,6 +38,10 @@ export class EngineController extends Disposable {
   private _state: HostState = 'off';
   private _lastError: string | undefined;
   private attachedTo: EngineLock | undefined;
+  /** The remote engine's base URL while in remote mode. */
+  private remoteUrl: string | undefined;
+  /** engineMonitor.remote.url is set but is not a usable URL (state failed). */
+  private remoteInvalid = false;
   private argsKey: string | undefined;
   private crashes = 0;
   private toldAboutCrash = false;
@@ -55,6 +72,11 @@ export class EngineController extends Disposable {
     this._register(queueFolders.onDidChange(() => void this.onQueueFoldersChanged()));
     this._register(client.onDidChangeConnection((connected) => this.onConnectionChanged(connected)));
     this._register(
+      context.secrets.onDidChange((e) => {
+        if (e.key === REMOTE_TOKEN_SECRET) void this.onRemoteTokenChanged();
+      }),
+    );
+    this._register(
       toDisposable(() => {
         clearTimeout(this.restartTimer);
         clearTimeout(this.attachTimer);
@@ -72,17 +94,27 @@ export class EngineController extends Disposable {
     return this._lastError;
   }
 
-  /** Pid of the engine host we talk to: our child, or the owner we attached to. */
+  /** Pid of the engine host we talk to: our child, or the owner we attached to (none for a remote engine). */
   get enginePid(): number | undefined {
+    if (this._state === 'remote') return undefined;
     return this._state === 'attached' ? this.attachedTo?.pid : this.host.pid;
+  }
+
+  /** The remote engine's base URL while this window monitors one (engineMonitor.remote.url). */
+  get remote(): string | undefined {
+    return this._state === 'remote' ? this.remoteUrl : undefined;
   }
 
   get isOwner(): boolean {
     return this._state === 'running' && this.host.isRunning;
   }
 
-  /** Activation: start only when the workspace has a queue folder and engine.autoStart is on. */
+  /**
+   * Activation: with engineMonitor.remote.url set, monitor that engine; otherwise start our own
+   * only when the workspace has a queue folder and engine.autoStart is on.
+   */
   async autoStart(): Promise<void> {
+    if (readConfig().remote.url) return this.useRemote();
     if (!readConfig().engine.autoStart) return;
     if (!(await this.queueFolders.exists())) return;
     await this.startHost(false);
@@ -90,6 +122,7 @@ export class EngineController extends Disposable {
 
   /** Command "Start Engine": fork the host if needed, else tell a stopped engine to launch again. */
   async start(): Promise<void> {
+    this.throwIfRemote('start');
     if (this._state === 'attached') return this.notOwner();
     if (this.isOwner) {
       await this.control({ command: 'start' });
@@ -100,6 +133,7 @@ export class EngineController extends Disposable {
 
   /** Command "Stop Engine": the engine stops launching; the server keeps answering (state "stopped"). */
   async stop(): Promise<void> {
+    this.throwIfRemote('stop');
     if (this._state === 'attached') return this.notOwner();
     if (!this.isOwner) {
       void vscode.window.showInformationMessage('The engine is not running.');
@@ -110,6 +144,7 @@ export class EngineController extends Disposable {
 
   /** Command "Restart Engine": a fresh host process, keeping a user's "stopped". */
   async restart(): Promise<void> {
+    this.throwIfRemote('restart');
     if (this._state === 'attached') {
       this.client.reconnectNow();
       return;
@@ -118,6 +153,7 @@ export class EngineController extends Disposable {
   }
 
   async control(command: ControlCommand): Promise<unknown> {
+    this.throwIfRemote(command.command);
     if (this._state === 'attached') {
       this.notOwner();
       return undefined;
@@ -133,6 +169,14 @@ export class EngineController extends Disposable {
     this.client.setEndpoint(undefined, undefined);
     await this.host.shutdown();
     this.setState('off');
+  }
+
+  private throwIfRemote(what: string): void {
+    if (this._state !== 'remote') return;
+    throw new ControlUnavailableError(
+      `This window monitors the remote engine at ${this.remoteUrl}; its HTTP API is read-only, so "${what}" cannot be sent from here. ` +
+        'Control a remote engine where it runs (its terminal, service or container), or clear engineMonitor.remote.url to run an engine in this window.',
+    );
   }
 
   private notOwner(): void {
@@ -169,6 +213,8 @@ export class EngineController extends Disposable {
 
   private async doStartHost(stopped: boolean): Promise<void> {
     if (this.shuttingDown || this.isDisposed || this.host.isRunning) return;
+    // A remote engine replaces ours (a start queued before the setting changed must not fork one).
+    if (readConfig().remote.url) return;
     clearTimeout(this.attachTimer);
     const storage = this.context.storageUri;
     const folders = this.queueFolders.workspaceFolderPaths();
@@ -191,6 +237,52 @@ export class EngineController extends Disposable {
       stopped,
     });
     this.onStartResult(result, config.server.token);
+  }
+
+  /**
+   * Remote mode: stop our own host if one runs (a remote engine replaces it), then point the
+   * client at engineMonitor.remote.url with the token from SecretStorage.
+   */
+  private useRemote(): Promise<void> {
+    return this.serialize(async () => {
+      if (this.shuttingDown || this.isDisposed) return;
+      const parsed = parseRemoteUrl(readConfig().remote.url);
+      if (!parsed.url) return this.leaveRemoteOrFail(parsed.error);
+      clearTimeout(this.restartTimer);
+      clearTimeout(this.attachTimer);
+      this.attachedTo = undefined;
+      if (this.host.isRunning) {
+        this.output.info('engineMonitor.remote.url is set: stopping this window\'s engine host.');
+        await this.host.shutdown();
+      }
+      const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
+      this._lastError = undefined;
+      this.remoteInvalid = false;
+      this.remoteUrl = parsed.url;
+      this.output.info(`Monitoring the remote engine at ${parsed.url} (${token ? 'with' : 'without'} a token).`);
+      this.client.setEndpoint(parsed.url, token);
+      this.setState('remote');
+    });
+  }
+
+  /** A remote URL that is not one: say so (state failed) instead of silently running locally. */
+  private async leaveRemoteOrFail(error: string | undefined): Promise<void> {
+    if (!error) return;
+    if (this.host.isRunning) await this.host.shutdown();
+    this.remoteUrl = undefined;
+    this.remoteInvalid = true;
+    this.client.setEndpoint(undefined, undefined);
+    this._lastError = error;
+    this.setState('failed');
+    void vscode.window.showErrorMessage(`Engine Monitor: ${error}`, 'Open Settings').then((choice) => {
+      if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'engineMonitor.remote.url');
+    });
+  }
+
+  private async onRemoteTokenChanged(): Promise<void> {
+    if (this._state !== 'remote') return;
+    const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
+    if (this._state === 'remote') this.client.setEndpoint(this.remoteUrl, token);
   }
 
   private onStartResult(result: HostStartResult, token: string): void {
@@ -258,6 +350,22 @@ export class EngineController extends Disposable {
 
   private async onConfigChanged(): Promise<void> {
     const config = readConfig();
+    if (config.remote.url) {
+      // Switch to (or between) remote engines without a reload.
+      if (this._state !== 'remote' || parseRemoteUrl(config.remote.url).url !== this.remoteUrl) await this.useRemote();
+      return;
+    }
+    if (this._state === 'remote' || this.remoteInvalid) {
+      // The remote URL was cleared: back to this window's own engine.
+      this.output.info('engineMonitor.remote.url was cleared: running the engine in this window again.');
+      this.remoteUrl = undefined;
+      this.remoteInvalid = false;
+      this.client.setEndpoint(undefined, undefined);
+      this._lastError = undefined;
+      this.setState('off');
+      await this.autoStart();
+      return;
+    }
     if (this._state === 'attached') {
       this.client.setEndpoint(this.attachedTo?.url, config.server.token);
       return;

@@ -1,8 +1,11 @@
 // The status-bar health indicator: health and pending count, theme backgrounds for degraded and
-// unhealthy, a tooltip with the checks and the endpoint URL; a click shows the dashboard.
+// unhealthy, a tooltip with the checks and the endpoint URL; a click shows the dashboard. A remote
+// engine (engineMonitor.remote.url) shows the same, plus why it is not connected (a refused token
+// is an error whose click asks for the token).
 import * as vscode from 'vscode';
 import { Commands, STATUS_BAR_ID } from './constants';
 import { Disposable } from './dispose';
+import type { EngineClient } from './engineClient';
 import type { EngineController } from './engineController';
 import type { EngineModel } from './engineModel';
 import type { QueueFolders } from './queue';
@@ -16,6 +19,7 @@ export class EngineStatusBar extends Disposable {
     private readonly model: EngineModel,
     private readonly controller: EngineController,
     queue: QueueFolders,
+    private readonly client: EngineClient,
   ) {
     super();
     this.item = this._register(vscode.window.createStatusBarItem(STATUS_BAR_ID, vscode.StatusBarAlignment.Left, 10));
@@ -23,6 +27,7 @@ export class EngineStatusBar extends Disposable {
     this.item.command = Commands.showStatus;
     this._register(model.onDidChange(() => this.update()));
     this._register(controller.onDidChangeState(() => this.update()));
+    this._register(client.onDidChangeProblem(() => this.update()));
     const setHasQueueFolder = (has: boolean) => {
       this.hasQueueFolder = has;
       this.update();
@@ -47,6 +52,8 @@ export class EngineStatusBar extends Disposable {
     const tooltip = safeMarkdown();
     tooltip.appendMarkdown('**Engine Monitor**\n\n');
     let background: vscode.ThemeColor | undefined;
+    let command: string = Commands.showStatus;
+    const remote = controller.remote;
     const health = model.available ? model.health : undefined;
     if (health) {
       const pending = model.stats?.pending ?? 0;
@@ -72,6 +79,23 @@ export class EngineStatusBar extends Disposable {
       }
       appendField(tooltip, 'Endpoint', model.baseUrl);
       if (state === 'attached') tooltip.appendMarkdown('\n\nShared with another VS Code window that runs the engine.');
+      if (remote) tooltip.appendMarkdown('\n\nA remote engine (`engineMonitor.remote.url`): monitored here, controlled where it runs.');
+    } else if (remote) {
+      const problem = this.client.problem;
+      if (problem?.kind === 'unauthorized' || problem?.kind === 'forbidden') {
+        item.text = problem.kind === 'unauthorized' ? '$(lock) Engine token rejected' : '$(lock) Engine forbidden';
+        background = new vscode.ThemeColor('statusBarItem.errorBackground');
+        tooltip.appendText(`The remote engine at ${remote} refused this window: ${problem.message}.`);
+        tooltip.appendMarkdown('\n\nClick to set the token (Engine Monitor: Set Remote Engine Token…).');
+        if (problem.kind === 'unauthorized') command = Commands.setRemoteToken;
+      } else if (problem) {
+        item.text = '$(debug-disconnect) Engine unreachable';
+        background = new vscode.ThemeColor('statusBarItem.warningBackground');
+        tooltip.appendText(`The remote engine at ${remote} is ${problem.message}; reconnecting.`);
+      } else {
+        item.text = '$(loading~spin) Engine connecting…';
+        tooltip.appendText(`Connecting to the remote engine at ${remote}.`);
+      }
     } else if (state === 'starting' || (model.baseUrl && !model.available && state !== 'failed' && state !== 'off')) {
       const starting = state === 'starting';
       item.text = starting ? '$(loading~spin) Engine starting…' : '$(debug-disconnect) Engine unreachable';
@@ -89,8 +113,9 @@ export class EngineStatusBar extends Disposable {
       item.text = '$(circle-slash) Engine off';
       tooltip.appendText('The engine is not running. Run "Engine Monitor: Start Engine" to start it.');
     }
-    tooltip.appendMarkdown('\n\n---\n\nClick to show the engine status.');
+    if (command === Commands.showStatus) tooltip.appendMarkdown('\n\n---\n\nClick to show the engine status.');
     item.tooltip = tooltip;
+    item.command = command;
     item.backgroundColor = background;
     item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
     item.show();

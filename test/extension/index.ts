@@ -22,6 +22,7 @@ export async function run(): Promise<void> {
     require('./commands.test');
     require('./settings.test');
     require('./resilience.test');
+    require('./remote.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

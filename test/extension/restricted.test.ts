@@ -1,6 +1,8 @@
 // Run by the second pass of test/extension/runInCodeServer.ts, with Workspace Trust on and the
 // folder untrusted: the engine serves (views work) but launches nothing (state "restricted").
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HealthResponse, StatsResponse } from '../../src/shared/api';
 import { getApi, getJson, nodeById, sleep, waitFor, waitForEngine } from './helpers';
@@ -20,5 +22,29 @@ describe('Restricted Mode (untrusted workspace)', () => {
     const { overview } = await getJson<StatsResponse>(api, '/stats');
     assert.equal(overview.totalLaunches, 0, 'nothing launched in Restricted Mode');
     assert.ok(overview.total > 0, 'items are still discovered and shown');
+  });
+});
+
+describe('Remote mode in Restricted Mode', () => {
+  it('ignores a workspace value of engineMonitor.remote.url (a restricted configuration)', async function () {
+    this.timeout(30_000);
+    const api = await getApi();
+    await waitForEngine(api);
+    // The threat: a cloned folder's .vscode/settings.json points the extension at any server
+    // (which would then get the remote token). editor.tabSize shows the file was read.
+    const folder = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    const file = path.join(folder, '.vscode', 'settings.json');
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.writeFile(file, JSON.stringify({ 'editor.tabSize': 7, 'engineMonitor.remote.url': 'http://127.0.0.1:9/' }));
+    try {
+      await waitFor('the workspace settings to be read', () => vscode.workspace.getConfiguration('editor').get('tabSize') === 7, 15_000);
+      await sleep(1000);
+      assert.equal(vscode.workspace.getConfiguration('engineMonitor').get('remote.url'), '', 'the workspace value is not applied while untrusted');
+      assert.notEqual(api._testing.controller.state, 'remote');
+      assert.notEqual(api.baseUrl(), 'http://127.0.0.1:9');
+      assert.equal(api._testing.model.available, true);
+    } finally {
+      await fs.rm(path.dirname(file), { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,187 @@
+// Remote mode (issue 6, item 5): with engineMonitor.remote.url set, this window stops forking its
+// own engine host and monitors a headless engine started elsewhere, through the same client, so
+// the views, the status bar and the terminals' environment follow that engine. Its token lives in
+// SecretStorage and is really required: a wrong one is a clear error state. Clearing the setting
+// brings this window's own engine back, without a reload.
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { HealthResponse, StatsResponse } from '../../src/shared/api';
+import { EXTENSION_ID, getApi, isAlive, nodeById, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
+
+const TOKEN = 'remote-test-token-3f9a';
+const SECRET_KEY = 'engineMonitor.remote.token';
+
+interface Headless {
+  child: ChildProcess;
+  url: string;
+  dir: string;
+}
+
+/** `node dist/cli.js serve` on its own workspace and storage, any free port, with a token. */
+async function startHeadless(): Promise<Headless> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-remote-'));
+  const workspace = path.join(dir, 'workspace');
+  const queue = path.join(workspace, '.engine', 'queue');
+  mkdirSync(queue, { recursive: true });
+  const node = process.execPath;
+  const items = [
+    { id: 'remote-ok-1', name: 'Remote OK 1', command: node, args: ['-e', '0'] },
+    { id: 'remote-ok-2', name: 'Remote OK 2', command: node, args: ['-e', '0'] },
+    { id: 'remote-broken', name: 'Remote broken', command: node, args: ['-e', 'process.exit(3)'], maxAttempts: 1 },
+    { id: 'remote-later', name: 'Remote later', command: node, args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' },
+  ];
+  writeFileSync(path.join(queue, 'remote.json'), JSON.stringify(items));
+  const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+  const cli = path.join(ext.extensionPath, 'dist', 'cli.js');
+  const child = spawn(node, [cli, 'serve', '--workspace', workspace, '--storage', path.join(dir, 'state'), '--port', '0', '--token', TOKEN, '--poll-interval', '300', '--quiet'], {
+    // In desktop VS Code process.execPath is Electron; this makes it a plain Node.
+    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the headless engine did not start: ${out}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the headless engine exited (${code}): ${out}`));
+    });
+  });
+  return { child, url, dir };
+}
+
+async function remoteGet<T>(h: Headless, pathAndQuery: string, token = TOKEN): Promise<{ status: number; body: T }> {
+  const res = await fetch(h.url + pathAndQuery, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+describe('Remote mode (engineMonitor.remote.url)', function () {
+  this.timeout(120_000);
+  const config = () => vscode.workspace.getConfiguration('engineMonitor');
+  let headless: Headless | undefined;
+
+  before(async () => {
+    headless = await startHeadless();
+    // Its own queue settles: two launched, one failed, one scheduled for 2099.
+    await waitFor('the headless engine to launch its queue', async () => {
+      const { overview } = (await remoteGet<StatsResponse>(headless!, '/stats')).body;
+      return overview.launched === 2 && overview.failed === 1 && overview.pending === 1;
+    }, 60_000);
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    await config().update('remote.url', undefined, vscode.ConfigurationTarget.Workspace);
+    await api._testing.context.secrets.delete(SECRET_KEY);
+    if (headless) {
+      headless.child.kill('SIGTERM');
+      await new Promise((r) => (headless!.child.exitCode !== null ? r(undefined) : headless!.child.once('exit', r)));
+      rmSync(headless.dir, { recursive: true, force: true });
+    }
+    // The next suite needs this window's own engine back.
+    await waitFor('the local engine back', () => api._testing.controller.state === 'running' && api._testing.model.available, 45_000);
+  });
+
+  it('requires the token: without it, or with a wrong one, the status bar and views say it was refused', async () => {
+    assert.equal((await remoteGet(headless!, '/stats', '')).status, 401, 'the headless engine really wants a token');
+    const api = await getApi();
+    await waitForEngine(api);
+    const { controller, client, statusBar } = api._testing;
+    const localPid = controller.enginePid!;
+    assert.ok(isAlive(localPid));
+
+    await api._testing.context.secrets.store(SECRET_KEY, 'not-the-token');
+    await config().update('remote.url', headless!.url, vscode.ConfigurationTarget.Workspace);
+
+    await waitFor('remote mode', () => controller.state === 'remote');
+    // This window's own engine host is gone: a remote engine replaces it.
+    await waitFor(`the local engine host ${localPid} to exit`, () => !isAlive(localPid), 15_000);
+    assert.equal(controller.enginePid, undefined);
+    assert.equal(api.baseUrl(), headless!.url);
+
+    const problem = await waitFor('the refused token to be noticed', () => client.problem?.kind === 'unauthorized' && client.problem);
+    assert.match(problem.message, /token was refused \(HTTP 401/);
+    await waitFor('the status bar to say the token was rejected', () => statusBar.text.includes('Engine token rejected'));
+    assert.equal(api._testing.model.available, false);
+    // The views show nothing (their welcome text offers Set Remote Engine Token…).
+    assert.deepEqual(viewNodes(api, 'stats'), []);
+  });
+
+  it('monitors the remote engine once the right token is in SecretStorage: views and status bar show its /stats', async () => {
+    const api = await getApi();
+    const { controller, statusBar, context } = api._testing;
+    await context.secrets.store(SECRET_KEY, TOKEN);
+    await waitFor('the remote engine to be connected', () => api._testing.model.available, 20_000);
+    assert.equal(controller.state, 'remote');
+    assert.equal(api.baseUrl(), headless!.url);
+    await showViews(api);
+
+    const { overview } = (await remoteGet<StatsResponse>(headless!, '/stats')).body;
+    await waitFor('the Stats view to show the remote /stats', () =>
+      (['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const).every(
+        (k) => nodeById(api, 'stats', `stats.${k}`)?.description === String(overview[k]),
+      ));
+    const health = (await remoteGet<HealthResponse>(headless!, '/health')).body;
+    await waitFor('the Health view to show the remote /health', () => nodeById(api, 'health', 'health.status')?.label === 'Healthy' && health.status === 'healthy');
+    await waitFor('the status bar to show the remote pending count', () => statusBar.text.includes(`Engine healthy · ${overview.pending} pending`));
+    await waitFor('the Items view to list the remote items', () =>
+      ['remote-ok-1', 'remote-ok-2', 'remote-broken', 'remote-later'].every((id) => viewNodes(api, 'items').some((n) => n.item?.id === id)), 20_000);
+
+    // Terminals reach the same engine; the token is not a setting anywhere.
+    const env = context.environmentVariableCollection;
+    assert.equal(env.get('ENGINE_MONITOR_URL')?.value, headless!.url);
+    assert.equal(env.get('ENGINE_MONITOR_TOKEN')?.value, TOKEN);
+    assert.ok(!JSON.stringify(config()).includes(TOKEN), 'the token is in no setting');
+  });
+
+  it('says that a remote engine is controlled where it runs', async () => {
+    const api = await getApi();
+    await assert.rejects(api._testing.controller.control({ command: 'pollNow' }), (err: Error) => {
+      // (By name: this suite is a separate bundle with its own copy of the class.)
+      assert.equal(err.name, 'ControlUnavailableError');
+      assert.match(err.message, /remote engine at http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(err.message, /where it runs/);
+      return true;
+    });
+    await assert.rejects(api._testing.controller.stop(), { name: 'ControlUnavailableError' });
+    // The command itself reports it (as information) and does not throw.
+    await vscode.commands.executeCommand('engineMonitor.stop');
+    const health = (await remoteGet<HealthResponse>(headless!, '/health')).body;
+    assert.equal(health.checks.engine, 'running', 'the remote engine was not stopped');
+  });
+
+  it('refuses a remote URL that is not http(s), saying why', async () => {
+    const api = await getApi();
+    const { controller, statusBar } = api._testing;
+    await config().update('remote.url', 'ftp://example.invalid/', vscode.ConfigurationTarget.Workspace);
+    await waitFor('the failed state', () => controller.state === 'failed');
+    assert.match(controller.lastError ?? '', /must start with http:\/\/ or https:\/\//);
+    assert.equal(api.baseUrl(), undefined);
+    await waitFor('the status bar to say failed', () => statusBar.text.includes('Engine failed'));
+  });
+
+  it('runs this window\'s own engine again when the setting is cleared, without a reload', async () => {
+    const api = await getApi();
+    const { controller } = api._testing;
+    await config().update('remote.url', undefined, vscode.ConfigurationTarget.Workspace);
+    await waitFor('the local engine', () => controller.state === 'running' && api._testing.model.available, 45_000);
+    assert.notEqual(api.baseUrl(), headless!.url);
+    assert.ok(isAlive(controller.enginePid!));
+    assert.equal(api._testing.context.environmentVariableCollection.get('ENGINE_MONITOR_URL')?.value, api.baseUrl());
+    assert.equal(api._testing.context.environmentVariableCollection.get('ENGINE_MONITOR_TOKEN'), undefined);
+  });
+});
