@@ -23,6 +23,7 @@ export async function run(): Promise<void> {
     require('./settings.test');
     require('./resilience.test');
     require('./remote.test');
+    require('./walkthrough.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {
