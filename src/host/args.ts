@@ -17,6 +17,7 @@ Options:
   --host <address>         address to bind                               default 127.0.0.1
   --port <n>               port, 0 = any free port                       default 7411
   --token <t>              require "Authorization: Bearer <t>" on every request
+  --allowed-host <name>    another Host name clients may use (repeatable; needs --token)
   --poll-interval <ms>     how often sources are scanned                 default 2000
   --concurrency <n>        attempts running at once                      default 4
   --max-attempts <n>       default attempts per item (1-100)             default 3
@@ -55,6 +56,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
         host: { type: 'string', default: '127.0.0.1' },
         port: { type: 'string', default: '7411' },
         token: { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true },
         'poll-interval': { type: 'string', default: '2000' },
         concurrency: { type: 'string', default: '4' },
         'max-attempts': { type: 'string', default: '3' },
@@ -91,6 +93,9 @@ export function parseServeArgs(argv: string[]): CliOptions {
       `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token <secret>, or bind 127.0.0.1`,
     );
   }
+  if ((values['allowed-host'] ?? []).length > 0 && values.token === undefined) {
+    throw new UsageError('--allowed-host lets other machines in: it needs --token <secret> as well');
+  }
   if (values.stopped && values.restricted) throw new UsageError('--stopped and --restricted cannot be combined');
   return {
     workspaceFolders: workspaces,
@@ -98,6 +103,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
     host: values.host!,
     port: int('port', values.port!, 0, 65535),
     token: values.token,
+    allowedHosts: values['allowed-host'],
     pollIntervalMs: int('poll-interval', values['poll-interval']!, 10, 86_400_000),
     concurrency: int('concurrency', values.concurrency!, 1, 256),
     maxAttempts: int('max-attempts', values['max-attempts']!, 1, 100),

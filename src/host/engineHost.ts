@@ -13,6 +13,8 @@ export interface HostOptions extends Omit<EngineOptions, 'storageDir'> {
   host: string;
   port: number;
   token?: string;
+  /** Extra Host names the API answers to (`--allowed-host`). */
+  allowedHosts?: string[];
 }
 
 export type HostStart =
@@ -47,6 +49,7 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
       port: options.port,
       token: options.token,
       fallbackToFreePort: options.port !== 0,
+      allowedHosts: options.allowedHosts,
     });
     const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
     const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };

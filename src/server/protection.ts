@@ -9,6 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
 import { HttpError } from './respond';
 
 export interface Guard {
@@ -29,18 +30,27 @@ export function hostWithPort(host: string, port: number): string {
   return `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
 }
 
-/** The Host header values the server answers to. */
-export function allowedHostHeaders(boundHost: string, port: number): string[] {
-  const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  const own = hostWithPort(boundHost, port).toLowerCase();
-  if (!hosts.includes(own)) hosts.push(own);
-  return hosts;
+/**
+ * The Host header values the server answers to: the loopback names, the bound address, and, when
+ * bound to every interface (0.0.0.0 / ::, which requires a token), the machine's own addresses and
+ * host name, so that remote clients using any of them get through. `extraHosts` adds names a
+ * reverse proxy or DNS gives the machine (`--allowed-host`).
+ */
+export function allowedHostHeaders(boundHost: string, port: number, extraHosts: readonly string[] = []): string[] {
+  const names = ['127.0.0.1', 'localhost', '::1', boundHost, ...extraHosts];
+  if (boundHost === '0.0.0.0' || boundHost === '::') {
+    names.push(hostname());
+    for (const addresses of Object.values(networkInterfaces())) {
+      for (const a of addresses ?? []) names.push(a.address);
+    }
+  }
+  return [...new Set(names.map((n) => hostWithPort(n.replace(/^\[|\]$/g, ''), port).toLowerCase()))];
 }
 
 const UNAUTHORIZED_HEADERS = { 'WWW-Authenticate': 'Bearer realm="engine-monitor"' };
 
-export function createGuard(options: { boundHost: string; port: number; token?: string }): Guard {
-  const hosts = new Set(allowedHostHeaders(options.boundHost, options.port));
+export function createGuard(options: { boundHost: string; port: number; token?: string; allowedHosts?: readonly string[] }): Guard {
+  const hosts = new Set(allowedHostHeaders(options.boundHost, options.port, options.allowedHosts));
   // A browser page served by this server would send Origin http://<one of the allowed hosts>.
   const origins = new Set([...hosts].map((h) => `http://${h}`));
   const hostList = [...hosts].join(', ');

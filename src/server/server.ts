@@ -52,6 +52,8 @@ export interface HttpServerOptions {
   port: number;
   /** When set, every request needs `Authorization: Bearer <token>`. */
   token?: string;
+  /** More Host names to answer to (a name DNS or a proxy gives this machine); needs a token like any non-loopback use. */
+  allowedHosts?: readonly string[];
   /** If `port` is taken, listen on a free port instead (and report requestedPortInUse). */
   fallbackToFreePort?: boolean;
   /** Overrides, mainly so tests can use short timers. */
@@ -128,7 +130,7 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
   });
   const hub = new EventHub(engine, healthBody, { ...DEFAULT_EVENT_HUB_OPTIONS, ...options.events });
   const app = createApp(engine, {
-    guard: createGuard({ boundHost: host, port, token }),
+    guard: createGuard({ boundHost: host, port, token, allowedHosts: options.allowedHosts }),
     url,
     hub,
     healthBody,

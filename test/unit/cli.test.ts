@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { EXIT_LOCKED, EXIT_USAGE } from '../../src/shared/hostProtocol';
 import type { LogEntry, StatsResponse } from '../../src/shared/api';
+import { request } from './helpers/http';
 import { getJson, runCli, serve } from './support/cli';
 import { nodeItem, TempWorkspace } from './support/workspace';
 
@@ -139,5 +141,41 @@ describe('CLI: engine-monitor serve', function () {
     assert.equal(duplicates, logs.filter((e) => e.action === 'launch_interrupted').length, 'every duplicate launch is an interrupted one');
     second.child.kill('SIGTERM');
     assert.equal((await second.exited).code, 0);
+  });
+});
+
+describe('CLI: serving other machines (--host 0.0.0.0 with --token)', function () {
+  this.timeout(60_000);
+  let ws: TempWorkspace;
+  beforeEach(() => (ws = new TempWorkspace('engine-remote-')));
+  afterEach(() => ws.dispose());
+
+  it("answers on the machine's own addresses and --allowed-host names, with the token, and refuses other Host names", async () => {
+    const address = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--host', '0.0.0.0', '--token', 's3cret', '--allowed-host', 'engine.example']);
+    const port = new URL(run.url).port;
+    const auth = { authorization: 'Bearer s3cret' };
+    try {
+      if (address) {
+        const own = await request(`http://${address}:${port}`, '/stats', { headers: auth });
+        assert.equal(own.status, 200, `reachable on ${address}`);
+        assert.equal((await request(`http://${address}:${port}`, '/stats')).status, 401, 'the token is required');
+      }
+      const named = await request(run.url, '/stats', { headers: { ...auth, host: `engine.example:${port}` } });
+      assert.equal(named.status, 200);
+      const rebinding = await request(run.url, '/stats', { headers: { ...auth, host: `attacker.example:${port}` } });
+      assert.equal(rebinding.status, 403);
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
+    }
+  });
+
+  it('refuses --allowed-host without --token', async () => {
+    const run = runCli(['serve', '--workspace', ws.folder, '--allowed-host', 'engine.example']);
+    assert.equal((await run.exited).code, EXIT_USAGE);
+    assert.match(run.stderr(), /--allowed-host lets other machines in: it needs --token/);
   });
 });
