@@ -61,8 +61,16 @@ const REQUIRED = [
   'extension/media/icon.png',
   'extension/media/dashboard.css',
 ];
-/** Further files that may ship: icons and stylesheets in media/ (views use more than one icon). */
-const ALSO_ALLOWED = [/^extension\/media\/[^/]+\.(svg|png|css)$/];
+/**
+ * Further files that may ship: icons and stylesheets in media/, the walkthrough's pages and
+ * images, and the screenshots the README shows (VS Code renders the README from the installed
+ * extension, so they must be in it).
+ */
+const ALSO_ALLOWED = [
+  /^extension\/media\/[^/]+\.(svg|png|css)$/,
+  /^extension\/media\/walkthrough\/[^/]+\.(md|svg|png)$/,
+  /^extension\/media\/screenshots\/[^/]+\.png$/,
+];
 const FORBIDDEN = [
   /\.map$/,
   /\.tsx?$/,
