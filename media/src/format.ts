@@ -1,20 +1,13 @@
 // Numbers, times and durations as the dashboard shows them.
+import { formatDuration } from '../../src/shared/format';
+
+export { formatDuration };
 
 const numberFormat = new Intl.NumberFormat();
 export function formatCount(n: number): string {
   return numberFormat.format(n);
 }
 
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h ${m % 60} min`;
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
-}
 
 /** "12 s ago", "3 min ago", or "in 5 s" for the future. */
 export function formatRelative(iso: string, now = Date.now()): string {

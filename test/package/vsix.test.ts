@@ -22,23 +22,8 @@ import {
   type CodeServer,
 } from '../vscode/codeServer';
 import { EXTENSION_ID, MANIFEST, packageInStaging, readZip, run, type Staged, type ZipEntry } from './support';
+import { getJson, readEndpoint, waitUntil } from '../vscode/engineProbe';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
-}
 
 /**
  * The allow-list, as paths inside the .vsix. vsce adds the two manifest files at the root, stores
@@ -181,38 +166,6 @@ describe('npm run package: the .vsix', function () {
   });
 });
 
-/** endpoint.json the engine host writes into the extension's workspace storage. */
-function findEndpoint(root: string): { url: string; pid: number } | undefined {
-  const stack = [root];
-  while (stack.length) {
-    const dir = stack.pop()!;
-    let names;
-    try {
-      names = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of names) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if (e.name === 'endpoint.json' && p.includes(EXTENSION_ID)) {
-        try {
-          return JSON.parse(readFileSync(p, 'utf8')) as { url: string; pid: number };
-        } catch {
-          // being written
-        }
-      }
-    }
-  }
-  return undefined;
-}
-
-async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url);
-  assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
-  return (await res.json()) as T;
-}
-
 /** The dashboard webview's content frame, once its cards are rendered. */
 async function dashboardFrame(page: Page): Promise<Frame> {
   return waitUntil('the dashboard webview', async () => {
@@ -293,7 +246,7 @@ describe('the .vsix installed into code-server', function () {
     await waitForExtension(page, installed);
 
     // The engine host runs, forked from the installed extension's dist/cli.js.
-    const endpoint = await waitUntil('the engine endpoint.json', async () => findEndpoint(server!.userDataDir), 60_000);
+    const endpoint = await waitUntil('the engine endpoint.json', async () => readEndpoint(server!.userDataDir), 60_000);
     const cmdline = readFileSync(`/proc/${endpoint.pid}/cmdline`, 'utf8').split('\0');
     assert.ok(cmdline.includes(path.join(installed, 'dist', 'cli.js')), `engine host: ${cmdline.join(' ')}`);
 

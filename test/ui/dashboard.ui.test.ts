@@ -5,34 +5,18 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Frame, FrameLocator, Page } from 'playwright-core';
 import type { LogEntry, StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+import { findEndpoint, findEndpointFile, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 /** An engine string that would run script if it ever reached the page as HTML. */
 const HOSTILE_NAME = '<img src=x onerror=alert(document.domain)> pwned';
 const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `check` until it returns a value other than undefined/false, or fails with `what`. */
-async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
-}
 
 /** A workspace with a queue: items that succeed, one that fails for good, one with a hostile name. */
 function makeWorkspace(): string {
@@ -51,49 +35,12 @@ function makeWorkspace(): string {
   return dir;
 }
 
-/** The endpoint.json the engine host writes into the extension's storage folder (under the user-data-dir). */
-function findEndpointFile(root: string): string | undefined {
-  const stack = [root];
-  while (stack.length) {
-    const dir = stack.pop()!;
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) return p;
-    }
-  }
-  return undefined;
-}
-
-/** The engine's URL, from that endpoint.json. */
-function findEndpoint(root: string): string | undefined {
-  const file = findEndpointFile(root);
-  if (!file) return undefined;
-  try {
-    return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
-  } catch {
-    return undefined; // being written
-  }
-}
-
 /** The URL of the engine that answers now (a reload or a crash restarts it, with port 0 elsewhere). */
 function liveEndpoint(wb: Workbench): Promise<string> {
   return waitUntil('a live engine endpoint', async () => {
     const url = findEndpoint(wb.server.userDataDir);
     return url && (await fetch(`${url}/stats`).then((r) => r.ok).catch(() => false)) ? url : undefined;
   }, 60_000);
-}
-
-async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url);
-  assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
-  return (await res.json()) as T;
 }
 
 /** The dashboard's content frame (webviews live in two nested iframes). */

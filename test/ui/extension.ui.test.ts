@@ -5,60 +5,14 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
-}
-
-/** The engine's URL from the endpoint.json its host writes into the extension's storage folder. */
-function findEndpoint(root: string): string | undefined {
-  const stack = [root];
-  while (stack.length) {
-    const dir = stack.pop()!;
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) {
-        try {
-          return (JSON.parse(readFileSync(p, 'utf8')) as { url: string }).url;
-        } catch {
-          // being written
-        }
-      }
-    }
-  }
-  return undefined;
-}
-
-async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url);
-  return (await res.json()) as T;
-}
 
 /** A view pane of the Engine Monitor container, by its title. */
 function pane(page: Page, title: string): Locator {

@@ -4,21 +4,10 @@ import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { EXIT_LOCKED, EXIT_USAGE } from '../../src/shared/hostProtocol';
-import type { LogEntry, StatsResponse } from '../../src/shared/api';
+import type { StatsResponse } from '../../src/shared/api';
 import { request } from './helpers/http';
-import { getJson, runCli, serve } from './support/cli';
+import { allLogs, getJson, runCli, serve } from './support/cli';
 import { nodeItem, TempWorkspace } from './support/workspace';
-
-async function allLogs(url: string): Promise<LogEntry[]> {
-  const out: LogEntry[] = [];
-  let next: string | undefined = `${url}/logs?order=asc&limit=1000`;
-  while (next) {
-    const res: Response = await fetch(next);
-    out.push(...((await res.json()) as LogEntry[]));
-    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
-  }
-  return out;
-}
 
 describe('CLI: engine-monitor serve', function () {
   this.timeout(60_000);

@@ -3,6 +3,7 @@
 // backtick run they contain, never into Markdown or HTML as they are.
 import * as vscode from 'vscode';
 import type { HealthStatus, LogAction } from '../../shared/api';
+import { formatDuration as formatSharedDuration } from '../../shared/format';
 
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return 'never';
@@ -23,15 +24,7 @@ export function formatAgo(iso: string | null | undefined, now = Date.now()): str
 }
 
 export function formatDuration(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '—';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
-  const h = Math.floor(m / 60);
-  if (h < 24) return `${h} h ${m % 60} min`;
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
+  return ms === null || ms === undefined ? '—' : formatSharedDuration(ms);
 }
 
 export function formatBytes(n: number | null | undefined): string {

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import type { LogEntry } from '../../../src/shared/api';
 
 export const CLI = path.resolve(__dirname, '../../../dist/cli.js');
 
@@ -55,4 +56,16 @@ export async function getJson<T = any>(url: string): Promise<T> {
   const res = await fetch(url);
   if (!res.ok && res.status !== 503) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
+}
+
+/** Every log entry, oldest first, following the Link header page by page. */
+export async function allLogs(url: string): Promise<LogEntry[]> {
+  const out: LogEntry[] = [];
+  let next: string | undefined = `${url}/logs?order=asc&limit=1000`;
+  while (next) {
+    const res: Response = await fetch(next);
+    out.push(...((await res.json()) as LogEntry[]));
+    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+  }
+  return out;
 }

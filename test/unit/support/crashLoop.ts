@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import initSqlJs from 'sql.js';
-import type { LogEntry, StatsResponse } from '../../../src/shared/api';
-import { getJson, serve } from './cli';
+import type { StatsResponse } from '../../../src/shared/api';
+import { allLogs, getJson, serve } from './cli';
 import type { TempWorkspace } from './workspace';
 
 export interface CrashLoopResult {
@@ -122,15 +122,4 @@ export async function crashLoop(
   db.close();
 
   return { kills: opts.kills, items: opts.items, launches: stats.totalLaunches, interrupted: totalInterrupted, duplicates, stats };
-}
-
-export async function allLogs(url: string): Promise<LogEntry[]> {
-  const out: LogEntry[] = [];
-  let next: string | undefined = `${url}/logs?order=asc&limit=1000`;
-  while (next) {
-    const res: Response = await fetch(next);
-    out.push(...((await res.json()) as LogEntry[]));
-    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
-  }
-  return out;
 }

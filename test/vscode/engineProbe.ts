@@ -1,0 +1,68 @@
+// What the workbench-driven tests (test/ui, test/package) need to find and read the engine that
+// the extension started inside code-server: polling, the endpoint.json its host writes into the
+// extension's workspace storage, and JSON reads of its API.
+import * as assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { EndpointFile } from '../../src/shared/hostProtocol';
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `check` every 250 ms until it gives a value; the last error is in the timeout's message. */
+export async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(250);
+  }
+}
+
+/** The path of endpoint.json under `root` (a code-server user-data-dir), in Engine Monitor's storage. */
+export function findEndpointFile(root: string): string | undefined {
+  const stack = [root];
+  while (stack.length) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) return p;
+    }
+  }
+  return undefined;
+}
+
+/** The engine's endpoint.json ({ url, pid, startedAt }), or undefined while there is none (or it is being written). */
+export function readEndpoint(root: string): EndpointFile | undefined {
+  const file = findEndpointFile(root);
+  if (!file) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as EndpointFile;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The engine's URL, from its endpoint.json. */
+export function findEndpoint(root: string): string | undefined {
+  return readEndpoint(root)?.url;
+}
+
+/** GET a JSON endpoint; 200 and 503 (an unhealthy /health) are answers, anything else fails the test. */
+export async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
