@@ -48,19 +48,21 @@ const REQUIRED = [
 ];
 /**
  * Further files that may ship: icons and stylesheets in media/, the walkthrough's pages and
- * images, and the screenshots the README shows (VS Code renders the README from the installed
+ * images, the docs the README links to (PERFORMANCE, RELIABILITY), and the screenshots the README shows (VS Code renders the README from the installed
  * extension, so they must be in it).
  */
 const ALSO_ALLOWED = [
   /^extension\/media\/[^/]+\.(svg|png|css)$/,
   /^extension\/media\/walkthrough\/[^/]+\.(md|svg|png)$/,
   /^extension\/media\/screenshots\/[^/]+\.png$/,
+  /^extension\/docs\/(PERFORMANCE|RELIABILITY)\.md$/,
 ];
 const FORBIDDEN = [
   /\.map$/,
   /\.tsx?$/,
   /(^|\/)node_modules\//,
-  /^extension\/(src|test|examples|bench|docs|out|\.vscode|\.ci)\//,
+  /^extension\/(src|test|examples|bench|out|\.vscode|\.ci)\//,
+  /^extension\/docs\/(?!(PERFORMANCE|RELIABILITY)\.md$)/,
   /^extension\/dist\/test\//,
   /\.engine\//,
   /\.sqlite/,
