@@ -18,6 +18,8 @@ export interface LogFilter {
 }
 
 export const LOGS_SHOWN = 200;
+/** How long live entries are gathered before the view is updated with all of them. */
+const LIVE_BATCH_MS = 250;
 const FILTER_KEY = 'engineMonitor.logFilter';
 
 export function isFilterActive(f: LogFilter): boolean {
@@ -56,6 +58,8 @@ export class LogsModel extends Disposable {
   private _filter: LogFilter;
   error: string | undefined;
   private readonly reload: Throttled;
+  private live: LogEntry[] = [];
+  private liveTimer: NodeJS.Timeout | undefined;
 
   private readonly _onDidChange = this._register(new vscode.EventEmitter<void>());
   readonly onDidChange = this._onDidChange.event;
@@ -82,7 +86,7 @@ export class LogsModel extends Disposable {
       connection.onDidReceiveEvent((e) => {
         if (e.name !== 'log') return;
         if (this._filter.text) this.reload.trigger(); // word matching is the server's
-        else if (matchesStructured(this._filter, e.data)) this.add(e.data);
+        else if (matchesStructured(this._filter, e.data)) this.queueLive(e.data);
       }),
     );
     if (connection.connected) this.reload.trigger(true);
@@ -114,10 +118,30 @@ export class LogsModel extends Disposable {
     this.reload.trigger(true);
   }
 
-  private add(entry: LogEntry): void {
-    if (this._entries.some((e) => e.id === entry.id)) return;
-    this._entries = [entry, ...this._entries].sort((a, b) => b.id - a.id).slice(0, LOGS_SHOWN);
+  /**
+   * A busy engine sends hundreds of entries a second; the view is rebuilt for a batch of them at
+   * most every LIVE_BATCH_MS, not once per entry (that kept the extension host busy for seconds).
+   */
+  private queueLive(entry: LogEntry): void {
+    this.live.push(entry);
+    this.liveTimer ??= setTimeout(() => this.flushLive(), LIVE_BATCH_MS);
+  }
+
+  private flushLive(): void {
+    this.liveTimer = undefined;
+    const newestShown = this._entries.length ? this._entries[0].id : 0;
+    const fresh = this.live.filter((e) => e.id > newestShown);
+    this.live = [];
+    if (fresh.length === 0) return;
+    // Entries arrive in id order, so the batch reversed goes on top as it is.
+    fresh.sort((a, b) => b.id - a.id);
+    this._entries = fresh.length >= LOGS_SHOWN ? fresh.slice(0, LOGS_SHOWN) : [...fresh, ...this._entries.slice(0, LOGS_SHOWN - fresh.length)];
     this._onDidChange.fire();
+  }
+
+  override dispose(): void {
+    clearTimeout(this.liveTimer);
+    super.dispose();
   }
 
   private async load(): Promise<void> {
@@ -127,6 +151,7 @@ export class LogsModel extends Disposable {
       const entries = await this.connection.get<LogEntry[]>(logsQuery(filter));
       if (filter !== this._filter) return; // a newer filter's load is on its way
       this._entries = entries;
+      this.live = this.live.filter((e) => e.id > (entries[0]?.id ?? 0));
       this.error = undefined;
     } catch (err) {
       this.error = err instanceof Error ? err.message : String(err);

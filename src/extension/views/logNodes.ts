@@ -29,8 +29,16 @@ export function logNode(e: LogEntry): TreeNode {
   };
 }
 
-export function logNodes(entries: readonly LogEntry[], error?: string): TreeNode[] {
-  const nodes = entries.map(logNode);
+/**
+ * The view's nodes. With a `cache` (entry id → node), each entry's node, tooltip included, is built
+ * once however often the view is redrawn; entries that left the view leave the cache.
+ */
+export function logNodes(entries: readonly LogEntry[], error?: string, cache?: Map<number, TreeNode>): TreeNode[] {
+  const nodes = cache ? entries.map((e) => cache.get(e.id) ?? logNode(e)) : entries.map(logNode);
+  if (cache) {
+    cache.clear();
+    entries.forEach((e, i) => cache.set(e.id, nodes[i]));
+  }
   if (error) nodes.unshift(errorNode('logs', error));
   return nodes;
 }

@@ -9,7 +9,7 @@ import { describeFilter, isFilterActive, type LogsModel } from '../logsModel';
 import { healthNodes } from './healthNodes';
 import { itemNodes } from './itemNodes';
 import { logNodes } from './logNodes';
-import { NodeTreeProvider } from './nodeTree';
+import { NodeTreeProvider, type TreeNode } from './nodeTree';
 import { statsNodes } from './statsNodes';
 import { statusNodes } from './statusNodes';
 
@@ -18,6 +18,7 @@ export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items';
 export class EngineViews extends Disposable {
   readonly providers: Record<ViewName, NodeTreeProvider>;
   readonly views: Record<ViewName, vscode.TreeView<unknown>>;
+  private readonly logNodeCache = new Map<number, TreeNode>();
 
   constructor(
     private readonly model: EngineModel,
@@ -57,7 +58,7 @@ export class EngineViews extends Disposable {
   }
 
   private renderLogs(): void {
-    this.providers.logs.setRoots(logNodes(this.logs.entries, this.logs.error));
+    this.providers.logs.setRoots(logNodes(this.logs.entries, this.logs.error, this.logNodeCache));
     const f = this.logs.filter;
     this.views.logs.description = isFilterActive(f) ? `Filter: ${describeFilter(f)}` : undefined;
   }
