@@ -39,7 +39,10 @@ export async function loadWhileLaunching(
   const rss = { start: rssKiB(pid), peak: 0, end: 0 };
   const sse = await Promise.all(Array.from({ length: opts.sseClients }, () => SseClient.open(run.url)));
   for (const c of sse) assert.equal(c.status, 200);
-  ws.enqueue('load.jsonl', lines.join('\n') + '\n');
+  // Files of 1,000 items stay well under the 1 MiB limit for a queue file.
+  for (let f = 0; f * 1000 < lines.length; f++) {
+    ws.enqueue(`load-${String(f).padStart(3, '0')}.jsonl`, lines.slice(f * 1000, (f + 1) * 1000).join('\n') + '\n');
+  }
 
   let done = false;
   let logRequests = 0;
@@ -63,8 +66,10 @@ export async function loadWhileLaunching(
   });
   const sampler = setInterval(() => (rss.peak = Math.max(rss.peak, rssKiB(pid))), 250);
   let stats: StatsResponse['overview'];
+  const deadline = Date.now() + 30 * 60_000;
   for (;;) {
     stats = (await getJson<StatsResponse>(`${run.url}/stats`)).overview;
+    if (Date.now() > deadline) throw new Error(`the queue did not drain in 30 minutes: ${JSON.stringify(stats)}`);
     const settled = stats.total === opts.items && stats.pending === 0;
     if (settled && Date.now() - started >= (opts.minDurationMs ?? 0)) break;
     await new Promise((r) => setTimeout(r, 250));
