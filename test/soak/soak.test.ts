@@ -17,11 +17,11 @@ describe('soak', function () {
   });
 
   it('keeps memory bounded over a 2-minute load while items launch', async () => {
-    const r = await loadWhileLaunching(ws, { items: 20_000, logClients: 25, sseClients: 25, minDurationMs: 120_000 });
+    const r = await loadWhileLaunching(ws, { items: 5_000, logClients: 25, sseClients: 25, minDurationMs: 120_000 });
     console.log(`      ${JSON.stringify(r)}`);
     assert.equal(r.errors, 0);
     assert.equal(r.sseDropped, 0);
-    // 20,000 items and their ~50,000 log entries live in the in-memory database; bounded means
+    // 5,000 items and their ~15,000 log entries live in the in-memory database; bounded means
     // well under what a leak of per-request or per-event buffers would reach.
     assert.ok(r.rssKiB.peak - r.rssKiB.start < 200 * 1024, `RSS grew ${(r.rssKiB.peak - r.rssKiB.start) / 1024} MiB`);
   });
