@@ -594,13 +594,22 @@ export async function waitForWorkbench(page: Page, timeoutMs = 60_000): Promise<
 async function findPaletteEntry(page: Page, title: string, seen: string[], settleMs: number): Promise<number> {
   const widget = page.locator('.quick-input-widget');
   const input = widget.locator('.quick-input-box input');
-  if (!(await input.isVisible())) {
-    // Focus the workbench so the key binding reaches it, then open the palette.
-    await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 10_000 });
+  // The palette can close between the visibility check and the fill (focus moving to a view or a
+  // notification while the workbench settles): then open it again rather than wait on a hidden input.
+  for (let attempt = 1; ; attempt++) {
+    if (!(await input.isVisible())) {
+      // Focus the workbench so the key binding reaches it, then open the palette.
+      await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+      await page.keyboard.press('F1');
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+    }
+    try {
+      await input.fill(`>${title}`, { timeout: 3000 });
+      break;
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
   }
-  await input.fill(`>${title}`);
   const wanted = title.trim().toLowerCase();
   const rows = widget.locator('.quick-input-list .monaco-list-row');
   const until = Date.now() + settleMs;
