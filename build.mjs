@@ -58,6 +58,9 @@ if (existsSync('test/extension/index.ts')) {
     entryPoints: { 'test/extension/index': 'test/extension/index.ts' },
     outdir: 'dist',
     external: ['vscode'],
+    // mocha's parallel mode resolves worker files at run time; the bundled suite runs serially,
+    // so those lookups never happen and esbuild's warning about them is noise in every build.
+    logOverride: { 'require-resolve-not-external': 'silent' },
   });
 }
 if (existsSync('media/src/main.ts')) {
