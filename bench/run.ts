@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { median, mb, type LoopDelay } from './lib';
+import type { SeedResult } from './seed';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
@@ -200,16 +201,6 @@ interface ServerReport {
 }
 
 // ---- seeding (cached between runs: it is the slowest part and not what we measure) ---------------
-
-interface SeedResult {
-  items: number;
-  logs: number;
-  journalRecords: number;
-  sampleItemId: string;
-  rareWord: string;
-  rareMatches: number;
-  seconds: number;
-}
 
 async function seeded(label: string, items: number, logs: number, journalRecords: number): Promise<{ dir: string; seed: SeedResult; cached: boolean }> {
   // The key covers everything that shapes the database: the schema/statements and the seeder.

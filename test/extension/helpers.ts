@@ -5,6 +5,8 @@ import * as vscode from 'vscode';
 import type { EngineMonitorApi } from '../../src/extension/extension';
 import type { TreeNode } from '../../src/extension/views/nodeTree';
 import type { ViewName } from '../../src/extension/views/treeViews';
+// The engine's own liveness check (signal 0; EPERM means alive), re-exported for the suites.
+export { isAlive } from '../../src/host/lock';
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
 
@@ -60,16 +62,6 @@ export function viewNodes(api: EngineMonitorApi, view: ViewName): TreeNode[] {
 
 export function nodeById(api: EngineMonitorApi, view: ViewName, id: string): TreeNode | undefined {
   return viewNodes(api, view).find((n) => n.id === id);
-}
-
-/** The pid's process exists (signal 0 checks without killing). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Opens the Engine Monitor container with every view expanded (Status and Items fetch only while visible). */
