@@ -35,6 +35,15 @@ const builds = [
     outdir: 'dist',
     banner: { js: '#!/usr/bin/env node' },
   },
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    // The engine host's snapshot worker thread (src/core/store.ts), found beside dist/cli.js.
+    entryPoints: { 'checkpoint-worker': 'src/core/checkpointWorker.ts' },
+    outdir: 'dist',
+  },
 ];
 if (existsSync('src/extension/extension.ts')) {
   builds.push({
