@@ -44,6 +44,16 @@ const builds = [
     entryPoints: { 'checkpoint-worker': 'src/core/checkpointWorker.ts' },
     outdir: 'dist',
   },
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    // The launch helper the engine forks to spawn attempts (src/core/launchHelper.ts), found
+    // beside dist/cli.js. Its own bundle, so it loads only the launcher: fork cost grows with memory.
+    entryPoints: { 'launch-helper': 'src/host/launchHelperMain.ts' },
+    outdir: 'dist',
+  },
 ];
 if (existsSync('src/extension/extension.ts')) {
   builds.push({

@@ -17,7 +17,8 @@ import type {
 import { ENGINE_NAME } from '../shared/api';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../server/monitoredEngine';
 import { definitionHash, type ItemDefinition } from './items';
-import { launchAttempt, type AttemptResult, type RunningAttempt } from './launcher';
+import type { AttemptResult, RunningAttempt } from './launcher';
+import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
 import { LEVEL_RANK, queryLogs } from './logQuery';
@@ -41,6 +42,11 @@ export interface EngineOptions {
   /** Base of the exponential backoff; the contract fixes 1 s, tests may shorten it. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /**
+   * Where attempts are spawned: undefined, a launch helper process found beside the engine
+   * (src/core/launchHelper.ts); an entry, that helper; null, the engine's own process.
+   */
+  launchHelper?: LaunchHelperEntry | null;
 }
 
 type Mode = 'running' | 'stopped' | 'restricted';
@@ -85,6 +91,7 @@ export class Engine implements MonitoredEngine {
   private readonly listeners = new Set<(event: EngineEvent) => void>();
   private readonly active = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
+  private readonly launcher: AttemptLauncher;
 
   private counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
   private lastPollAt: number | null = null;
@@ -111,6 +118,10 @@ export class Engine implements MonitoredEngine {
   ) {
     this.version = options.version;
     this.mode = options.initialMode;
+    this.launcher = new AttemptLauncher({
+      entry: options.launchHelper,
+      warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
+    });
     this.sources = options.workspaceFolders.map(
       (folder) =>
         new QueueDirectorySource(folder, options.queueDirectory, {
@@ -222,6 +233,9 @@ export class Engine implements MonitoredEngine {
     }
     await this.polling;
     this.closed = true;
+    // After `closed`, so what ends now stays recorded as running (interrupted at the next start):
+    // SIGKILL after the same 1 s for what ignores SIGTERM, then the helper exits.
+    await this.launcher.close(1000);
     clearInterval(this.persistTimer);
     clearInterval(this.pruneTimer);
     this.store.close();
@@ -523,7 +537,7 @@ export class Engine implements MonitoredEngine {
   }
 
   private spawn(a: ActiveAttempt): void {
-    a.run = launchAttempt(a.item, a.attempt);
+    a.run = this.launcher.launch(a.attemptId, a.item, a.attempt);
     void a.run.done.then((result) => {
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
       this.finishAttempt(a, result);

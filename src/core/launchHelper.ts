@@ -1,0 +1,387 @@
+// The engine's side of the launch helper (src/host/launchHelperMain.ts): a small process forked
+// once per engine that spawns attempts for it, so the engine's event loop never blocks in
+// child_process.spawn() (a fork of a 100–800 MB process, docs/PERFORMANCE.md).
+//
+// Launches keep the RunningAttempt shape of in-process launching; only the pid arrives later.
+// Failure handling:
+// - the helper dies: its attempts finish as failed (the engine retries them with backoff), their
+//   process groups are ended by the pids the helper reported, and the next launch forks a fresh
+//   helper, later and later if it keeps dying;
+// - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
+// - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { ItemDefinition } from './items';
+import { KILL_GRACE_MS, launchAttempt, type AttemptResult, type RunningAttempt } from './launcher';
+import type { FromLaunchHelper, ToLaunchHelper } from './launchProtocol';
+
+/** How to start the helper: the file to fork and the Node options it runs with. */
+export interface LaunchHelperEntry {
+  file: string;
+  execArgv: string[];
+}
+
+/**
+ * The helper's V8 heap limits. It holds a few attempts and their output tails; small heaps keep
+ * its memory, and so each fork it makes, small (docs/PERFORMANCE.md has the measurement).
+ */
+export const LAUNCH_HELPER_NODE_OPTIONS = ['--max-old-space-size=64', '--max-semi-space-size=1'];
+
+/**
+ * Finds the helper's entry:
+ * 1. `launch-helper.js` beside the running bundle (dist/cli.js → dist/launch-helper.js);
+ * 2. running from TypeScript sources (tests, tsx): the .ts entry under tsx's loader, so what runs
+ *    is the source being tested, never a stale build;
+ * 3. the repository's dist/launch-helper.js (another bundle, e.g. the benchmark's, two levels down).
+ * Undefined when none exists: the engine then launches in-process.
+ */
+export function locateLaunchHelper(dir = __dirname): LaunchHelperEntry | undefined {
+  const beside = path.join(dir, 'launch-helper.js');
+  if (existsSync(beside)) return { file: beside, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
+  const source = path.join(dir, '..', 'host', 'launchHelperMain.ts');
+  if (__filename.endsWith('.ts') && existsSync(source)) {
+    try {
+      const tsx = createRequire(__filename).resolve('tsx/cjs');
+      return { file: source, execArgv: [...LAUNCH_HELPER_NODE_OPTIONS, '--require', tsx] };
+    } catch {
+      // tsx is not installed: try a build below.
+    }
+  }
+  const built = path.join(dir, '..', '..', 'dist', 'launch-helper.js');
+  if (existsSync(built)) return { file: built, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
+  return undefined;
+}
+
+export interface AttemptLauncherOptions {
+  /** undefined: locateLaunchHelper(); null: always launch in-process. */
+  entry?: LaunchHelperEntry | null;
+  /** Warnings worth a log entry (the fallback to in-process launching). */
+  warn?: (message: string, details: Record<string, unknown>) => void;
+}
+
+/** A helper that started but never became ready this many times in a row: launch in-process. */
+const MAX_START_FAILURES = 3;
+/** A helper that dies sooner than this after its start counts towards the restart backoff. */
+const HEALTHY_LIFETIME_MS = 10_000;
+const RESTART_BACKOFF_BASE_MS = 500;
+const RESTART_BACKOFF_MAX_MS = 30_000;
+
+interface Helper {
+  child: ChildProcess;
+  startedAt: number;
+  ready: boolean;
+  closing: boolean;
+  /** Attempts sent to this helper and not done yet. */
+  attempts: Map<number, HelperAttempt>;
+  exited: Promise<void>;
+}
+
+/** One attempt as the engine sees it, wherever its process is spawned. */
+class HelperAttempt implements RunningAttempt {
+  pid: number | null = null;
+  readonly done: Promise<AttemptResult>;
+  /** Set when the attempt was launched in-process (fallback). */
+  inProcess: RunningAttempt | undefined;
+  finished = false;
+  private resolve!: (result: AttemptResult) => void;
+
+  constructor(
+    readonly attemptId: number,
+    readonly item: ItemDefinition,
+    readonly attempt: number,
+    private readonly owner: AttemptLauncher,
+  ) {
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  readonly startedAt = Date.now();
+
+  terminate(graceMs = KILL_GRACE_MS): void {
+    this.owner.terminate(this, graceMs);
+  }
+
+  finish(result: AttemptResult): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.resolve(result);
+  }
+}
+
+/**
+ * Launches attempts through a launch helper process, or in-process when no helper can run.
+ * One per engine.
+ */
+export class AttemptLauncher {
+  private readonly entry: LaunchHelperEntry | undefined;
+  private helper: Helper | undefined;
+  /** Launches waiting for a helper that is starting (or restarting after its backoff). */
+  private queue: HelperAttempt[] = [];
+  private inProcess = false;
+  private closed = false;
+  private startFailures = 0;
+  private quickDeaths = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartNotBefore = 0;
+  private spawnTotals = { spawns: 0, spawnMs: 0 };
+
+  constructor(private readonly options: AttemptLauncherOptions = {}) {
+    this.entry = options.entry === undefined ? locateLaunchHelper() : (options.entry ?? undefined);
+    if (options.entry === null) this.inProcess = true;
+  }
+
+  /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */
+  launch(attemptId: number, item: ItemDefinition, attempt: number): RunningAttempt {
+    const a = new HelperAttempt(attemptId, item, attempt, this);
+    if (this.closed) {
+      a.finish(notLaunched(a, 'the engine is shutting down; not launched'));
+    } else if (this.inProcess) {
+      this.launchInProcess(a);
+    } else {
+      this.queue.push(a);
+      this.ensureHelper();
+      this.flush();
+    }
+    return a;
+  }
+
+  /** Where the spawns happen now, for the benchmark and tests. */
+  get mode(): 'helper' | 'in-process' {
+    return this.inProcess ? 'in-process' : 'helper';
+  }
+
+  /** Pid of the running helper, if any. */
+  get helperPid(): number | undefined {
+    return this.helper?.child.pid;
+  }
+
+  /** How long the helper's thread was blocked in spawn(), summed over the attempts it launched. */
+  helperSpawnStats(): { spawns: number; spawnMs: number } {
+    return { ...this.spawnTotals };
+  }
+
+  /**
+   * Ends the helper: attempts still running get SIGTERM, SIGKILL after `graceMs`, and this
+   * resolves once the helper has exited. The engine calls it last in its shutdown.
+   */
+  async close(graceMs = 1000): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    for (const a of this.queue.splice(0)) a.finish(notLaunched(a, 'the engine shut down before it was launched'));
+    const h = this.helper;
+    if (!h) return;
+    h.closing = true;
+    if (h.child.connected) h.child.send({ type: 'close', graceMs } satisfies ToLaunchHelper, () => undefined);
+    else h.child.kill('SIGTERM');
+    // The helper exits on its own within the grace; a wedged one does not hold the engine.
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        h.child.kill('SIGKILL');
+        resolve();
+      }, graceMs + 2000);
+    });
+    await Promise.race([h.exited, killed]);
+    clearTimeout(timer);
+  }
+
+  terminate(a: HelperAttempt, graceMs: number): void {
+    if (a.finished) return;
+    if (a.inProcess) {
+      a.inProcess.terminate(graceMs);
+      return;
+    }
+    const queued = this.queue.indexOf(a);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      a.finish(notLaunched(a, 'ended before it was launched'));
+      return;
+    }
+    const h = this.helper;
+    if (h?.attempts.has(a.attemptId) && h.child.connected) {
+      h.child.send({ type: 'terminate', attemptId: a.attemptId, graceMs } satisfies ToLaunchHelper, () => undefined);
+    }
+  }
+
+  // ---- the helper process ---------------------------------------------------------------
+
+  private ensureHelper(): void {
+    if (this.helper || this.restartTimer || this.closed || this.inProcess) return;
+    if (!this.entry || !existsSync(this.entry.file)) {
+      this.fallBack(this.entry ? `${this.entry.file} is missing` : 'no launch helper was found (run "npm run build")', {});
+      return;
+    }
+    const wait = this.restartNotBefore - Date.now();
+    if (wait > 0) {
+      this.restartTimer = setTimeout(() => {
+        this.restartTimer = undefined;
+        this.ensureHelper();
+        this.flush();
+      }, wait);
+      return;
+    }
+    let child: ChildProcess;
+    try {
+      child = fork(this.entry.file, [`--engine-pid=${process.pid}`], {
+        execArgv: this.entry.execArgv,
+        // stdout is the engine host's protocol channel (its ready line): the helper keeps off it.
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      });
+    } catch (err) {
+      this.startFailed(`fork failed: ${(err as Error).message}`);
+      return;
+    }
+    let onExit!: () => void;
+    const h: Helper = {
+      child,
+      startedAt: Date.now(),
+      ready: false,
+      closing: false,
+      attempts: new Map(),
+      exited: new Promise<void>((resolve) => (onExit = resolve)),
+    };
+    this.helper = h;
+    child.on('message', (m: FromLaunchHelper) => this.onMessage(h, m));
+    // 'error' without 'exit' means it never ran (e.g. the Node binary is gone).
+    child.on('error', (err) => {
+      if (child.pid === undefined) {
+        onExit();
+        this.onExit(h, null, null, err.message);
+      }
+    });
+    // 'close', not 'exit': it comes after the IPC channel has delivered the helper's last messages.
+    child.on('close', (code, signal) => {
+      onExit();
+      this.onExit(h, code, signal);
+    });
+  }
+
+  private flush(): void {
+    const h = this.helper;
+    if (this.inProcess) {
+      for (const a of this.queue.splice(0)) this.launchInProcess(a);
+      return;
+    }
+    if (!h?.ready || h.closing || !h.child.connected) return;
+    for (const a of this.queue.splice(0)) {
+      h.attempts.set(a.attemptId, a);
+      // A failed send means the helper is dying: its exit fails the attempt like any it ran.
+      h.child.send({ type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt } satisfies ToLaunchHelper, () => undefined);
+    }
+  }
+
+  private onMessage(h: Helper, m: FromLaunchHelper): void {
+    switch (m.type) {
+      case 'ready':
+        h.ready = true;
+        this.startFailures = 0;
+        this.flush();
+        break;
+      case 'started': {
+        const a = h.attempts.get(m.attemptId);
+        if (a) a.pid = m.pid;
+        this.spawnTotals.spawns++;
+        this.spawnTotals.spawnMs += m.spawnMs;
+        break;
+      }
+      case 'done': {
+        const a = h.attempts.get(m.attemptId);
+        if (!a) return;
+        h.attempts.delete(m.attemptId);
+        a.finish(m.result);
+        break;
+      }
+    }
+  }
+
+  private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
+    if (this.helper !== h) return;
+    this.helper = undefined;
+    const how = error ?? (signal ? `signal ${signal}` : `exit code ${code}`);
+    if (h.closing) {
+      for (const a of h.attempts.values()) a.finish(notLaunched(a, 'ended by the engine shutdown'));
+      return;
+    }
+    if (!h.ready) {
+      // Nothing was sent to it: the queued launches wait for the next helper, or run in-process.
+      this.startFailed(`the launch helper exited before it was ready (${how})`);
+      return;
+    }
+    // Its attempts' processes live on in their own process groups; nobody would reap or time
+    // them out now, so end them, and let the engine retry the attempts as failed.
+    for (const a of h.attempts.values()) {
+      if (a.pid !== null) endGroup(a.pid);
+      a.finish({
+        ...notLaunched(a, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
+        pid: a.pid,
+      });
+    }
+    const lived = Date.now() - h.startedAt;
+    this.quickDeaths = lived < HEALTHY_LIFETIME_MS ? this.quickDeaths + 1 : 1;
+    const delay = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_BACKOFF_BASE_MS * 2 ** (this.quickDeaths - 2), RESTART_BACKOFF_MAX_MS);
+    this.restartNotBefore = Date.now() + delay;
+    if (this.queue.length > 0) this.ensureHelper();
+  }
+
+  private startFailed(reason: string): void {
+    this.startFailures++;
+    if (this.startFailures >= MAX_START_FAILURES) {
+      this.fallBack(reason, { attempts: this.startFailures });
+      return;
+    }
+    this.restartNotBefore = Date.now() + RESTART_BACKOFF_BASE_MS * 2 ** (this.startFailures - 1);
+    if (this.queue.length > 0) this.ensureHelper();
+  }
+
+  private fallBack(reason: string, details: Record<string, unknown>): void {
+    if (this.inProcess) return;
+    this.inProcess = true;
+    this.options.warn?.(`launch helper unavailable: ${reason}; launching in the engine's own process (slower, and its event loop blocks in each spawn)`, {
+      ...details,
+      reason,
+      helper: this.entry?.file ?? null,
+    });
+    this.flush();
+  }
+
+  private launchInProcess(a: HelperAttempt): void {
+    const run = launchAttempt(a.item, a.attempt);
+    a.inProcess = run;
+    a.pid = run.pid;
+    void run.done.then((result) => a.finish(result));
+  }
+}
+
+/** A failed result for an attempt whose process never ran (or whose helper vanished). */
+function notLaunched(a: HelperAttempt, error: string): AttemptResult {
+  return {
+    succeeded: false,
+    exitCode: null,
+    signal: null,
+    error,
+    timedOut: false,
+    startedAt: a.startedAt,
+    finishedAt: Date.now(),
+    stdoutTail: '',
+    stderrTail: '',
+    pid: null,
+  };
+}
+
+/** SIGTERM to the attempt's process group, SIGKILL after the usual grace if anything is left. */
+function endGroup(pgid: number): void {
+  if (process.platform === 'win32') return;
+  const signal = (s: NodeJS.Signals | 0) => {
+    try {
+      process.kill(-pgid, s);
+      return true;
+    } catch {
+      return false; // ESRCH: the group is gone
+    }
+  };
+  if (!signal('SIGTERM')) return;
+  setTimeout(() => {
+    if (signal(0)) signal('SIGKILL');
+  }, KILL_GRACE_MS).unref();
+}

@@ -1,0 +1,22 @@
+// Messages between the engine and its launch helper (src/host/launchHelperMain.ts) over the IPC
+// channel of child_process.fork. Types only: the helper's bundle must stay small.
+import type { ItemDefinition } from './items';
+import type { AttemptResult } from './launcher';
+
+/** Engine → helper. */
+export type ToLaunchHelper =
+  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number }
+  | { type: 'terminate'; attemptId: number; graceMs: number }
+  /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
+  | { type: 'close'; graceMs: number };
+
+/** Helper → engine. */
+export type FromLaunchHelper =
+  /** The helper is listening; launches sent before this are queued by the engine. */
+  | { type: 'ready'; pid: number }
+  /**
+   * The attempt's process exists (pid null: the spawn failed, `done` follows). `spawnMs` is how
+   * long the helper's thread was blocked in spawn() for it, so benchmarks can see where that cost went.
+   */
+  | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
+  | { type: 'done'; attemptId: number; result: AttemptResult };
