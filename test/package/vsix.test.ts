@@ -38,6 +38,7 @@ const REQUIRED = [
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
   'extension/dist/cli.js',
+  'extension/dist/launch-helper.js',
   'extension/dist/webview.js',
   'extension/dist/sql-wasm.wasm',
   'extension/dist/codicons/codicon.css',
@@ -118,7 +119,7 @@ describe('npm run package: the .vsix', function () {
   });
 
   it('ships production bundles: minified, without source maps', function () {
-    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/webview.js']) {
+    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/launch-helper.js', 'extension/dist/webview.js']) {
       const text = byName.get(name)!.data().toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, `${name} points to a source map`);
       const lines = text.split('\n').length;
@@ -258,6 +259,19 @@ describe('the .vsix installed into code-server', function () {
     }, 60_000);
     assert.deepEqual({ total: stats.total, failed: stats.failed }, { total: 1, failed: 0 });
     assert.equal(readFileSync(path.join(folder, 'launched.txt'), 'utf8'), 'ok');
+    // It was launched by the engine's launch helper, forked from the installed dist/launch-helper.js.
+    const helpers = readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e))
+      .map((e) => {
+        try {
+          return readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+        } catch {
+          return [];
+        }
+      })
+      .filter((args) => args.includes(`--engine-pid=${endpoint.pid}`));
+    assert.equal(helpers.length, 1, 'one launch helper for the engine');
+    assert.ok(helpers[0].includes(path.join(installed, 'dist', 'launch-helper.js')), `launch helper: ${helpers[0].join(' ')}`);
 
     // Status bar: "$(pulse) Engine healthy · 0 pending" (src/extension/statusBar.ts).
     const item = page.locator('.part.statusbar .statusbar-item', { hasText: /Engine healthy · 0 pending/ });
