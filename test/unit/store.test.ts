@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
-import { JOURNAL_FILE, SNAPSHOT_FILE, Store } from '../../src/core/store';
+import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
 import { allLogs, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
 describe('store: snapshot, journal, recovery on a real disk', function () {
@@ -137,3 +138,150 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     await waitFor('health to recover', () => engine!.health().checks.database === 'ok', 5000);
   });
 });
+
+describe('store: background snapshots (checkpoint worker) on a real disk', function () {
+  this.timeout(60_000);
+  let ws: TempWorkspace;
+  const open: Store[] = [];
+  beforeEach(() => (ws = new TempWorkspace('engine-ckpt-')));
+  afterEach(() => {
+    for (const s of open.splice(0)) {
+      try {
+        s.close();
+      } catch {
+        // closed by the test
+      }
+    }
+    ws.dispose();
+  });
+
+  async function openStore(dir = ws.storage, notes: StoreNote[] = []): Promise<Store> {
+    const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n) });
+    open.push(store);
+    return store;
+  }
+
+  /** Log entries through the engine's own journaled statements. */
+  function addLogs(store: Store, from: number, count: number): void {
+    store.batch(() => {
+      for (let id = from; id < from + count; id++) {
+        const message = `entry ${id} exit code ${id % 7}`;
+        store.mutate('log_insert', [id, 1_700_000_000_000 + id, 'launch_failed', 3, message, `item-${id % 13}`, JSON.stringify({ n: id })]);
+        store.mutate('log_fts_insert', [id, message]);
+      }
+    });
+  }
+
+  function dump(store: Store): unknown {
+    return {
+      logs: store.rows('SELECT id, ts, action, level, message, item_id, details FROM logs ORDER BY id'),
+      fts: store.rows("SELECT docid FROM logs_fts WHERE logs_fts MATCH 'exit' ORDER BY docid"),
+      meta: store.rows("SELECT key, value FROM meta WHERE key <> 'journal_seq' ORDER BY key"),
+    };
+  }
+
+  it('builds the snapshot off the main thread; a restart from it equals the live database', async () => {
+    const store = await openStore();
+    addLogs(store, 1, 3000);
+    store.setMeta('total_launches', '3000');
+    assert.equal(store.snapshotInBackground(), true, 'started');
+    assert.ok(existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)), 'the journal continues in engine.journal.next meanwhile');
+    // Changes made while the worker runs belong to the next snapshot, via the journal.
+    addLogs(store, 3001, 50);
+    assert.equal(store.commit(), true);
+    assert.equal(store.snapshotInBackground(), false, 'one checkpoint at a time');
+
+    assert.equal(await store.whenCheckpointed(), true);
+    assert.equal(store.lastSnapshot?.background, true);
+    assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)), 'the continuation became the journal');
+    const journal = readFileSync(path.join(ws.storage, JOURNAL_FILE), 'utf8').trim().split('\n');
+    assert.equal(journal.length, 100, 'engine.journal holds exactly the 50 entries (+ FTS rows) written during the checkpoint');
+    const snapshot = readFileSync(path.join(ws.storage, SNAPSHOT_FILE));
+    assert.deepEqual(JSON.parse(readFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), {
+      bytes: snapshot.length,
+      crc32: zlib.crc32(snapshot),
+    });
+    assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), [], 'no temporary file left');
+
+    // A kill -9 now: what is on disk (snapshot + journal) must be the live state.
+    const crashed = path.join(ws.root, 'crashed');
+    cpSync(ws.storage, crashed, { recursive: true });
+    const reopened = await openStore(crashed);
+    assert.deepEqual(dump(reopened), dump(store));
+    assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
+  });
+
+  it('a crash while the checkpoint runs (journal split in two) loses nothing', async () => {
+    const store = await openStore();
+    addLogs(store, 1, 2000);
+    assert.equal(store.snapshotInBackground(), true);
+    addLogs(store, 2001, 20);
+    assert.equal(store.commit(), true);
+    // Synchronous from here to the copy: the worker cannot have been installed in between, since
+    // installing happens on this thread.
+    const crashed = path.join(ws.root, 'crashed');
+    cpSync(ws.storage, crashed, { recursive: true });
+    assert.ok(existsSync(path.join(crashed, JOURNAL_NEXT_FILE)));
+    const notes: StoreNote[] = [];
+    const reopened = await openStore(crashed, notes);
+    assert.deepEqual(dump(reopened), dump(store));
+    assert.ok(!existsSync(path.join(crashed, JOURNAL_NEXT_FILE)), 'the split journal is folded at start');
+    assert.deepEqual(readdirSync(crashed).filter((f) => f.includes('.tmp-')), [], 'a half-written checkpoint is removed');
+    await store.whenCheckpointed();
+  });
+
+  it('a checkpoint that cannot rebuild the state from disk falls back to a snapshot from memory, and says so', async () => {
+    const notes: StoreNote[] = [];
+    const store = await openStore(ws.storage, notes);
+    addLogs(store, 1, 500);
+    assert.equal(store.commit(), true);
+    // A record that never happened in memory: replaying the journal from disk now goes past the
+    // live state, and the worker must refuse rather than install it.
+    appendFileSync(path.join(ws.storage, JOURNAL_FILE), `${JSON.stringify([10_000_000, 'meta_set', ['bogus', 'x']])}\n`);
+    assert.equal(store.snapshotInBackground(), true);
+    assert.equal(await store.whenCheckpointed(), true, 'the fallback snapshot succeeded');
+    assert.equal(store.lastSnapshot?.background, false);
+    assert.equal(notes.length, 1);
+    assert.match(notes[0].message, /background snapshot failed \(the journal on disk ends at record 10000000, not \d+\); wrote the snapshot from memory instead/);
+    cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+    const fromDisk = await openStore(path.join(ws.root, 'copy'));
+    assert.deepEqual(dump(fromDisk), dump(store));
+    assert.equal(fromDisk.getMeta('bogus'), undefined, 'the bogus record is not in the state');
+  });
+
+  it('a shutdown during a checkpoint abandons it and snapshots the live database', async () => {
+    const store = await openStore();
+    addLogs(store, 1, 2000);
+    assert.equal(store.snapshotInBackground(), true);
+    addLogs(store, 2001, 5);
+    const live = dump(store);
+    const done = store.whenCheckpointed();
+    store.close();
+    assert.equal(await done, false, 'abandoned');
+    await waitFor('the abandoned temporary files to go', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+    assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)));
+    cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+    assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
+  });
+
+  it('starts from a snapshot whose checksum does not match after SQLite checks it (and refuses a damaged one)', async () => {
+    const store = await openStore();
+    addLogs(store, 1, 200);
+    store.close();
+    const file = path.join(ws.storage, SNAPSHOT_FILE);
+    // A valid database the checksum does not describe: quick_check decides, and it passes.
+    writeFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), JSON.stringify({ bytes: 1, crc32: 1 }));
+    const copy = path.join(ws.root, 'copy');
+    cpSync(ws.storage, copy, { recursive: true });
+    assert.equal((dump(await openStore(copy)) as { logs: unknown[] }).logs.length, 200);
+    // Damaged pages inside a file whose header is intact: only the integrity check can see it.
+    const bytes = readFileSync(file);
+    bytes.fill(0x5a, bytes.length - 3 * 4096 + 100, bytes.length - 100);
+    writeFileSync(file, bytes);
+    const notes: StoreNote[] = [];
+    const { store: recovered, notes: openNotes } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n) });
+    open.push(recovered);
+    assert.match(openNotes.map((n) => n.message).join('; '), /could not be opened \((integrity check failed|database disk image is malformed)/);
+  });
+});
+
