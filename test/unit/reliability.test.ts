@@ -124,5 +124,11 @@ describe('reliability: crashes and bad input', function () {
     const deadline = Date.now() + 8000;
     while (countMine() > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     assert.equal(countMine(), before, 'no process of these items is left');
+    // Nor the launch helper that spawned them, once the engine has shut down.
+    const helpers = () => execFileSync('ps', ['-e', '-o', 'args=']).toString().split('\n').filter((l) => l.includes(`--engine-pid=${process.pid}`)).length;
+    assert.equal(helpers(), 1, 'the items ran in a launch helper');
+    await engine.shutdown(0);
+    engine = undefined;
+    assert.equal(helpers(), 0, 'no launch helper is left');
   });
 });

@@ -1,0 +1,252 @@
+// The launch helper (src/host/launchHelperMain.ts) and the engine's client of it
+// (src/core/launchHelper.ts), with real processes and the real IPC channel: launches, the helper
+// killed under running attempts, a helper that cannot start, engine shutdown, and an engine
+// killed with SIGKILL while an attempt runs.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Engine } from '../../src/core/engine';
+import type { ItemDefinition } from '../../src/core/items';
+import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS } from '../../src/core/launchHelper';
+import { serve } from './support/cli';
+import { allLogs, NODE, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
+
+function item(overrides: Partial<ItemDefinition>): ItemDefinition {
+  return {
+    id: 'x',
+    name: 'x',
+    command: NODE,
+    args: ['-e', '0'],
+    shell: false,
+    cwd: os.tmpdir(),
+    env: {},
+    timeoutMs: 30_000,
+    maxAttempts: 1,
+    runAt: null,
+    ...overrides,
+  };
+}
+
+/** A zombie counts as gone: it runs nothing, and its reaper (init here, or a subreaper) may be slow. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of launch helpers forked by the engine process `enginePid` (their command line names it). */
+function helpersOf(enginePid: number): number[] {
+  const out = execFileSync('ps', ['-e', '-o', 'pid=,args=']).toString();
+  return out
+    .split('\n')
+    .filter((l) => l.includes(`--engine-pid=${enginePid}`))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+/** A node process that prints its pid and then runs until killed. */
+const HANG = `console.log(process.pid); setInterval(() => {}, 1000)`;
+
+describe('launch helper: attempts spawned by a helper process', function () {
+  this.timeout(60_000);
+
+  describe('the client and the helper over IPC', () => {
+    let launcher: AttemptLauncher | undefined;
+    afterEach(async () => {
+      await launcher?.close(500);
+      launcher = undefined;
+    });
+
+    it('runs attempts in the helper with the launcher semantics: output, exit codes, env, ENOENT', async () => {
+      launcher = new AttemptLauncher();
+      const ok = await launcher.launch(1, item({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2).done;
+      assert.equal(launcher.mode, 'helper');
+      const helper = launcher.helperPid!;
+      assert.ok(helper > 0 && helper !== process.pid);
+      assert.equal(ok.succeeded, true);
+      assert.equal(ok.stdoutTail.trim(), `${helper} 2 x`, 'the attempt is a child of the helper, not of the engine');
+      assert.equal(ok.stderrTail.trim(), 'err');
+      const [exit7, missing, killed] = await Promise.all([
+        launcher.launch(2, item({ args: ['-e', 'process.exit(7)'] }), 1).done,
+        launcher.launch(3, item({ command: 'no-such-command-engine-monitor', args: [] }), 1).done,
+        launcher.launch(4, item({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done,
+      ]);
+      assert.deepEqual([exit7.succeeded, exit7.exitCode], [false, 7]);
+      assert.match(missing.error ?? '', /ENOENT.*PATH/);
+      assert.equal(killed.signal, 'SIGKILL');
+      assert.equal(launcher.helperPid, helper, 'one long-lived helper serves every launch');
+      assert.equal(launcher.helperSpawnStats().spawns, 4);
+    });
+
+    it('reports the pid once the helper started the process, and terminate() ends its group', async () => {
+      launcher = new AttemptLauncher();
+      const run = launcher.launch(1, item({ args: ['-e', HANG] }), 1);
+      const pid = await waitFor('the pid', () => run.pid ?? undefined);
+      await waitFor('the process to run', () => alive(pid));
+      run.terminate(2000);
+      const r = await run.done;
+      assert.equal(r.signal, 'SIGTERM');
+      assert.equal(r.pid, pid);
+      assert.equal(alive(pid), false);
+    });
+
+    it('times out an attempt in the helper (SIGTERM to the group, the output kept)', async () => {
+      launcher = new AttemptLauncher();
+      const started = Date.now();
+      const r = await launcher.launch(1, item({ args: ['-e', HANG], timeoutMs: 500 }), 1).done;
+      assert.equal(r.timedOut, true);
+      assert.match(r.error ?? '', /timed out after 500 ms/);
+      assert.ok(Number(r.stdoutTail.trim()) > 0);
+      assert.ok(Date.now() - started < 4000);
+    });
+
+    it('when the helper is killed: its attempts fail with a clear error, their processes are ended, the next launch gets a new helper', async () => {
+      launcher = new AttemptLauncher();
+      const runs = [1, 2].map((id) => launcher!.launch(id, item({ args: ['-e', HANG] }), 1));
+      const pids = await waitFor('both pids', () => runs.every((r) => r.pid !== null) && runs.map((r) => r.pid!));
+      const helper = launcher.helperPid!;
+      process.kill(helper, 'SIGKILL');
+      const results = await Promise.all(runs.map((r) => r.done));
+      for (const r of results) {
+        assert.equal(r.succeeded, false);
+        assert.equal(r.error, "launch helper exited unexpectedly (signal SIGKILL); the attempt's processes were ended");
+      }
+      assert.deepEqual(results.map((r) => r.pid), pids);
+      await waitFor('the orphaned attempts to be ended', () => pids.every((p) => !alive(p)), 3000);
+
+      const again = await launcher.launch(3, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      assert.equal(again.succeeded, true);
+      assert.notEqual(launcher.helperPid, helper);
+      assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by the new helper');
+      assert.equal(launcher.mode, 'helper');
+    });
+
+    it('restarts a helper that keeps dying later and later', async () => {
+      launcher = new AttemptLauncher();
+      const gaps: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const t = Date.now();
+        const run = launcher.launch(i, item({ args: ['-e', HANG] }), 1);
+        await waitFor('the attempt to start', () => run.pid ?? undefined);
+        gaps.push(Date.now() - t);
+        process.kill(launcher.helperPid!, 'SIGKILL');
+        assert.match((await run.done).error ?? '', /launch helper exited unexpectedly/);
+      }
+      // gaps[0] is the first helper's start. After one death a new helper is forked at once;
+      // after a second quick death, 500 ms later; after a third, 1 s.
+      assert.ok(gaps[2] >= 450, `third helper after ${gaps[2]} ms`);
+      assert.ok(gaps[3] >= 950, `fourth helper after ${gaps[3]} ms`);
+    });
+
+    it('falls back to in-process launching when the helper file is missing, and says so once', async () => {
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: { file: path.join(os.tmpdir(), 'no-such-launch-helper.js'), execArgv: [] }, warn: (m) => warnings.push(m) });
+      const results = await Promise.all([1, 2, 3].map((id) => launcher!.launch(id, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done));
+      assert.ok(results.every((r) => r.succeeded && Number(r.stdoutTail.trim()) === process.pid), 'children of this process');
+      assert.equal(launcher.mode, 'in-process');
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0], /launch helper unavailable: .*no-such-launch-helper\.js is missing; launching in the engine's own process/);
+    });
+
+    it('falls back to in-process launching when the helper crashes before it is ready', async function () {
+      this.timeout(20_000);
+      const broken = path.join(os.tmpdir(), `broken-launch-helper-${process.pid}.js`);
+      writeFileSync(broken, 'process.exit(3)');
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, warn: (m) => warnings.push(m) });
+      const r = await launcher.launch(1, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      assert.equal(r.succeeded, true, 'the launch waited for a working way to run, it did not fail');
+      assert.equal(Number(r.stdoutTail.trim()), process.pid);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0], /exited before it was ready \(exit code 3\)/);
+    });
+  });
+
+  describe('in the engine', () => {
+    let ws: TempWorkspace;
+    let engine: Engine | undefined;
+    beforeEach(() => (ws = new TempWorkspace('engine-helper-')));
+    afterEach(async () => {
+      await engine?.shutdown(0);
+      engine = undefined;
+      ws.dispose();
+    });
+
+    it('a killed helper fails its attempts, which are retried with backoff and succeed; the engine keeps running', async () => {
+      const pidFile = path.join(ws.root, 'first-pid');
+      // Attempt 1 hangs (and leaves its pid); attempt 2 succeeds.
+      const code = `if (process.env.ENGINE_ATTEMPT === '1') { require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000) }`;
+      ws.enqueue('a.json', nodeItem('hangs-once', code, { maxAttempts: 2 }));
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      const first = await waitFor('attempt 1 to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
+      const [helper] = helpersOf(process.pid);
+      assert.ok(helper, 'the engine forked a launch helper');
+      process.kill(helper, 'SIGKILL');
+      await settled(engine);
+      assert.deepEqual(engine.listItems({ limit: 10, offset: 0 }).items.map((i) => [i.id, i.outcome, i.attempts]), [['hangs-once', 'launched', 2]]);
+      const failed = allLogs(engine).find((e) => e.action === 'launch_failed')!;
+      assert.match(failed.message, /attempt 1 of 2 launch helper exited unexpectedly \(signal SIGKILL\); the attempt's processes were ended/);
+      assert.ok(allLogs(engine).some((e) => e.action === 'retry_scheduled' && e.itemId === 'hangs-once'));
+      await waitFor('the first attempt’s process to be ended', () => !alive(first), 3000);
+      const now = helpersOf(process.pid);
+      assert.equal(now.length, 1, 'a fresh helper');
+      assert.notEqual(now[0], helper);
+      assert.equal(engine.health().status, 'healthy');
+    });
+
+    it('launches in-process with one warn entry when the helper cannot be started', async () => {
+      ws.enqueue('a.json', [nodeItem('a', '0'), nodeItem('b', '0'), nodeItem('c', 'process.exit(1)', { maxAttempts: 2 })]);
+      engine = await Engine.create(ws.options({ launchHelper: { file: path.join(ws.root, 'missing', 'launch-helper.js'), execArgv: [] } }));
+      await engine.start();
+      await settled(engine);
+      const s = engine.stats();
+      assert.deepEqual([s.launched, s.failed, s.totalLaunches], [2, 1, 4]);
+      const warnings = allLogs(engine).filter((e) => e.level === 'warn' && /launch helper unavailable/.test(e.message));
+      assert.equal(warnings.length, 1);
+      assert.deepEqual(helpersOf(process.pid), []);
+    });
+
+    it('shutdown ends running attempts and the helper: no process is left', async () => {
+      const pidFile = path.join(ws.root, 'pid');
+      // Deaf to SIGTERM: only the SIGKILL after the shutdown's grace ends it.
+      ws.enqueue('a.json', nodeItem('deaf', `process.on('SIGTERM', () => {}); require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
+      const helpers = helpersOf(process.pid);
+      assert.equal(helpers.length, 1);
+      await engine.shutdown(0);
+      engine = undefined;
+      assert.equal(alive(helpers[0]), false, 'the helper exited before shutdown() resolved');
+      await waitFor('the attempt to be ended', () => !alive(pid), 3000);
+    });
+  });
+
+  describe('when the engine dies', () => {
+    let ws: TempWorkspace;
+    beforeEach(() => (ws = new TempWorkspace('engine-helper-cli-')));
+    afterEach(() => ws.dispose());
+
+    it('kill -9 of the engine host: the helper ends the running attempt and exits', async () => {
+      const pidFile = path.join(ws.root, 'pid');
+      ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
+      const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+      const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
+      const helpers = helpersOf(run.child.pid!);
+      assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
+      run.child.kill('SIGKILL');
+      await run.exited;
+      await waitFor('the attempt to be ended', () => !alive(pid), 5000);
+      await waitFor('the helper to exit', () => !alive(helpers[0]), 5000);
+    });
+  });
+});
