@@ -144,6 +144,7 @@ export class Engine implements MonitoredEngine {
     const { store, notes } = await Store.open({
       storageDir: options.storageDir,
       onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
+      onNote: (note) => engine?.log(note.action, note.level, note.message, null, note.details ?? null),
     });
     engine = new Engine(store, options);
     engine.loadState();
@@ -690,11 +691,11 @@ export class Engine implements MonitoredEngine {
   private persist(): void {
     if (this.closed) return;
     const interval = this.options.snapshotIntervalMs ?? 30_000;
-    // An idle engine does not rewrite an unchanged database: at 1,000,000 log entries one
-    // snapshot blocks the event loop for long (docs/PERFORMANCE.md).
+    // An idle engine does not rewrite an unchanged database: even built off the main thread, a
+    // snapshot at 1,000,000 log entries costs seconds of a core and a second copy of the database.
     if (Date.now() - this.lastSnapshotAt >= interval && this.store.changedSinceSnapshot) {
       this.store.setMeta('last_log_id', String(this.lastLogId));
-      if (this.store.snapshot()) this.lastSnapshotAt = Date.now();
+      if (this.store.snapshotInBackground()) this.lastSnapshotAt = Date.now();
     } else {
       this.store.commit();
     }

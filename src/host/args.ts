@@ -26,6 +26,7 @@ Options:
   --log-max-entries <n>    log retention by count                        default 100000
   --log-max-age-days <n>   log retention by age                          default 14
   --grace <ms>             on SIGINT/SIGTERM, how long running attempts may finish   default 10000
+  --snapshot-interval <ms> how often the journal is folded into a new snapshot  default 30000
   --stopped                serve, but do not launch until started
   --restricted             untrusted workspace: launch nothing until trust is granted
   --quiet                  do not print engine log entries
@@ -65,6 +66,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
         'log-max-entries': { type: 'string', default: '100000' },
         'log-max-age-days': { type: 'string', default: '14' },
         grace: { type: 'string', default: '10000' },
+        'snapshot-interval': { type: 'string', default: '30000' },
         stopped: { type: 'boolean', default: false },
         restricted: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
@@ -112,6 +114,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
     logMaxEntries: int('log-max-entries', values['log-max-entries']!, 1, 100_000_000),
     logMaxAgeDays: int('log-max-age-days', values['log-max-age-days']!, 1, 36_500),
     graceMs: int('grace', values.grace!, 0, 86_400_000),
+    snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
     quiet: values.quiet!,
     version,

@@ -2,7 +2,7 @@
 // moments and restarted on the same storage, then left to finish. Shared by the quick variant in
 // the unit suite and the long one in test:soak.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import initSqlJs from 'sql.js';
 import type { StatsResponse } from '../../../src/shared/api';
@@ -14,6 +14,8 @@ export interface CrashLoopResult {
   items: number;
   launches: number;
   interrupted: number;
+  /** Kills that landed while a checkpoint was folding the journal (engine.journal.next on disk). */
+  killedMidCheckpoint: number;
   duplicates: number;
   stats: StatsResponse['overview'];
 }
@@ -57,13 +59,16 @@ export async function crashLoop(
   for (let f = 0; f * perFile < lines.length; f++) {
     ws.enqueue(`batch-${String(f).padStart(3, '0')}.jsonl`, lines.slice(f * perFile, (f + 1) * perFile).join('\n') + '\n');
   }
-  const args = ['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '200', '--concurrency', '8'];
+  // Snapshots every 300 ms: the kills also land while a checkpoint worker is folding the journal.
+  const args = ['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '200', '--concurrency', '8', '--snapshot-interval', '300'];
+  let killedMidCheckpoint = 0;
   for (let k = 0; k < opts.kills; k++) {
     const run = await serve(args);
     const delay = 200 + Math.floor(rnd() * 1800);
     await new Promise((r) => setTimeout(r, delay));
     run.child.kill('SIGKILL');
     await run.exited;
+    if (existsSync(path.join(ws.storage, 'engine.journal.next'))) killedMidCheckpoint++;
     opts.log?.(`kill ${k + 1}/${opts.kills} after ${delay} ms`);
   }
   const final = await serve(args);
@@ -121,5 +126,5 @@ export async function crashLoop(
   assert.equal(db.exec('SELECT COUNT(*) FROM items')[0].values[0][0], opts.items);
   db.close();
 
-  return { kills: opts.kills, items: opts.items, launches: stats.totalLaunches, interrupted: totalInterrupted, duplicates, stats };
+  return { kills: opts.kills, items: opts.items, launches: stats.totalLaunches, interrupted: totalInterrupted, killedMidCheckpoint, duplicates, stats };
 }
