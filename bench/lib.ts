@@ -38,18 +38,57 @@ export class LoopMonitor {
   }
 }
 
-/** Wraps a store's snapshot() to record how long each one blocks the event loop. */
-export function timeSnapshots(store: { snapshot(): boolean }): number[] {
+interface SnapshotTaker {
+  snapshot(): boolean;
+  snapshotInBackground?(): boolean;
+  whenCheckpointed?(): Promise<boolean>;
+  readonly lastSnapshot?: { background: boolean; ms: number } | null;
+}
+
+/**
+ * Records how long each snapshot blocks the event loop: a synchronous snapshot() whole; a
+ * background one as two episodes on the main thread (commit + journal rotation + worker start, and
+ * later installing the result). With `workerMs`, also each background snapshot's wall time in its
+ * worker thread, which the event loop does not wait for.
+ */
+export function timeSnapshots(store: SnapshotTaker, workerMs?: number[]): number[] {
   const durations: number[] = [];
-  const original = store.snapshot.bind(store);
-  store.snapshot = () => {
-    const t = performance.now();
-    try {
-      return original();
-    } finally {
-      durations.push(Math.round((performance.now() - t) * 10) / 10);
-    }
+  const round = (t: number) => Math.round((performance.now() - t) * 10) / 10;
+  const wrap = <A extends unknown[], R>(target: object, name: string, after?: (result: R) => void) => {
+    const holder = target as Record<string, (...args: A) => R>;
+    const original = holder[name]?.bind(target);
+    if (!original) return;
+    holder[name] = (...args: A) => {
+      const t = performance.now();
+      let result: R | undefined;
+      try {
+        result = original(...args);
+        return result;
+      } finally {
+        durations.push(round(t));
+        if (result !== undefined) after?.(result);
+      }
+    };
   };
+  wrap<[], boolean>(store, 'snapshot');
+  wrap<[], boolean>(store, 'snapshotInBackground', (started) => {
+    if (!started || !workerMs || !store.whenCheckpointed) return;
+    void store.whenCheckpointed().then(() => {
+      if (store.lastSnapshot?.background) workerMs.push(Math.round(store.lastSnapshot.ms));
+    });
+  });
+  // Installing a finished checkpoint (renames + directory fsyncs) runs on the main thread too. It is
+  // called for the worker's message, error and exit; only the first call of each does anything.
+  const holder = store as unknown as Record<string, ((cp: { settled: boolean }, m: unknown) => void) | undefined>;
+  const finish = holder.finishCheckpoint?.bind(store);
+  if (finish) {
+    holder.finishCheckpoint = (cp, m) => {
+      if (cp.settled) return finish(cp, m);
+      const t = performance.now();
+      finish(cp, m);
+      durations.push(round(t));
+    };
+  }
   return durations;
 }
 

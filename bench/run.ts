@@ -106,7 +106,11 @@ function log(message: string): void {
 async function build(): Promise<void> {
   mkdirSync(BUILD, { recursive: true });
   await esbuild.build({
-    entryPoints: ['seed', 'server', 'launch', 'startup'].map((n) => path.join(__dirname, 'child', `${n}.ts`)),
+    entryPoints: {
+      ...Object.fromEntries(['seed', 'server', 'launch', 'startup'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
+      // The store starts its snapshot worker from beside the running bundle, as from dist/.
+      'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'checkpointWorker.ts'),
+    },
     outdir: BUILD,
     bundle: true,
     platform: 'node',
@@ -197,7 +201,18 @@ interface ServerReport {
   maxRss: number;
   heapUsed: number;
   cpuMs: number;
+  /** Main-thread episodes of each snapshot (ms). */
   snapshots: number[];
+  /** Each background snapshot's wall time in its worker thread (ms). */
+  workerMs?: number[];
+}
+
+interface SnapshotReply {
+  ok: boolean;
+  background: boolean;
+  ms: number;
+  mainMs: number;
+  bytes: number;
 }
 
 // ---- seeding (cached between runs: it is the slowest part and not what we measure) ---------------
@@ -335,19 +350,26 @@ async function scenarioApi(): Promise<void> {
 
   // One snapshot of the 1M-entry database, as the persist timer takes one after a change: inside
   // the event-loop window, so the figures below include it.
-  const snap = await engine.request<{ ms: number }>('snapshot');
+  const snap = await engine.request<SnapshotReply>('snapshot');
   const report = await engine.request<ServerReport>('report');
   raw.apiEngineHost = report;
-  loopRows('api', 'engine host during API load', report.loop, report.snapshots);
-  add({ scenario: 'api', measure: `engine host RSS under load (${CFG.apiLogs.toLocaleString('en-US')} entries)`, value: mb(report.rss), unit: 'MB', note: `peak ${mb(report.maxRss)} MB` });
-  add({ scenario: 'api', measure: `snapshot time at ${CFG.apiLogs.toLocaleString('en-US')} entries`, value: snap.ms, unit: 'ms', note: 'blocks the event loop' });
-  add({ scenario: 'api', measure: `engine host startup at ${CFG.apiLogs.toLocaleString('en-US')} entries (no journal)`, value: engine.startupMs, unit: 'ms', note: 'snapshot load + quick_check dominate' });
+  raw.apiSnapshot = snap;
+  loopRows('api', 'engine host during API load', report.loop, report.snapshots, report.workerMs);
+  add({ scenario: 'api', measure: `engine host RSS under load (${CFG.apiLogs.toLocaleString('en-US')} entries)`, value: mb(report.rss), unit: 'MB', note: `peak ${mb(report.maxRss)} MB (includes the snapshot worker's copy)` });
+  add({
+    scenario: 'api',
+    measure: `snapshot at ${CFG.apiLogs.toLocaleString('en-US')} entries: worker wall time`,
+    value: snap.ms,
+    unit: 'ms',
+    note: `${snap.background ? 'in the checkpoint worker' : 'FELL BACK to the main thread'}; ${snap.mainMs.toFixed(1)} ms on the main thread; ${mb(snap.bytes)} MB`,
+  });
+  add({ scenario: 'api', measure: `engine host startup at ${CFG.apiLogs.toLocaleString('en-US')} entries (no journal)`, value: engine.startupMs, unit: 'ms', note: 'snapshot load (checksum verified) + counters + first poll' });
 
   await bare.stop();
   await engine.stop();
 }
 
-function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[]): void {
+function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[], workerMs: number[] = []): void {
   add({ scenario, measure: `${label}: event-loop delay p99`, value: loop.p99, unit: 'ms', target: '≤ 20 ms', met: loop.p99 <= 20 });
   add({
     scenario,
@@ -356,7 +378,10 @@ function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: n
     unit: 'ms',
     target: '≤ 100 ms',
     met: loop.max <= 100,
-    note: `${snapshots.length} snapshot(s) in the window${snapshots.length ? `, longest ${Math.max(...snapshots)} ms` : ''}`,
+    note:
+      `${workerMs.length} background snapshot(s) in the window` +
+      (workerMs.length ? ` (worker ${Math.min(...workerMs)}–${Math.max(...workerMs)} ms each)` : '') +
+      (snapshots.length ? `; longest main-thread part ${Math.max(...snapshots)} ms` : ''),
   });
 }
 
@@ -486,6 +511,7 @@ interface StartupResult {
   rssAfterSnapshot: number;
   maxRss: number;
   snapshotMs: number;
+  snapshotMainMs: number;
   snapshotBytes: number;
   loopDuringSnapshot: LoopDelay;
 }
@@ -515,7 +541,13 @@ async function scenarioStartup(): Promise<void> {
   });
   add({ scenario: 'startup', measure: `engine host RSS, ${scale}`, value: mb(m((r) => r.rssAfterStart)), unit: 'MB', target: '≤ 200 MB', met: mb(m((r) => r.rssAfterStart)) <= 200 });
   add({ scenario: 'startup', measure: `engine host peak RSS (incl. a snapshot), ${scale}`, value: mb(m((r) => r.maxRss)), unit: 'MB', target: '≤ 200 MB', met: mb(m((r) => r.maxRss)) <= 200 });
-  add({ scenario: 'startup', measure: `snapshot time, ${scale}`, value: m((r) => r.snapshotMs), unit: 'ms', note: 'blocks the event loop' });
+  add({
+    scenario: 'startup',
+    measure: `snapshot, ${scale}: worker wall time`,
+    value: m((r) => r.snapshotMs),
+    unit: 'ms',
+    note: `${m((r) => r.snapshotMainMs).toFixed(1)} ms on the main thread; event-loop max meanwhile ${m((r) => r.loopDuringSnapshot.max).toFixed(0)} ms`,
+  });
   add({ scenario: 'startup', measure: `snapshot size, ${scale}`, value: mb(m((r) => r.snapshotBytes)), unit: 'MB' });
 }
 

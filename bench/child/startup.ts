@@ -1,7 +1,8 @@
 // Child: scenario 3, startup and memory at 100,000 items and 100,000 log entries. Copies a seeded
 // storage folder (snapshot + an unreplayed journal), then measures what the engine host does on
 // start: Engine.create (load the snapshot, replay the journal, fold it into a new snapshot, load
-// counters), the first poll, and the HTTP server. Then RSS, and one snapshot's time and size.
+// counters), the first poll, and the HTTP server. Then RSS, and one background snapshot's time
+// (in its worker, and on the main thread) and size.
 import { cpSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEngineHost } from '../../src/host/engineHost';
@@ -49,7 +50,8 @@ async function main(): Promise<void> {
   if (started.kind !== 'running') throw new Error('locked');
   const host = started.host;
   const store = (host.engine as unknown as { store: Store }).store;
-  const snapshots = timeSnapshots(store);
+  const workerMs: number[] = [];
+  const snapshots = timeSnapshots(store, workerMs);
   // A little API traffic, as a UI would make, before reading memory.
   for (const p of ['/stats', '/status', '/logs?limit=1000', '/logs?q=succeeded&limit=1000', '/items?limit=1000']) {
     await fetch(host.url + p).then((r) => r.arrayBuffer());
@@ -58,15 +60,18 @@ async function main(): Promise<void> {
   const rssAfterStart = process.memoryUsage().rss;
   loop.reset();
   store.setMeta('bench_marker', String(Date.now()));
-  store.snapshot();
-  const snapshotMs = snapshots[0];
+  // The engine's periodic snapshot: built by the checkpoint worker while the event loop runs on.
+  store.snapshotInBackground();
+  await store.whenCheckpointed();
+  const snapshotMs = workerMs[0] ?? store.lastSnapshot?.ms ?? NaN;
+  const snapshotMainMs = snapshots.reduce((a, b) => a + b, 0);
   const snapshotBytes = statSync(path.join(storageDir, 'engine.sqlite')).size;
   const rssAfterSnapshot = process.memoryUsage().rss;
   const maxRss = process.resourceUsage().maxRSS * 1024;
   await host.shutdown(1000);
   rmSync(config.root, { recursive: true, force: true });
   process.stdout.write(
-    `${JSON.stringify({ startupMs, wasmMs, journalBytes, rssAfterStart, rssAfterSnapshot, maxRss, snapshotMs, snapshotBytes, loopDuringSnapshot: loop.read() })}\n`,
+    `${JSON.stringify({ startupMs, wasmMs, journalBytes, rssAfterStart, rssAfterSnapshot, maxRss, snapshotMs, snapshotMainMs, snapshotBytes, loopDuringSnapshot: loop.read() })}\n`,
   );
   process.exit(0);
 }
