@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import path from 'node:path';
 import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
@@ -209,6 +210,30 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store));
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
+  });
+
+  it('runs the checkpoint on a thread at the lowest CPU priority, so the event loop keeps its core', async function () {
+    if (process.platform !== 'linux') this.skip(); // per-thread nice values are a Linux feature
+    const store = await openStore();
+    addLogs(store, 1, 2000);
+    const niceThreads = () =>
+      readdirSync(`/proc/${process.pid}/task`).filter((tid) => {
+        const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16] === '19';
+      });
+    assert.deepEqual(niceThreads(), [], 'no low-priority thread before');
+    const mainPriority = getPriority(process.pid);
+    assert.equal(store.snapshotInBackground(), true);
+    let seen = 0;
+    let settledYet = false;
+    const done = store.whenCheckpointed().then((ok) => ((settledYet = true), ok));
+    while (!settledYet) {
+      seen = Math.max(seen, niceThreads().length);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    assert.equal(await done, true);
+    assert.equal(seen, 1, 'the checkpoint thread ran at nice 19');
+    assert.equal(getPriority(process.pid), mainPriority, 'the main thread keeps its priority');
   });
 
   it('a crash while the checkpoint runs (journal split in two) loses nothing', async () => {
