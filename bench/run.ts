@@ -13,6 +13,7 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { median, mb, type LoopDelay } from './lib';
 import type { SeedResult } from './seed';
+import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
@@ -123,10 +124,12 @@ async function build(): Promise<void> {
   copyFileSync(require.resolve('sql.js/dist/sql-wasm.wasm'), path.join(BUILD, 'sql-wasm.wasm'));
 }
 
-function execArgv(label: string): string[] {
-  if (!CFG.cpuProf) return [];
+/** Node options of a measured child: an engine host runs with the options it has in production. */
+function execArgv(label: string, engineHost: boolean): string[] {
+  const tuning = engineHost ? [...ENGINE_HOST_NODE_OPTIONS] : [];
+  if (!CFG.cpuProf) return tuning;
   mkdirSync(PROFILES, { recursive: true });
-  return ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`];
+  return [...tuning, '--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`];
 }
 
 /** Runs a one-shot child and returns the JSON it prints last. */
@@ -135,7 +138,7 @@ function runChild<T>(name: string, config: unknown): Promise<T> {
     const child = fork(path.join(BUILD, `${name}.js`), [], {
       env: { ...process.env, BENCH_CONFIG: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-      execArgv: execArgv(name),
+      execArgv: execArgv(name, name !== 'seed'),
     });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -165,7 +168,7 @@ class ServerChild {
       const child = fork(path.join(BUILD, 'server.js'), [], {
         env: { ...process.env, BENCH_CONFIG: JSON.stringify(config) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        execArgv: execArgv(label),
+        execArgv: execArgv(label, (config as { mode?: string }).mode === 'engine'),
       });
       child.once('exit', (code) => reject(new Error(`server child exited with ${code}`)));
       child.once('message', (m: { type: string; url: string; startupMs: number }) => {

@@ -4,7 +4,7 @@
 // a clean shutdown. Policy (when to start, restart on settings, attach) lives in EngineController.
 import { fork, type ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
-import { EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type FromHostMessage, type ToHostMessage } from '../shared/hostProtocol';
+import { ENGINE_HOST_NODE_OPTIONS, EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type FromHostMessage, type ToHostMessage } from '../shared/hostProtocol';
 import { Disposable, toDisposable } from './dispose';
 
 export interface HostLaunchSpec {
@@ -89,7 +89,8 @@ export class EngineHost extends Disposable {
     try {
       child = fork(spec.cliPath, args, {
         cwd: spec.storageDir,
-        execArgv: [], // never inherit the extension host's --inspect flags
+        // Never the extension host's own flags (--inspect…): only the engine host's tuning.
+        execArgv: [...ENGINE_HOST_NODE_OPTIONS],
         // In Electron builds of VS Code, process.execPath is Electron; this makes it a plain Node.
         env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
