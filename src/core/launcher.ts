@@ -120,6 +120,13 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
     }
     child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+    // Counted from the start: the pipes often close before 'exit' is emitted (a quick command),
+    // and a listener added only at 'exit' would then wait out the whole flush delay below.
+    let openPipes = 2;
+    let onPipesClosed: (() => void) | undefined;
+    const onPipeClose = () => --openPipes === 0 && onPipesClosed?.();
+    child.stdout!.once('close', onPipeClose);
+    child.stderr!.once('close', onPipeClose);
     let settled = false;
     child.once('error', (err: NodeJS.ErrnoException) => {
       // 'error' without a pid means the process never started (ENOENT, EACCES…).
@@ -139,10 +146,8 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
         flushed = true;
         finish(code, signal, null);
       };
-      let open = 2;
-      const onEnd = () => --open === 0 && flush();
-      child.stdout!.once('close', onEnd);
-      child.stderr!.once('close', onEnd);
+      if (openPipes === 0) return flush();
+      onPipesClosed = flush;
       setTimeout(flush, 50).unref();
     });
     timeoutTimer = setTimeout(() => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/launcher';
 import type { ItemDefinition } from '../../src/core/items';
 import { NODE, waitFor } from './support/workspace';
@@ -74,6 +76,19 @@ describe('launcher: one attempt as a real process', () => {
     const r = await launchAttempt(item({ command: 'echo one && echo two', shell: true, args: [] }), 1).done;
     assert.equal(r.succeeded, true);
     assert.deepEqual(r.stdoutTail.trim().split(/\r?\n/), ['one', 'two']);
+  });
+
+  it('finishes as soon as the process exits when its output closed earlier', async () => {
+    // Output closed long before the exit: the attempt must not then wait out the 50 ms it allows
+    // for output still in flight (a quick command often closes its pipes before 'exit' is emitted).
+    const stamp = path.join(os.tmpdir(), `exit-stamp-${process.pid}`);
+    const code = `const fs = require('fs'); fs.closeSync(1); fs.closeSync(2);
+      setTimeout(() => { fs.writeFileSync(${JSON.stringify(stamp)}, String(Date.now())); process.exit(0); }, 300);`;
+    const r = await launchAttempt(item({ args: ['-e', code] }), 1).done;
+    const exitedAt = Number(readFileSync(stamp, 'utf8'));
+    rmSync(stamp, { force: true });
+    assert.equal(r.succeeded, true);
+    assert.ok(r.finishedAt - exitedAt < 40, `finished ${r.finishedAt - exitedAt} ms after the exit`);
   });
 
   it('keeps only a bounded tail of a process that prints megabytes', async () => {
