@@ -26,8 +26,26 @@ export function processesMentioning(needle: string): { pid: number; cmdline: str
   return found;
 }
 
+/**
+ * Launch helpers whose engine (named by their `--engine-pid=` argument) is gone: a helper ends
+ * its attempts and exits within about 2 s of losing its engine, so one found later has leaked.
+ */
+export function orphanedLaunchHelpers(): { pid: number; cmdline: string }[] {
+  return processesMentioning('launch-helper.js').filter((p) => {
+    const engine = Number(/--engine-pid=(\d+)/.exec(p.cmdline)?.[1]);
+    if (!engine) return false;
+    try {
+      process.kill(engine, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+}
+
 async function main(): Promise<number> {
   const keep = process.argv.includes('--keep');
+  const helpersBefore = new Set(orphanedLaunchHelpers().map((p) => p.pid));
   const tests = path.join(REPO_ROOT, 'dist', 'test', 'extension', 'index.js');
   if (!existsSync(tests) || !existsSync(path.join(REPO_ROOT, 'dist', 'extension.js')) || !existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) {
     console.error('test:extension: build first (npm run build): dist/extension.js, dist/cli.js and dist/test/extension/index.js are needed');
@@ -58,8 +76,10 @@ async function main(): Promise<number> {
     // code-server is gone now: an engine host still running would be an orphan of the extension.
     await new Promise((r) => setTimeout(r, 500));
     const left = processesMentioning(tmp).filter((p) => p.cmdline.includes('cli.js'));
+    await new Promise((r) => setTimeout(r, 2500));
+    left.push(...orphanedLaunchHelpers().filter((p) => !helpersBefore.has(p.pid)));
     if (left.length) {
-      console.error(`test:extension: FAIL: engine host processes left behind:\n${left.map((p) => `  ${p.pid} ${p.cmdline}`).join('\n')}`);
+      console.error(`test:extension: FAIL: engine host or launch helper processes left behind:\n${left.map((p) => `  ${p.pid} ${p.cmdline}`).join('\n')}`);
       for (const p of left) {
         try {
           process.kill(p.pid, 'SIGKILL');
@@ -69,7 +89,7 @@ async function main(): Promise<number> {
       }
       code = code || 1;
     } else {
-      console.log('test:extension: no engine host process left behind');
+      console.log('test:extension: no engine host or launch helper process left behind');
     }
     if (!keep) rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
   }
