@@ -66,7 +66,30 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
   const rows = store.rows(sql, params) as LogRow[];
   const hasMore = rows.length > q.limit;
   if (hasMore) rows.pop();
-  return { entries: rows.map(toEntry), hasMore };
+  // `entries` is built only when asked for (event replay, the extension): /logs takes json(),
+  // which splices each entry's stored details text instead of JSON.parse + JSON.stringify of it;
+  // those two were most of a 100-entry page's cost (docs/PERFORMANCE.md).
+  let entries: LogEntry[] | undefined;
+  return {
+    get entries() {
+      return (entries ??= rows.map(toEntry));
+    },
+    hasMore,
+    lastId: rows.length > 0 ? rows[rows.length - 1][0] : undefined,
+    json: () => `[${rows.map(entryJson).join(',')}]`,
+  };
+}
+
+/**
+ * One entry as JSON, field for field what JSON.stringify(toEntry(row)) writes. `details` is stored
+ * as JSON.stringify output (Engine.log), so splicing it in is the same text re-serialising gives.
+ */
+function entryJson([id, ts, action, level, message, itemId, details]: LogRow): string {
+  return (
+    `{"id":${id},"timestamp":"${new Date(ts).toISOString()}","action":${JSON.stringify(action)},` +
+    `"level":"${LOG_LEVELS[level] ?? 'info'}","message":${JSON.stringify(message)},` +
+    `"itemId":${itemId === null ? 'null' : JSON.stringify(itemId)},"details":${details ?? 'null'}}`
+  );
 }
 
 function toEntry([id, ts, action, level, message, itemId, details]: LogRow): LogEntry {

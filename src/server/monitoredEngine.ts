@@ -34,6 +34,13 @@ export interface LogPage {
   entries: LogEntry[];
   /** True when more entries match beyond this page. */
   hasMore: boolean;
+  /** The last entry's id (the next page's cursor), without materialising `entries`. */
+  lastId?: number;
+  /**
+   * The entries as the JSON array /logs answers with, exactly `JSON.stringify(entries)`, when the
+   * engine can write it more cheaply than parsing and re-serialising every entry's details.
+   */
+  json?(): string;
 }
 
 export interface HealthSnapshot {

@@ -44,7 +44,11 @@ export function badRequest(message: string): HttpError {
 
 /** Serialise once and end: the single place a JSON response is written. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders?: Record<string, string>): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), extraHeaders);
+}
+
+/** For a body already serialised (a /logs page). */
+export function sendJsonText(res: ServerResponse, status: number, text: string, extraHeaders?: Record<string, string>): void {
   // writeHead with a literal object is the cheapest way to set headers (no per-header setHeader calls).
   const headers: Record<string, string | number> = {
     'Content-Type': JSON_CONTENT_TYPE,

@@ -22,7 +22,7 @@ import {
   queryStringOf,
 } from './params';
 import { createGuard, hostWithPort, isLoopbackHost, type Guard } from './protection';
-import { HttpError, JSON_CONTENT_TYPE, sendError, sendJson } from './respond';
+import { HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
 
 export interface ServerTimeouts {
   /** Time allowed to receive the request headers; a client that dribbles them is cut off (408). */
@@ -213,10 +213,10 @@ function createApp(engine: MonitoredEngine, ctx: AppContext): express.Express {
   app.get('/logs', (req, res) => {
     const parsed = parseLogsQuery(queryStringOf(req.url));
     const page = engine.queryLogs(parsed.query);
-    const last = page.entries[page.entries.length - 1];
+    const lastId = page.lastId ?? page.entries[page.entries.length - 1]?.id;
     const headers =
-      page.hasMore && last ? { Link: `<http://${req.headers.host}/logs?${nextLogsQueryString(parsed, last.id)}>; rel="next"` } : undefined;
-    sendJson(res, 200, page.entries, headers);
+      page.hasMore && lastId !== undefined ? { Link: `<http://${req.headers.host}/logs?${nextLogsQueryString(parsed, lastId)}>; rel="next"` } : undefined;
+    sendJsonText(res, 200, page.json ? page.json() : JSON.stringify(page.entries), headers);
   });
 
   app.get('/items', (req, res) => {
