@@ -470,9 +470,10 @@ export class Store {
   static async buildCheckpoint(job: CheckpointJob): Promise<CheckpointBuilt> {
     const started = performance.now();
     const SQL = await loadSqlJs();
-    const bytes = readFileSync(path.join(job.dir, SNAPSHOT_FILE));
-    const verified = matchesSum(job.dir, bytes);
-    const store = new Store(new SQL.Database(bytes), { storageDir: null });
+    // The file's bytes are copied into sql.js's in-memory file system; loading them in a separate
+    // function lets that read buffer die young (the worker has a small young generation).
+    const { db, verified } = loadVerified(SQL, job.dir);
+    const store = new Store(db, { storageDir: null });
     try {
       if (!verified) {
         const check = String(store.db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
@@ -758,16 +759,24 @@ function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]): Databa
   return undefined;
 }
 
+function loadVerified(SQL: SqlJsStatic, dir: string): { db: Database; verified: boolean } {
+  const bytes = readFileSync(path.join(dir, SNAPSHOT_FILE));
+  return { verified: matchesSum(dir, bytes), db: new SQL.Database(bytes) };
+}
+
+/** The worker's heap: a small young generation frees the snapshot's read buffer at once. */
+const CHECKPOINT_WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
+
 /**
  * Finds the checkpoint worker: dist/checkpoint-worker.js beside the bundle running this code, or,
  * when running from TypeScript sources (unit tests), checkpointWorker.ts through tsx.
  */
 function startCheckpointWorker(job: CheckpointJob): Worker {
   const bundled = path.join(__dirname, 'checkpoint-worker.js');
-  if (existsSync(bundled)) return new Worker(bundled, { workerData: job });
+  if (existsSync(bundled)) return new Worker(bundled, { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
   const source = path.join(__dirname, 'checkpointWorker.ts');
   if (existsSync(source)) {
-    return new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { eval: true, workerData: job });
+    return new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { eval: true, workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
   }
   throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
 }
