@@ -9,10 +9,18 @@ import type { EngineConnection } from './engineConnection';
 /** Entries older than this are history replayed on reconnect, not news worth a notification. */
 const NOTIFY_MAX_AGE_MS = 60_000;
 const NOTIFY_BATCH_MS = 750;
+/**
+ * Log lines reach the output channel in batches: during a burst of launches the engine logs
+ * hundreds of entries a second, and one channel call per entry was part of what kept the extension
+ * host's event loop busy (docs/PERFORMANCE.md, scenario 4).
+ */
+const MIRROR_BATCH_MS = 200;
 
 export class LiveLog extends Disposable {
   private failed: LogEntry[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private lines: Array<{ level: LogEntry['level']; text: string }> = [];
+  private mirrorTimer: NodeJS.Timeout | undefined;
 
   constructor(
     connection: EngineConnection,
@@ -20,6 +28,7 @@ export class LiveLog extends Disposable {
   ) {
     super();
     this._register(toDisposable(() => clearTimeout(this.timer)));
+    this._register(toDisposable(() => clearTimeout(this.mirrorTimer)));
     this._register(
       connection.onDidReceiveEvent((e) => {
         if (e.name !== 'log') return;
@@ -30,19 +39,38 @@ export class LiveLog extends Disposable {
   }
 
   private mirror(e: LogEntry): void {
-    const line = `${e.action}${e.itemId ? ` [${e.itemId}]` : ''}: ${e.message}`;
-    switch (e.level) {
-      case 'error':
-        this.output.error(line);
-        break;
-      case 'warn':
-        this.output.warn(line);
-        break;
-      case 'debug':
-        this.output.debug(line);
-        break;
-      default:
-        this.output.info(line);
+    this.lines.push({ level: e.level, text: `${e.action}${e.itemId ? ` [${e.itemId}]` : ''}: ${e.message}` });
+    this.mirrorTimer ??= setTimeout(() => this.flush(), MIRROR_BATCH_MS);
+  }
+
+  /** One channel call per run of same-level lines, in the engine's order. */
+  private flush(): void {
+    clearTimeout(this.mirrorTimer);
+    this.mirrorTimer = undefined;
+    const lines = this.lines;
+    this.lines = [];
+    for (let i = 0; i < lines.length; ) {
+      const level = lines[i].level;
+      let j = i;
+      while (j < lines.length && lines[j].level === level) j++;
+      const text = lines
+        .slice(i, j)
+        .map((l) => l.text)
+        .join('\n');
+      i = j;
+      switch (level) {
+        case 'error':
+          this.output.error(text);
+          break;
+        case 'warn':
+          this.output.warn(text);
+          break;
+        case 'debug':
+          this.output.debug(text);
+          break;
+        default:
+          this.output.info(text);
+      }
     }
   }
 
