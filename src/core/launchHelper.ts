@@ -303,7 +303,11 @@ export class AttemptLauncher {
     this.helper = undefined;
     const how = error ?? (signal ? `signal ${signal}` : `exit code ${code}`);
     if (h.closing) {
-      for (const a of h.attempts.values()) a.finish(notLaunched(a, 'ended by the engine shutdown'));
+      // Normally the helper ended these itself; not if it had to be killed for hanging.
+      for (const a of h.attempts.values()) {
+        if (a.pid !== null && signal === 'SIGKILL') endGroup(a.pid);
+        a.finish(notLaunched(a, 'ended by the engine shutdown'));
+      }
       return;
     }
     if (!h.ready) {
