@@ -132,7 +132,9 @@ export class AttemptLauncher {
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry === undefined ? locateLaunchHelper() : (options.entry ?? undefined);
-    if (options.entry === null) this.inProcess = true;
+    // Windows has no process groups to end when the helper or the engine dies (the helper's
+    // cleanup is POSIX-only): launch in-process there, as before, unless a helper is asked for.
+    if (options.entry === null || (options.entry === undefined && process.platform === 'win32')) this.inProcess = true;
   }
 
   /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */
