@@ -5,6 +5,8 @@ import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostPro
 import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel, startEngineHost } from './engineHost';
 
+const processStartedAt = Date.now() - Math.round(process.uptime() * 1000);
+
 async function main(argv: string[]): Promise<number> {
   if (argv.includes('-h') || argv.includes('--help')) {
     process.stdout.write(USAGE);
@@ -47,7 +49,13 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stdout.write(`listening on ${host.url}\n`);
   process.stdout.write(['/stats', '/health', '/status', '/logs'].map((p) => `  GET ${host.url}${p}\n`).join(''));
-  if (!options.quiet) host.engine.subscribe((e) => e.type === 'log' && printLog(e.entry));
+  if (!options.quiet) {
+    // What this run logged while starting (engine_started, recovery notes, the first poll) comes
+    // first; subscribing in the same turn leaves no gap before the live entries.
+    const startup = host.engine.queryLogs({ order: 'asc', since: new Date(processStartedAt).toISOString(), limit: 200 });
+    for (const entry of startup.entries) printLog(entry);
+    host.engine.subscribe((e) => e.type === 'log' && printLog(e.entry));
+  }
   send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
   if (process.send) {
     serveControlChannel(host, send);

@@ -33,6 +33,20 @@ describe('CLI: engine-monitor serve', function () {
     assert.equal(existsSync(path.join(ws.storage, 'endpoint.json')), false, 'no stale endpoint left behind');
   });
 
+  it('without --quiet, prints the log from its own start (engine_started, the first poll) and then live entries', async () => {
+    ws.enqueue('a.json', nodeItem('a', '0'));
+    const run = runCli(['serve', '--port', '0', '--workspace', ws.folder, '--storage', ws.storage]);
+    await waitForText(run, /launch_succeeded/);
+    const lines = run.stdout().split('\n');
+    assert.match(lines[0], /^listening on http:/);
+    const actions = lines.map((l) => /^\S+ (?:info|warn|error)\s+(\S+)/.exec(l)?.[1]).filter(Boolean);
+    assert.deepEqual(actions.slice(0, 2), ['engine_started', 'item_discovered'], run.stdout());
+    assert.ok(actions.indexOf('launch_started') < actions.indexOf('launch_succeeded'));
+    assert.equal(new Set(lines.filter((l) => l.includes('engine_started'))).size, 1, 'printed once');
+    run.child.kill('SIGTERM');
+    assert.equal((await run.exited).code, 0);
+  });
+
   it('waits for running attempts on SIGTERM and records their outcome', async () => {
     ws.enqueue('slow.json', nodeItem('slow', 'setTimeout(() => {}, 1500)'));
     const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
@@ -168,3 +182,16 @@ describe('CLI: serving other machines (--host 0.0.0.0 with --token)', function (
     assert.match(run.stderr(), /--allowed-host lets other machines in: it needs --token/);
   });
 });
+
+function waitForText(run: ReturnType<typeof runCli>, pattern: RegExp, timeoutMs = 20_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} on stdout within ${timeoutMs} ms:\n${run.stdout()}\n${run.stderr()}`)), timeoutMs);
+    const check = () => {
+      if (!pattern.test(run.stdout())) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    run.child.stdout.on('data', check);
+    check();
+  });
+}
