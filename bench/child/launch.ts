@@ -75,7 +75,8 @@ async function main(): Promise<void> {
     version: '0.0.0-bench',
     snapshotIntervalMs: config.snapshotIntervalMs,
   });
-  const snapshots = timeSnapshots((engine as unknown as { store: { snapshot(): boolean } }).store);
+  const workerMs: number[] = [];
+  const snapshots = timeSnapshots((engine as unknown as { store: Parameters<typeof timeSnapshots>[0] }).store, workerMs);
   const loop = new LoopMonitor();
   const cpu0 = process.cpuUsage();
   Object.assign(timed, { spawnMs: 0, spawns: 0, fsyncMs: 0, fsyncs: 0 });
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
   await server.close();
   await engine.shutdown(1000);
   process.stdout.write(
-    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, launched: stats.launched, failed: stats.failed, rss, ...during, launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss })}\n`,
+    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, workerMs, launched: stats.launched, failed: stats.failed, rss, ...during, launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss })}\n`,
   );
   rmSync(config.root, { recursive: true, force: true });
   process.exit(0);
