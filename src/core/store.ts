@@ -12,7 +12,8 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
 // one code path for "do it" and "redo it".
-import { closeSync, existsSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as zlib from 'node:zlib';
@@ -792,12 +793,24 @@ function writeSnapshotFiles(tmp: string, bytes: Uint8Array): void {
 
 /** Renames a written snapshot (and its checksum) into place, durably. */
 function installSnapshot(dir: string, tmp: string): void {
-  renameSync(tmp, path.join(dir, SNAPSHOT_FILE));
+  const target = path.join(dir, SNAPSHOT_FILE);
+  // A rename that replaces the last link to the old snapshot frees its blocks inside the system
+  // call, on this thread: ~0.1 s per 500 MB on an idle disk, over a second in the benchmark at
+  // 1,000,000 entries. Keeping it linked under a temporary name lets the thread pool delete it.
+  let old: string | undefined = `${tmp}.old`;
+  try {
+    linkSync(target, old);
+  } catch {
+    old = undefined; // no snapshot yet, or a file system without hard links
+  }
+  renameSync(tmp, target);
   // A crash between the two renames leaves a checksum that does not match: startup then falls back
   // to quick_check, which is what it did before checksums.
   if (existsSync(`${tmp}.sum`)) renameSync(`${tmp}.sum`, path.join(dir, SNAPSHOT_SUM_FILE));
   else removeIfPresent(path.join(dir, SNAPSHOT_SUM_FILE));
   fsyncDir(dir);
+  // A crash before this leaves it for removeStaleTemporaries at the next start.
+  if (old) void unlink(old).catch(() => undefined);
 }
 
 /** True when engine.sqlite.sum describes exactly these bytes. */
