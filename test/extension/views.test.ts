@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import type { HealthResponse, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { writeQueueItem } from '../../src/extension/queue';
 import { nodeById, getApi, getJson, viewNodes, showViews, waitFor, waitForEngine } from './helpers';
+import type { NodeTreeProvider, TreeNode } from '../../src/extension/views/nodeTree';
 
 const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
 
@@ -74,9 +75,12 @@ describe('Tree views', () => {
     assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
     const ids2 = new Set(viewNodes(api, 'logs').map((n) => n.id));
     assert.equal(ids2.size, nodes.length, 'ids are unique');
+    const provider = api._testing.views.providers.logs;
     for (const n of nodes) {
       assert.ok(n.icon, `${n.id} has an icon`);
-      const md = n.tooltip as { isTrusted?: unknown; supportHtml?: boolean };
+      assert.equal(provider.getTreeItem(n).tooltip, undefined, 'the tooltip waits for a hover');
+      const md = hoverTooltip(provider, n) as { isTrusted?: unknown; supportHtml?: boolean };
+      assert.ok(md instanceof vscode.MarkdownString, `${n.id} resolves a Markdown tooltip`);
       assert.ok(!md.isTrusted, 'tooltips are not trusted Markdown');
       assert.ok(!md.supportHtml, 'tooltips do not render HTML');
     }
@@ -123,13 +127,13 @@ describe('Tree views', () => {
     await vscode.commands.executeCommand('engineMonitor.pollNow');
     const node = await waitFor('the hostile item', () => nodeById(api, 'items', 'items.pending.hostile-name'), 30_000);
     assert.equal(node.label, hostile, 'labels are plain text');
-    const md = node.tooltip as vscode.MarkdownString;
+    const md = hoverTooltip(api._testing.views.providers.items, node) as vscode.MarkdownString;
     assert.ok(!md.isTrusted && !md.supportHtml);
     assert.ok(!md.value.includes('**bold**'), `Markdown escaped: ${md.value}`);
     assert.ok(!md.value.includes('[stop](command:'), `links escaped: ${md.value}`);
     const log = await waitFor('its item_discovered entry', () =>
       api._testing.views.providers.logs.getRoots().find((n) => n.label.includes('<img src=x')), 15_000);
-    const logMd = log.tooltip as vscode.MarkdownString;
+    const logMd = hoverTooltip(api._testing.views.providers.logs, log) as vscode.MarkdownString;
     assert.ok(!logMd.isTrusted && !logMd.supportHtml && !logMd.value.includes('[stop](command:'));
   });
 
@@ -143,3 +147,9 @@ describe('Tree views', () => {
     });
   });
 });
+
+/** What VS Code shows on hover: resolveTreeItem fills in the tooltip getTreeItem left out. */
+function hoverTooltip(provider: NodeTreeProvider, node: TreeNode): vscode.TreeItem['tooltip'] {
+  const item = provider.getTreeItem(node);
+  return provider.resolveTreeItem(item, node).tooltip;
+}

@@ -37,7 +37,7 @@ function describe(item: ItemSummary): string {
   }
 }
 
-export function itemNode(item: ItemSummary): TreeNode {
+function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   const tooltip = safeMarkdown();
   tooltip.appendMarkdown('**').appendText(item.name).appendMarkdown('**  \n');
   appendField(tooltip, 'Id', item.id);
@@ -47,6 +47,10 @@ export function itemNode(item: ItemSummary): TreeNode {
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
   if (item.lastError) appendField(tooltip, 'Last error', item.lastError);
+  return tooltip;
+}
+
+export function itemNode(item: ItemSummary): TreeNode {
   const icon =
     item.outcome === 'pending'
       ? new vscode.ThemeIcon(PHASE_ICONS[item.phase] ?? 'circle-large-outline')
@@ -57,7 +61,8 @@ export function itemNode(item: ItemSummary): TreeNode {
     id: `items.${item.outcome}.${item.id}`,
     label: item.name || item.id,
     description: describe(item),
-    tooltip,
+    // Built on hover only (see TreeNode.tooltip).
+    tooltip: () => itemTooltip(item),
     icon,
     contextValue: `item.${item.outcome}`,
     item,

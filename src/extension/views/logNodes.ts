@@ -1,4 +1,5 @@
 // Logs view: newest first, an icon per action, details in a Markdown tooltip (escaped).
+import type * as vscode from 'vscode';
 import type { LogEntry } from '../../shared/api';
 import { actionIcon, appendField, fenced, formatTime, safeMarkdown } from './format';
 import type { TreeNode } from './nodeTree';
@@ -7,6 +8,22 @@ import { errorNode } from './statsNodes';
 const LABEL_MAX = 160;
 
 export function logNode(e: LogEntry): TreeNode {
+  const oneLine = e.message.replace(/\s+/g, ' ');
+  return {
+    id: `log.${e.id}`,
+    label: oneLine.length > LABEL_MAX ? `${oneLine.slice(0, LABEL_MAX - 1)}…` : oneLine,
+    description: `${formatTime(e.timestamp)} · ${e.action}`,
+    // Built on hover only (see TreeNode.tooltip).
+    tooltip: () => logTooltip(e),
+    icon: actionIcon(e.action),
+    // No click action: a click that refiltered the whole view would surprise; "Show Item Logs"
+    // is in the context menu (and gets the item id from the entry).
+    contextValue: e.itemId ? 'logEntry.item' : 'logEntry',
+    entry: e,
+  };
+}
+
+function logTooltip(e: LogEntry): vscode.MarkdownString {
   const tooltip = safeMarkdown();
   tooltip.appendMarkdown(`**${e.action}** · ${e.level}  \n`);
   tooltip.appendText(e.message);
@@ -15,18 +32,7 @@ export function logNode(e: LogEntry): TreeNode {
   if (e.itemId) appendField(tooltip, 'Item', e.itemId);
   appendField(tooltip, 'Entry', `#${e.id}`);
   if (e.details && Object.keys(e.details).length) tooltip.appendMarkdown(fenced(JSON.stringify(e.details, null, 2), 'json'));
-  const oneLine = e.message.replace(/\s+/g, ' ');
-  return {
-    id: `log.${e.id}`,
-    label: oneLine.length > LABEL_MAX ? `${oneLine.slice(0, LABEL_MAX - 1)}…` : oneLine,
-    description: `${formatTime(e.timestamp)} · ${e.action}`,
-    tooltip,
-    icon: actionIcon(e.action),
-    // No click action: a click that refiltered the whole view would surprise; "Show Item Logs"
-    // is in the context menu (and gets the item id from the entry).
-    contextValue: e.itemId ? 'logEntry.item' : 'logEntry',
-    entry: e,
-  };
+  return tooltip;
 }
 
 /**

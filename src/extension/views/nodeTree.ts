@@ -9,7 +9,12 @@ export interface TreeNode {
   id: string;
   label: string;
   description?: string;
-  tooltip?: string | vscode.MarkdownString;
+  /**
+   * A function is called only when VS Code asks for the tooltip (hover), through resolveTreeItem:
+   * a MarkdownString tooltip is parsed by VS Code's extension host (marked) every time its tree
+   * item is sent to the window, which during launch bursts was the extension host's largest cost.
+   */
+  tooltip?: string | vscode.MarkdownString | (() => string | vscode.MarkdownString);
   icon?: vscode.ThemeIcon;
   contextValue?: string;
   command?: vscode.Command;
@@ -57,10 +62,15 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(node.label, state);
     item.id = node.id;
     item.description = node.description;
-    item.tooltip = node.tooltip;
+    if (typeof node.tooltip !== 'function') item.tooltip = node.tooltip;
     item.iconPath = node.icon;
     item.contextValue = node.contextValue;
     item.command = node.command;
+    return item;
+  }
+
+  resolveTreeItem(item: vscode.TreeItem, node: TreeNode): vscode.TreeItem {
+    if (typeof node.tooltip === 'function') item.tooltip = node.tooltip();
     return item;
   }
 
