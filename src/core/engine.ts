@@ -17,7 +17,7 @@ import type {
 import { ENGINE_NAME } from '../shared/api';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../server/monitoredEngine';
 import { definitionHash, type ItemDefinition } from './items';
-import type { AttemptResult, RunningAttempt } from './launcher';
+import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
@@ -507,7 +507,7 @@ export class Engine implements MonitoredEngine {
         if (!this.store.commit()) {
           // Not journaled, so not launched: each attempt fails without a process and is retried
           // with backoff like any failure, once storage works again.
-          for (const s of starts) this.finishAttempt(s, interruptedResult(s.startedAt, 'storage unavailable; not launched'));
+          for (const s of starts) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
           return;
         }
         for (const s of starts) this.spawn(s);
@@ -695,7 +695,7 @@ export class Engine implements MonitoredEngine {
         startedAt: r.started_at,
         run: undefined as unknown as RunningAttempt,
       };
-      this.finishAttempt(a, interruptedResult(r.started_at, 'interrupted'), true);
+      this.finishAttempt(a, resultWithoutProcess(r.started_at, 'interrupted'), true);
     }
     if (rows.length > 0) this.store.commit();
   }
@@ -779,20 +779,6 @@ export class Engine implements MonitoredEngine {
 }
 
 
-function interruptedResult(startedAt: number, error: string): AttemptResult {
-  return {
-    succeeded: false,
-    exitCode: null,
-    signal: null,
-    error,
-    timedOut: false,
-    startedAt,
-    finishedAt: Date.now(),
-    stdoutTail: '',
-    stderrTail: '',
-    pid: null,
-  };
-}
 
 function describeFailure(r: AttemptResult): string {
   if (r.timedOut) return r.error ?? 'timed out';

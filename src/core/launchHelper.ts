@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ItemDefinition } from './items';
-import { KILL_GRACE_MS, launchAttempt, type AttemptResult, type RunningAttempt } from './launcher';
+import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchProtocol';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
@@ -141,7 +141,7 @@ export class AttemptLauncher {
   launch(attemptId: number, item: ItemDefinition, attempt: number): RunningAttempt {
     const a = new HelperAttempt(attemptId, item, attempt, this);
     if (this.closed) {
-      a.finish(notLaunched(a, 'the engine is shutting down; not launched'));
+      a.finish(resultWithoutProcess(a.startedAt, 'the engine is shutting down; not launched'));
     } else if (this.inProcess) {
       this.launchInProcess(a);
     } else {
@@ -174,7 +174,7 @@ export class AttemptLauncher {
   async close(graceMs = 1000): Promise<void> {
     this.closed = true;
     clearTimeout(this.restartTimer);
-    for (const a of this.queue.splice(0)) a.finish(notLaunched(a, 'the engine shut down before it was launched'));
+    for (const a of this.queue.splice(0)) a.finish(resultWithoutProcess(a.startedAt, 'the engine shut down before it was launched'));
     const h = this.helper;
     if (!h) return;
     h.closing = true;
@@ -201,7 +201,7 @@ export class AttemptLauncher {
     const queued = this.queue.indexOf(a);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
-      a.finish(notLaunched(a, 'ended before it was launched'));
+      a.finish(resultWithoutProcess(a.startedAt, 'ended before it was launched'));
       return;
     }
     const h = this.helper;
@@ -309,7 +309,7 @@ export class AttemptLauncher {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
         if (a.pid !== null && signal === 'SIGKILL') endGroup(a.pid);
-        a.finish(notLaunched(a, 'ended by the engine shutdown'));
+        a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
     }
@@ -323,7 +323,7 @@ export class AttemptLauncher {
     for (const a of h.attempts.values()) {
       if (a.pid !== null) endGroup(a.pid);
       a.finish({
-        ...notLaunched(a, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
+        ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
       });
     }
@@ -363,21 +363,6 @@ export class AttemptLauncher {
   }
 }
 
-/** A failed result for an attempt whose process never ran (or whose helper vanished). */
-function notLaunched(a: HelperAttempt, error: string): AttemptResult {
-  return {
-    succeeded: false,
-    exitCode: null,
-    signal: null,
-    error,
-    timedOut: false,
-    startedAt: a.startedAt,
-    finishedAt: Date.now(),
-    stdoutTail: '',
-    stderrTail: '',
-    pid: null,
-  };
-}
 
 /** SIGTERM to the attempt's process group, SIGKILL after the usual grace if anything is left. */
 function endGroup(pgid: number): void {

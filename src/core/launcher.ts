@@ -159,7 +159,27 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
   return { pid, done, terminate };
 }
 
-function groupAlive(pgid: number): boolean {
+/**
+ * The result of an attempt that ended without a process of its own to report on: never spawned
+ * (storage down, engine shutting down), cut short by a crash, or lost with its launch helper.
+ */
+export function resultWithoutProcess(startedAt: number, error: string): AttemptResult {
+  return {
+    succeeded: false,
+    exitCode: null,
+    signal: null,
+    error,
+    timedOut: false,
+    startedAt,
+    finishedAt: Date.now(),
+    stdoutTail: '',
+    stderrTail: '',
+    pid: null,
+  };
+}
+
+/** True while any process of the group `pgid` exists. */
+export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
     return true;

@@ -458,7 +458,7 @@ export class Store {
     return this.checkpoint?.done ?? Promise.resolve(true);
   }
 
-  /** How the last snapshot went, for /status and the benchmark. */
+  /** How the last snapshot went (background or not, time, size): for the benchmark and the tests. */
   get lastSnapshot(): SnapshotInfo | null {
     return this.snapshotInfo;
   }

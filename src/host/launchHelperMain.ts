@@ -10,7 +10,7 @@
 // ended, so no attempt outlives its engine.
 //
 // Bundled alone to dist/launch-helper.js: import nothing beyond the launcher.
-import { KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/launcher';
+import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/launcher';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchProtocol';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
@@ -44,15 +44,6 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
       setTimeout(() => groups.delete(pid), KILL_GRACE_MS + 1000).unref();
     }
   });
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function signalGroups(signal: NodeJS.Signals): void {
