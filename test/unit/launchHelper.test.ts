@@ -8,40 +8,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
-import type { ItemDefinition } from '../../src/core/items';
 import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS } from '../../src/core/launchHelper';
 import { serve } from './support/cli';
-import { allLogs, NODE, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
-
-function item(overrides: Partial<ItemDefinition>): ItemDefinition {
-  return {
-    id: 'x',
-    name: 'x',
-    command: NODE,
-    args: ['-e', '0'],
-    shell: false,
-    cwd: os.tmpdir(),
-    env: {},
-    timeoutMs: 30_000,
-    maxAttempts: 1,
-    runAt: null,
-    ...overrides,
-  };
-}
-
-/** A zombie counts as gone: it runs nothing, and its reaper (init here, or a subreaper) may be slow. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** Pids of launch helpers forked by the engine process `enginePid` (their command line names it). */
 function helpersOf(enginePid: number): number[] {
@@ -67,7 +36,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
 
     it('runs attempts in the helper with the launcher semantics: output, exit codes, env, ENOENT', async () => {
       launcher = new AttemptLauncher();
-      const ok = await launcher.launch(1, item({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2).done;
+      const ok = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2).done;
       assert.equal(launcher.mode, 'helper');
       const helper = launcher.helperPid!;
       assert.ok(helper > 0 && helper !== process.pid);
@@ -75,9 +44,9 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(ok.stdoutTail.trim(), `${helper} 2 x`, 'the attempt is a child of the helper, not of the engine');
       assert.equal(ok.stderrTail.trim(), 'err');
       const [exit7, missing, killed] = await Promise.all([
-        launcher.launch(2, item({ args: ['-e', 'process.exit(7)'] }), 1).done,
-        launcher.launch(3, item({ command: 'no-such-command-engine-monitor', args: [] }), 1).done,
-        launcher.launch(4, item({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done,
+        launcher.launch(2, itemDefinition({ args: ['-e', 'process.exit(7)'] }), 1).done,
+        launcher.launch(3, itemDefinition({ command: 'no-such-command-engine-monitor', args: [] }), 1).done,
+        launcher.launch(4, itemDefinition({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done,
       ]);
       assert.deepEqual([exit7.succeeded, exit7.exitCode], [false, 7]);
       assert.match(missing.error ?? '', /ENOENT.*PATH/);
@@ -88,20 +57,20 @@ describe('launch helper: attempts spawned by a helper process', function () {
 
     it('reports the pid once the helper started the process, and terminate() ends its group', async () => {
       launcher = new AttemptLauncher();
-      const run = launcher.launch(1, item({ args: ['-e', HANG] }), 1);
+      const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG] }), 1);
       const pid = await waitFor('the pid', () => run.pid ?? undefined);
-      await waitFor('the process to run', () => alive(pid));
+      await waitFor('the process to run', () => processAlive(pid));
       run.terminate(2000);
       const r = await run.done;
       assert.equal(r.signal, 'SIGTERM');
       assert.equal(r.pid, pid);
-      assert.equal(alive(pid), false);
+      assert.equal(processAlive(pid), false);
     });
 
     it('times out an attempt in the helper (SIGTERM to the group, the output kept)', async () => {
       launcher = new AttemptLauncher();
       const started = Date.now();
-      const r = await launcher.launch(1, item({ args: ['-e', HANG], timeoutMs: 500 }), 1).done;
+      const r = await launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 500 }), 1).done;
       assert.equal(r.timedOut, true);
       assert.match(r.error ?? '', /timed out after 500 ms/);
       assert.ok(Number(r.stdoutTail.trim()) > 0);
@@ -110,7 +79,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
 
     it('when the helper is killed: its attempts fail with a clear error, their processes are ended, the next launch gets a new helper', async () => {
       launcher = new AttemptLauncher();
-      const runs = [1, 2].map((id) => launcher!.launch(id, item({ args: ['-e', HANG] }), 1));
+      const runs = [1, 2].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', HANG] }), 1));
       const pids = await waitFor('both pids', () => runs.every((r) => r.pid !== null) && runs.map((r) => r.pid!));
       const helper = launcher.helperPid!;
       process.kill(helper, 'SIGKILL');
@@ -120,9 +89,9 @@ describe('launch helper: attempts spawned by a helper process', function () {
         assert.equal(r.error, "launch helper exited unexpectedly (signal SIGKILL); the attempt's processes were ended");
       }
       assert.deepEqual(results.map((r) => r.pid), pids);
-      await waitFor('the orphaned attempts to be ended', () => pids.every((p) => !alive(p)), 3000);
+      await waitFor('the orphaned attempts to be ended', () => pids.every((p) => !processAlive(p)), 3000);
 
-      const again = await launcher.launch(3, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      const again = await launcher.launch(3, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
       assert.equal(again.succeeded, true);
       assert.notEqual(launcher.helperPid, helper);
       assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by the new helper');
@@ -134,7 +103,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const gaps: number[] = [];
       for (let i = 0; i < 4; i++) {
         const t = Date.now();
-        const run = launcher.launch(i, item({ args: ['-e', HANG] }), 1);
+        const run = launcher.launch(i, itemDefinition({ args: ['-e', HANG] }), 1);
         await waitFor('the attempt to start', () => run.pid ?? undefined);
         gaps.push(Date.now() - t);
         process.kill(launcher.helperPid!, 'SIGKILL');
@@ -149,7 +118,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     it('falls back to in-process launching when the helper file is missing, and says so once', async () => {
       const warnings: string[] = [];
       launcher = new AttemptLauncher({ entry: { file: path.join(os.tmpdir(), 'no-such-launch-helper.js'), execArgv: [] }, warn: (m) => warnings.push(m) });
-      const results = await Promise.all([1, 2, 3].map((id) => launcher!.launch(id, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done));
+      const results = await Promise.all([1, 2, 3].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done));
       assert.ok(results.every((r) => r.succeeded && Number(r.stdoutTail.trim()) === process.pid), 'children of this process');
       assert.equal(launcher.mode, 'in-process');
       assert.equal(warnings.length, 1);
@@ -162,7 +131,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
       writeFileSync(broken, 'process.exit(3)');
       const warnings: string[] = [];
       launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, warn: (m) => warnings.push(m) });
-      const r = await launcher.launch(1, item({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      const r = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
       assert.equal(r.succeeded, true, 'the launch waited for a working way to run, it did not fail');
       assert.equal(Number(r.stdoutTail.trim()), process.pid);
       assert.equal(warnings.length, 1);
@@ -196,7 +165,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const failed = allLogs(engine).find((e) => e.action === 'launch_failed')!;
       assert.match(failed.message, /attempt 1 of 2 launch helper exited unexpectedly \(signal SIGKILL\); the attempt's processes were ended/);
       assert.ok(allLogs(engine).some((e) => e.action === 'retry_scheduled' && e.itemId === 'hangs-once'));
-      await waitFor('the first attempt’s process to be ended', () => !alive(first), 3000);
+      await waitFor('the first attempt’s process to be ended', () => !processAlive(first), 3000);
       const now = helpersOf(process.pid);
       assert.equal(now.length, 1, 'a fresh helper');
       assert.notEqual(now[0], helper);
@@ -226,8 +195,8 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(helpers.length, 1);
       await engine.shutdown(0);
       engine = undefined;
-      assert.equal(alive(helpers[0]), false, 'the helper exited before shutdown() resolved');
-      await waitFor('the attempt to be ended', () => !alive(pid), 3000);
+      assert.equal(processAlive(helpers[0]), false, 'the helper exited before shutdown() resolved');
+      await waitFor('the attempt to be ended', () => !processAlive(pid), 3000);
     });
   });
 
@@ -245,8 +214,8 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
       run.child.kill('SIGKILL');
       await run.exited;
-      await waitFor('the attempt to be ended', () => !alive(pid), 5000);
-      await waitFor('the helper to exit', () => !alive(helpers[0]), 5000);
+      await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
+      await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
     });
   });
 });

@@ -4,37 +4,12 @@ import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/launcher';
-import type { ItemDefinition } from '../../src/core/items';
-import { NODE, waitFor } from './support/workspace';
-
-function item(overrides: Partial<ItemDefinition>): ItemDefinition {
-  return {
-    id: 'x',
-    name: 'x',
-    command: NODE,
-    args: ['-e', '0'],
-    shell: false,
-    cwd: os.tmpdir(),
-    env: {},
-    timeoutMs: 30_000,
-    maxAttempts: 1,
-    runAt: null,
-    ...overrides,
-  };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { isAlive } from '../../src/host/lock';
+import { itemDefinition, waitFor } from './support/workspace';
 
 describe('launcher: one attempt as a real process', () => {
   it('succeeds on exit code 0 and keeps the output tail', async () => {
-    const r = await launchAttempt(item({ args: ['-e', 'console.log("out"); console.error("err")'] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', 'console.log("out"); console.error("err")'] }), 1).done;
     assert.equal(r.succeeded, true);
     assert.equal(r.exitCode, 0);
     assert.equal(r.signal, null);
@@ -45,20 +20,20 @@ describe('launcher: one attempt as a real process', () => {
   });
 
   it('fails on a non-zero exit code', async () => {
-    const r = await launchAttempt(item({ args: ['-e', 'process.exit(7)'] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', 'process.exit(7)'] }), 1).done;
     assert.equal(r.succeeded, false);
     assert.equal(r.exitCode, 7);
   });
 
   it('fails when the process is killed by a signal', async () => {
-    const r = await launchAttempt(item({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done;
     assert.equal(r.succeeded, false);
     assert.equal(r.signal, 'SIGKILL');
     assert.equal(r.exitCode, null);
   });
 
   it('fails with a clear error when the command does not exist (ENOENT)', async () => {
-    const r = await launchAttempt(item({ command: 'no-such-command-engine-monitor', args: [] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ command: 'no-such-command-engine-monitor', args: [] }), 1).done;
     assert.equal(r.succeeded, false);
     assert.match(r.error ?? '', /ENOENT/);
     assert.match(r.error ?? '', /PATH/);
@@ -66,14 +41,14 @@ describe('launcher: one attempt as a real process', () => {
 
   it('passes the item env and the attempt number to the process', async () => {
     const r = await launchAttempt(
-      item({ args: ['-e', 'console.log(process.env.GREETING, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID)'], env: { GREETING: 'hi' } }),
+      itemDefinition({ args: ['-e', 'console.log(process.env.GREETING, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID)'], env: { GREETING: 'hi' } }),
       2,
     ).done;
     assert.equal(r.stdoutTail.trim(), 'hi 2 x');
   });
 
   it('runs a shell command line when shell is true', async () => {
-    const r = await launchAttempt(item({ command: 'echo one && echo two', shell: true, args: [] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ command: 'echo one && echo two', shell: true, args: [] }), 1).done;
     assert.equal(r.succeeded, true);
     assert.deepEqual(r.stdoutTail.trim().split(/\r?\n/), ['one', 'two']);
   });
@@ -84,7 +59,7 @@ describe('launcher: one attempt as a real process', () => {
     const stamp = path.join(os.tmpdir(), `exit-stamp-${process.pid}`);
     const code = `const fs = require('fs'); fs.closeSync(1); fs.closeSync(2);
       setTimeout(() => { fs.writeFileSync(${JSON.stringify(stamp)}, String(Date.now())); process.exit(0); }, 300);`;
-    const r = await launchAttempt(item({ args: ['-e', code] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', code] }), 1).done;
     const exitedAt = Number(readFileSync(stamp, 'utf8'));
     rmSync(stamp, { force: true });
     assert.equal(r.succeeded, true);
@@ -92,7 +67,7 @@ describe('launcher: one attempt as a real process', () => {
   });
 
   it('keeps only a bounded tail of a process that prints megabytes', async () => {
-    const r = await launchAttempt(item({ args: ['-e', 'const s = "x".repeat(1023) + "\\n"; for (let i = 0; i < 4096; i++) process.stdout.write(s); process.stdout.write("END\\n")'] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', 'const s = "x".repeat(1023) + "\\n"; for (let i = 0; i < 4096; i++) process.stdout.write(s); process.stdout.write("END\\n")'] }), 1).done;
     assert.equal(r.succeeded, true);
     assert.ok(Buffer.byteLength(r.stdoutTail) <= OUTPUT_TAIL_BYTES + 3, `tail is ${r.stdoutTail.length} bytes`);
     assert.ok(r.stdoutTail.startsWith('…'));
@@ -107,14 +82,14 @@ describe('launcher: one attempt as a real process', () => {
       console.log(g.pid);
       setInterval(() => {}, 1000);`;
     const started = Date.now();
-    const r = await launchAttempt(item({ args: ['-e', code], timeoutMs: 500 }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', code], timeoutMs: 500 }), 1).done;
     assert.equal(r.succeeded, false);
     assert.equal(r.timedOut, true);
     assert.match(r.error ?? '', /timed out after 500 ms/);
     assert.ok(Date.now() - started < 4000, 'SIGTERM ended it well before the SIGKILL grace');
     const grandchild = Number(r.stdoutTail.trim());
     assert.ok(grandchild > 0, `grandchild pid printed: ${r.stdoutTail}`);
-    await waitFor('the grandchild to die', () => !alive(grandchild), 3000);
+    await waitFor('the grandchild to die', () => !isAlive(grandchild), 3000);
   });
 
   it('escalates to SIGKILL when the process ignores SIGTERM', async function () {
@@ -122,7 +97,7 @@ describe('launcher: one attempt as a real process', () => {
     const code = `process.on('SIGTERM', () => {}); console.log('ready'); setInterval(() => {}, 1000);`;
     const started = Date.now();
     // The timeout leaves node time to start and install its handler, even on a loaded machine.
-    const r = await launchAttempt(item({ args: ['-e', code], timeoutMs: 2000 }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', code], timeoutMs: 2000 }), 1).done;
     assert.equal(r.timedOut, true);
     assert.equal(r.stdoutTail.trim(), 'ready');
     assert.equal(r.signal, 'SIGKILL');
@@ -137,10 +112,10 @@ describe('launcher: one attempt as a real process', () => {
       g.unref();
       console.log(g.pid);
       process.exit(0);`;
-    const r = await launchAttempt(item({ args: ['-e', code] }), 1).done;
+    const r = await launchAttempt(itemDefinition({ args: ['-e', code] }), 1).done;
     assert.equal(r.succeeded, true);
     const grandchild = Number(r.stdoutTail.trim());
-    await waitFor('the leftover grandchild to be ended', () => !alive(grandchild), 3000);
+    await waitFor('the leftover grandchild to be ended', () => !isAlive(grandchild), 3000);
     // And nothing of ours is left in the process table.
     const ps = execFileSync('ps', ['-e', '-o', 'pid=']).toString();
     assert.ok(!ps.split('\n').map(Number).includes(grandchild));

@@ -1,9 +1,10 @@
 // Real temporary workspaces and engines for the core tests: real folders, real files, a real
 // sql.js database on disk, real processes.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../../../src/core/engine';
+import type { ItemDefinition } from '../../../src/core/items';
 import type { LogEntry } from '../../../src/shared/api';
 
 export const NODE = process.execPath;
@@ -52,6 +53,37 @@ export class TempWorkspace {
 
   dispose(): void {
     rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** A whole item definition (what parseItem produces), for launching without a queue file. */
+export function itemDefinition(overrides: Partial<ItemDefinition>): ItemDefinition {
+  return {
+    id: 'x',
+    name: 'x',
+    command: NODE,
+    args: ['-e', '0'],
+    shell: false,
+    cwd: os.tmpdir(),
+    env: {},
+    timeoutMs: 30_000,
+    maxAttempts: 1,
+    runAt: null,
+    ...overrides,
+  };
+}
+
+/** A zombie counts as gone: it runs nothing, and its reaper (init here, or a subreaper) may be slow. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
   }
 }
 
