@@ -18,7 +18,9 @@ export const MAX_ITEM_LENGTH = 256;
 export type RawParams = Map<string, string[]>;
 
 /** The query string of a raw request URL (`/logs?x=1` → `x=1`), '' when there is none. */
-export function queryStringOf(url: string): string {
+export function queryStringOf(url: string | undefined): string {
+  // A server request always has a url; IncomingMessage types it as optional for client responses.
+  if (url === undefined) return '';
   const i = url.indexOf('?');
   return i < 0 ? '' : url.slice(i + 1);
 }

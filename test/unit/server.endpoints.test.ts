@@ -205,12 +205,14 @@ describe('server: endpoints', () => {
   });
 
   it('unknown paths give a JSON 404; paths are exact', async () => {
-    for (const path of ['/nope', '/', '/Stats', '/stats/', '/logs/1', '/openapi']) {
+    for (const path of ['/nope', '/', '/Stats', '/stats/', '/logs/1', '/openapi', '/nope?limit=1']) {
       const res = await request(server.url, path);
       assert.equal(res.status, 404, path);
       assertCommonHeaders(res);
       api.assertSchemaOf('NotFound', res.json);
       assert.equal((res.json as any).error.code, 'not_found');
+      // The message names the path asked for, without its query string.
+      assert.ok((res.json as any).error.message.startsWith(`No such path ${JSON.stringify(path.split('?')[0])};`), (res.json as any).error.message);
     }
   });
 
