@@ -2,7 +2,7 @@
 // or by the FTS4 index for text, and paging is keyset on the id, so a page costs the same at
 // entry 10 as at entry 1,000,000.
 import type { SqlValue } from 'sql.js';
-import type { LogAction, LogEntry, LogLevel } from '../shared/api';
+import type { LogEntry, LogLevel } from '../shared/api';
 import { LOG_LEVELS } from '../shared/api';
 import type { LogPage, LogQuery } from '../server/monitoredEngine';
 import type { Store } from './store';
@@ -57,32 +57,76 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     where.push(desc ? 'id < ?' : 'id > ?');
     params.push(q.afterId);
   }
+  // Two steps. The filters select ids only, which every index above covers without reading the
+  // entries; then each entry's JSON comes from the cache, or from one read of the rows not in it.
   const sql =
-    'SELECT id, ts, action, level, message, item_id, details FROM logs' +
+    'SELECT id FROM logs' +
     (where.length ? ` WHERE ${where.join(' AND ')}` : '') +
     ` ORDER BY id ${desc ? 'DESC' : 'ASC'} LIMIT ?`;
   params.push(q.limit + 1);
-  // Arrays, not objects: the column order is the SELECT list above (see Store.rows).
-  const rows = store.rows(sql, params) as LogRow[];
-  const hasMore = rows.length > q.limit;
-  if (hasMore) rows.pop();
-  // `entries` is built only when asked for (event replay, the extension): /logs takes json(),
-  // which splices each entry's stored details text instead of JSON.parse + JSON.stringify of it;
-  // those two were most of a 100-entry page's cost (docs/PERFORMANCE.md).
+  const ids = store.rows(sql, params).map((row) => row[0] as number);
+  const hasMore = ids.length > q.limit;
+  if (hasMore) ids.pop();
+  const texts = entryTexts(store, ids);
+  let json: string | undefined;
   let entries: LogEntry[] | undefined;
   return {
+    // Only event replay and the CLI ask for objects; /logs writes json() as it is.
     get entries() {
-      return (entries ??= rows.map(toEntry));
+      return (entries ??= JSON.parse((json ??= `[${texts.join(',')}]`)) as LogEntry[]);
     },
     hasMore,
-    lastId: rows.length > 0 ? rows[rows.length - 1][0] : undefined,
-    json: () => `[${rows.map(entryJson).join(',')}]`,
+    lastId: ids.length > 0 ? ids[ids.length - 1] : undefined,
+    json: () => (json ??= `[${texts.join(',')}]`),
   };
 }
 
 /**
- * One entry as JSON, field for field what JSON.stringify(toEntry(row)) writes. `details` is stored
- * as JSON.stringify output (Engine.log), so splicing it in is the same text re-serialising gives.
+ * How many entries' JSON each store keeps. Log entries never change once written, so an entry's
+ * text is valid for as long as its id exists, and pruning only ever removes ids. The cache serves
+ * what clients re-read: the newest pages, polled by dashboards and scripts. 5,000 entries are
+ * about 1.5 MB; /logs pages are at most 1,000.
+ */
+export const ENTRY_CACHE_SIZE = 5_000;
+
+const entryCaches = new WeakMap<Store, Map<number, string>>();
+
+/** Each id's entry as JSON, in the order of `ids`. */
+function entryTexts(store: Store, ids: number[]): string[] {
+  let cache = entryCaches.get(store);
+  if (!cache) entryCaches.set(store, (cache = new Map()));
+  const texts: string[] = new Array(ids.length);
+  let missing: number[] | undefined;
+  for (let i = 0; i < ids.length; i++) {
+    const text = cache.get(ids[i]);
+    if (text === undefined) (missing ??= []).push(ids[i]);
+    else texts[i] = text;
+  }
+  if (!missing) return texts;
+  const found = new Map<number, string>();
+  // One statement for any number of ids: the id list travels as a JSON array parameter.
+  const rows = store.rows(
+    'SELECT id, ts, action, level, message, item_id, details FROM logs WHERE id IN (SELECT value FROM json_each(?))',
+    [JSON.stringify(missing)],
+  ) as LogRow[];
+  for (const row of rows) found.set(row[0], entryJson(row));
+  for (let i = 0; i < ids.length; i++) {
+    if (texts[i] !== undefined) continue;
+    const text = found.get(ids[i]);
+    // The ids were selected in this same turn of the event loop, so every one is still there.
+    if (text === undefined) throw new Error(`log entry ${ids[i]} vanished between two reads`);
+    texts[i] = text;
+    // First in, first out: the newest entries, the ones pages ask for again, stay longest.
+    if (cache.size >= ENTRY_CACHE_SIZE) cache.delete(cache.keys().next().value as number);
+    cache.set(ids[i], text);
+  }
+  return texts;
+}
+
+/**
+ * One entry as JSON, field for field what JSON.stringify of the LogEntry object writes (same keys,
+ * same order). `details` is stored as JSON.stringify output (Engine.log), so splicing it in is the
+ * same text re-serialising gives, without a JSON.parse + JSON.stringify per entry.
  */
 function entryJson([id, ts, action, level, message, itemId, details]: LogRow): string {
   return (
@@ -90,16 +134,4 @@ function entryJson([id, ts, action, level, message, itemId, details]: LogRow): s
     `"level":"${LOG_LEVELS[level] ?? 'info'}","message":${JSON.stringify(message)},` +
     `"itemId":${itemId === null ? 'null' : JSON.stringify(itemId)},"details":${details ?? 'null'}}`
   );
-}
-
-function toEntry([id, ts, action, level, message, itemId, details]: LogRow): LogEntry {
-  return {
-    id,
-    timestamp: new Date(ts).toISOString(),
-    action: action as LogAction,
-    level: LOG_LEVELS[level] ?? 'info',
-    message,
-    itemId,
-    details: details === null ? null : (JSON.parse(details) as Record<string, unknown>),
-  };
 }
