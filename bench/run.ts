@@ -13,6 +13,7 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { median, mb, type LoopDelay } from './lib';
 import type { SeedResult } from './seed';
+import { encodeCursor } from '../src/server/params';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -249,8 +250,10 @@ async function seeded(label: string, items: number, logs: number, journalRecords
 
 // ---- scenario 1: API under load ------------------------------------------------------------------
 
-async function load(url: string, connections: number, duration: number): Promise<AutocannonResult> {
-  return autocannon({ url, connections, duration, pipelining: 1 });
+/** `nextPath`, when given, picks each request's path (the URL's own path is used otherwise). */
+async function load(url: string, connections: number, duration: number, nextPath?: () => string): Promise<AutocannonResult> {
+  const requests = nextPath ? [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: nextPath() }) }] : undefined;
+  return autocannon({ url, connections, duration, pipelining: 1, ...(requests ? { requests } : {}) });
 }
 
 async function scenarioApi(): Promise<void> {
@@ -273,13 +276,19 @@ async function scenarioApi(): Promise<void> {
   const statsBody = await (await fetch(`${engine.url}/stats`)).text();
   const bare = await ServerChild.start({ mode: 'bare', body: statsBody }, 'api-bare');
 
-  const endpoints: { key: string; path: string; p99Target: number }[] = [
+  // The server keeps recently read entries' JSON (src/core/logQuery.ts), so the fixed pages above
+  // are served from that cache after their first request. This one reads pages below random
+  // cursors across all 1,000,000 entries: almost every entry comes from the database.
+  const coldPage = (): string =>
+    `/logs?action=launch_failed&limit=100&cursor=${encodeCursor({ after: 1000 + Math.floor(Math.random() * (CFG.apiLogs - 1000)), order: 'desc' })}`;
+  const endpoints: { key: string; path: string; p99Target?: number; nextPath?: () => string }[] = [
     { key: '/stats', path: '/stats', p99Target: 5 },
     { key: '/health', path: '/health', p99Target: 5 },
     { key: '/status', path: '/status', p99Target: 5 },
     { key: '/logs?action=launch_failed', path: '/logs?action=launch_failed&limit=100', p99Target: 15 },
     { key: '/logs?q=<rare word>', path: `/logs?q=${seed.rareWord}&limit=100`, p99Target: 50 },
     { key: '/logs?item=<id>', path: `/logs?item=${encodeURIComponent(seed.sampleItemId)}`, p99Target: 15 },
+    { key: '/logs?action=launch_failed, random pages (cache cold)', path: coldPage(), nextPath: coldPage },
   ];
   // Sanity: every endpoint answers 200 with what we expect before we load it.
   for (const e of endpoints) {
@@ -321,8 +330,8 @@ async function scenarioApi(): Promise<void> {
   });
   const others: Record<string, number> = {};
   for (const e of endpoints.slice(1)) {
-    const s = await load(engine.url + e.path, CFG.connections, CFG.duration);
-    if (s.errors) log(`  warning: ${e.key} had ${s.errors} errors`);
+    const s = await load(engine.url + e.path, CFG.connections, CFG.duration, e.nextPath);
+    if (s.errors || s.non2xx) log(`  warning: ${e.key} had ${s.non2xx} non-2xx and ${s.errors} errors`);
     others[e.key] = s.requests.average;
     add({ scenario: 'api', measure: `${e.key} throughput, ${CFG.connections} conn`, value: s.requests.average, unit: 'req/s', baseline: bareMed, ratio: s.requests.average / bareMed });
   }
@@ -334,7 +343,7 @@ async function scenarioApi(): Promise<void> {
   for (let r = 0; r < CFG.runs; r++) {
     bareP99.push((await load(bare.url + '/', CFG.latencyConnections, CFG.duration)).latency.p99);
     for (const e of endpoints) {
-      const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration);
+      const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration, e.nextPath);
       (p99[e.key] ??= []).push(s.latency.p99);
     }
   }
@@ -348,8 +357,7 @@ async function scenarioApi(): Promise<void> {
       unit: 'ms',
       baseline: median(bareP99),
       ratio: v / Math.max(median(bareP99), 0.001),
-      target: `≤ ${e.p99Target} ms`,
-      met: v <= e.p99Target,
+      ...(e.p99Target === undefined ? {} : { target: `≤ ${e.p99Target} ms`, met: v <= e.p99Target }),
     });
   }
 
