@@ -15,16 +15,46 @@ export interface LoopDelay {
   max: number;
   mean: number;
   samples: number;
+  /** Stalls over STALL_MS, longest first (at most 20): what the process was doing when each happened. */
+  stalls?: Stall[];
 }
+
+export interface Stall {
+  ms: number;
+  /** What the runner said it was measuring (e.g. "/stats throughput"). */
+  phase: string;
+  /** Whether a background snapshot was being built at the time. */
+  checkpoint: boolean;
+}
+
+/** Loop stalls longer than this are recorded one by one, to say where a max came from. */
+export const STALL_MS = 50;
 
 /** Event-loop delay of this process (perf_hooks.monitorEventLoopDelay, 1 ms resolution). */
 export class LoopMonitor {
   private h: IntervalHistogram = monitorEventLoopDelay({ resolution: 1 });
-  constructor() {
+  private stalls: Stall[] = [];
+  /** Set by the child from the runner's messages. */
+  phase = 'startup';
+  /**
+   * @param checkpointing tells whether a background snapshot is in flight, so that each stall can
+   * be attributed to one or not.
+   */
+  constructor(private readonly checkpointing: () => boolean = () => false) {
     this.h.enable();
+    // A 10 ms timer that notices when it fires late: the histogram has the distribution, this the
+    // individual stalls with their context.
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      const late = now - last - 10;
+      last = now;
+      if (late > STALL_MS) this.stalls.push({ ms: Math.round(late), phase: this.phase, checkpoint: this.checkpointing() });
+    }, 10).unref();
   }
   reset(): void {
     this.h.reset();
+    this.stalls = [];
   }
   read(): LoopDelay {
     const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
@@ -34,8 +64,14 @@ export class LoopMonitor {
       max: ms(this.h.max),
       mean: ms(this.h.mean),
       samples: this.h.count,
+      stalls: [...this.stalls].sort((a, b) => b.ms - a.ms).slice(0, 20),
     };
   }
+}
+
+/** Whether a store has a checkpoint in flight (its private field; the benchmark only reads it). */
+export function checkpointInFlight(store: unknown): boolean {
+  return (store as { checkpoint?: unknown } | undefined)?.checkpoint != null;
 }
 
 interface SnapshotTaker {

@@ -11,7 +11,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { median, mb, type LoopDelay } from './lib';
+import { median, mb, STALL_MS, type LoopDelay } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
@@ -180,7 +180,12 @@ class ServerChild {
     });
   }
 
-  request<T>(type: string): Promise<T> {
+  /** Tells the child what is being measured now, so that its loop stalls can be attributed. */
+  async phase(name: string): Promise<void> {
+    await this.request('phase', { phase: name });
+  }
+
+  request<T>(type: string, extra: Record<string, unknown> = {}): Promise<T> {
     return new Promise((resolve) => {
       const onMessage = (m: { type: string }) => {
         if (m.type !== type) return;
@@ -188,7 +193,7 @@ class ServerChild {
         resolve(m as T);
       };
       this.child.on('message', onMessage);
-      this.child.send({ type });
+      this.child.send({ ...extra, type });
     });
   }
 
@@ -309,7 +314,9 @@ async function scenarioApi(): Promise<void> {
   const bareRps: number[] = [];
   const statsRps: number[] = [];
   for (let r = 0; r < CFG.runs; r++) {
+    await engine.phase('idle (bare server under load)');
     bareRps.push((await load(bare.url + '/', CFG.connections, CFG.duration)).requests.average);
+    await engine.phase(`/stats throughput, ${CFG.connections} conn`);
     const s = await load(engine.url + '/stats', CFG.connections, CFG.duration);
     if (s.non2xx || s.errors) log(`  warning: /stats had ${s.non2xx} non-2xx and ${s.errors} errors`);
     statsRps.push(s.requests.average);
@@ -330,6 +337,7 @@ async function scenarioApi(): Promise<void> {
   });
   const others: Record<string, number> = {};
   for (const e of endpoints.slice(1)) {
+    await engine.phase(`${e.key} throughput, ${CFG.connections} conn`);
     const s = await load(engine.url + e.path, CFG.connections, CFG.duration, e.nextPath);
     if (s.errors || s.non2xx) log(`  warning: ${e.key} had ${s.non2xx} non-2xx and ${s.errors} errors`);
     others[e.key] = s.requests.average;
@@ -341,8 +349,10 @@ async function scenarioApi(): Promise<void> {
   const p99: Record<string, number[]> = {};
   const bareP99: number[] = [];
   for (let r = 0; r < CFG.runs; r++) {
+    await engine.phase('idle (bare server under load)');
     bareP99.push((await load(bare.url + '/', CFG.latencyConnections, CFG.duration)).latency.p99);
     for (const e of endpoints) {
+      await engine.phase(`${e.key} latency, ${CFG.latencyConnections} conn`);
       const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration, e.nextPath);
       (p99[e.key] ??= []).push(s.latency.p99);
     }
@@ -363,6 +373,7 @@ async function scenarioApi(): Promise<void> {
 
   // One snapshot of the 1M-entry database, as the persist timer takes one after a change: inside
   // the event-loop window, so the figures below include it.
+  await engine.phase('snapshot after the load');
   const snap = await engine.request<SnapshotReply>('snapshot');
   const report = await engine.request<ServerReport>('report');
   raw.apiEngineHost = report;
@@ -394,8 +405,18 @@ function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: n
     note:
       `${workerMs.length} background snapshot(s) in the window` +
       (workerMs.length ? ` (worker ${Math.min(...workerMs)}–${Math.max(...workerMs)} ms each)` : '') +
-      (snapshots.length ? `; longest main-thread part ${Math.max(...snapshots)} ms` : ''),
+      (snapshots.length ? `; longest main-thread part ${Math.max(...snapshots)} ms` : '') +
+      stallNote(loop),
   });
+  for (const s of loop.stalls ?? []) log(`    stall ${s.ms} ms during ${s.phase}${s.checkpoint ? ', while a checkpoint was being built' : ''}`);
+}
+
+/** How many stalls over STALL_MS the window had, and how many of them came while a checkpoint ran. */
+function stallNote(loop: LoopDelay): string {
+  const stalls = loop.stalls ?? [];
+  if (stalls.length === 0) return `; no stall over ${STALL_MS} ms`;
+  const during = stalls.filter((s) => s.checkpoint).length;
+  return `; ${stalls.length}${stalls.length === 20 ? '+' : ''} stall(s) over ${STALL_MS} ms, ${during} while a checkpoint was being built, longest ${stalls[0].ms} ms during ${stalls[0].phase}`;
 }
 
 // ---- scenario 2: launch throughput ---------------------------------------------------------------
@@ -525,6 +546,7 @@ async function scenarioLaunch(): Promise<void> {
     max: Math.max(...allLoops.map((l) => l.max)),
     mean: median(allLoops.map((l) => l.mean)),
     samples: allLoops.reduce((s, l) => s + l.samples, 0),
+    stalls: allLoops.flatMap((l) => l.stalls ?? []).sort((a, b) => b.ms - a.ms).slice(0, 20),
   };
   loopRows('launch', 'engine host during launches (worst run)', worst, allSnapshots, allWorkerMs);
 }

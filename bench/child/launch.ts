@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer } from '../../src/server/server';
-import { LoopMonitor, timeSnapshots } from '../lib';
+import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
 import type { AttemptLauncher } from '../../src/core/launchHelper';
 
 interface Config {
@@ -77,7 +77,8 @@ async function main(): Promise<void> {
   });
   const workerMs: number[] = [];
   const snapshots = timeSnapshots((engine as unknown as { store: Parameters<typeof timeSnapshots>[0] }).store, workerMs);
-  const loop = new LoopMonitor();
+  const loop = new LoopMonitor(() => checkpointInFlight((engine as unknown as { store: unknown }).store));
+  loop.phase = 'launches';
   const cpu0 = process.cpuUsage();
   Object.assign(timed, { spawnMs: 0, spawns: 0, fsyncMs: 0, fsyncs: 0 });
   const t0 = performance.now();

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Store } from '../../src/core/store';
 import { startEngineHost } from '../../src/host/engineHost';
-import { LoopMonitor, timeSnapshots } from '../lib';
+import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
 
 interface Config {
   mode: 'engine' | 'bare';
@@ -65,10 +65,14 @@ async function main(): Promise<void> {
     snapshots = timeSnapshots(store!, workerMs);
   }
   const startupMs = performance.now() - t0;
-  const loop = new LoopMonitor();
+  const loop = new LoopMonitor(() => checkpointInFlight(store));
   let cpu = process.cpuUsage();
-  process.on('message', (m: { type: string }) => {
+  process.on('message', (m: { type: string; phase?: string }) => {
     switch (m.type) {
+      case 'phase':
+        loop.phase = m.phase ?? '?';
+        send({ type: 'phase' });
+        break;
       case 'reset':
         loop.reset();
         snapshots.length = 0;
