@@ -3,6 +3,7 @@ import { symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
+import { Store } from '../../src/core/store';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
 describe('engine: polling, launching, retries, outcomes', function () {
@@ -257,5 +258,36 @@ describe('engine: polling, launching, retries, outcomes', function () {
     assert.ok(logs.length <= 5 + 2, `${logs.length} entries kept`);
     assert.ok(logs[0].id > 25, `the oldest were pruned (first id ${logs[0].id})`);
     assert.deepEqual(engine.queryLogs({ order: 'desc', limit: 10, words: ['discovered'] }).entries, [], 'the text index was pruned too');
+  });
+
+  it('prunes entries older than the age limit, and by count keeps the newest ids', async () => {
+    // Written through the store, as an earlier engine would have: 30 entries 20 days old, then,
+    // after a gap of 10 ids (a crash that lost entries), 30 from a minute ago.
+    const day = 86_400_000;
+    const { store } = await Store.open({ storageDir: ws.storage });
+    store.batch(() => {
+      for (let id = 1; id <= 70; id++) {
+        if (id > 30 && id <= 40) continue;
+        const ts = id <= 30 ? Date.now() - 20 * day + id : Date.now() - 60_000 + id;
+        store.mutate('log_insert', [id, ts, 'item_discovered', 1, `entry ${id} oldword${id <= 30 ? 'x' : 'y'}`, null, null]);
+        store.mutate('log_fts_insert', [id, `entry ${id} oldword${id <= 30 ? 'x' : 'y'}`]);
+      }
+    });
+    store.close();
+    engine = await Engine.create(ws.options({ logMaxAgeDays: 14, initialMode: 'stopped' }));
+    await engine.start();
+    await waitFor('the 20-day-old entries to be pruned', () => allLogs(engine!).every((e) => e.id > 30));
+    const kept = allLogs(engine).filter((e) => e.id <= 70);
+    assert.deepEqual(kept.map((e) => e.id), Array.from({ length: 30 }, (_, i) => 41 + i), 'every recent entry is kept');
+    assert.deepEqual(engine.queryLogs({ order: 'desc', limit: 10, words: ['oldwordx'] }).entries, [], 'the text index was pruned too');
+    await engine.shutdown(0);
+
+    // By count: the newest 20 ids. Ids 61-70 and whatever this engine logged since are newer.
+    engine = await Engine.create(ws.options({ logMaxEntries: 20, initialMode: 'stopped' }));
+    await engine.start();
+    await waitFor('the log to be pruned to 20 entries', () => allLogs(engine!).length <= 20);
+    const ids = allLogs(engine).map((e) => e.id);
+    const newest = Math.max(...ids);
+    assert.deepEqual(ids, Array.from({ length: 20 }, (_, i) => newest - 19 + i), 'the newest 20 ids, contiguous');
   });
 });
