@@ -150,6 +150,9 @@ export class Engine implements MonitoredEngine {
       storageDir: options.storageDir,
       onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
       onNote: (note) => engine?.log(note.action, note.level, note.message, null, note.details ?? null),
+      // Periodic snapshots are built in a process the launch helper starts, outside this one's
+      // address space (docs/PERFORMANCE.md); without a ready helper, on a worker thread.
+      runCheckpoint: (job) => engine?.launcher.runCheckpoint(job),
     });
     engine = new Engine(store, options);
     engine.loadState();
@@ -177,6 +180,9 @@ export class Engine implements MonitoredEngine {
     this.pruneTimer = setInterval(() => this.pruneLogs(), PRUNE_INTERVAL_MS);
     this.pruneTimer.unref();
     this.pruneLogs();
+    // The helper also builds the periodic snapshots (in processes it starts), so a persisted
+    // engine has it ready before its first snapshot even if it has launched nothing yet.
+    if (this.options.storageDir) this.launcher.prepare();
     await this.poll();
     this.schedulePoll();
   }
@@ -239,6 +245,8 @@ export class Engine implements MonitoredEngine {
     }
     await this.polling;
     this.closed = true;
+    // The snapshot store.close() takes below holds everything a checkpoint in flight would.
+    this.store.abandonCheckpoint();
     // After `closed`, so what ends now stays recorded as running (interrupted at the next start):
     // SIGKILL after the same 1 s for what ignores SIGTERM, then the helper exits.
     await this.launcher.close(1000);

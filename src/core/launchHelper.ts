@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchProtocol';
+import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
 export interface LaunchHelperEntry {
@@ -79,6 +80,8 @@ interface Helper {
   closing: boolean;
   /** Attempts sent to this helper and not done yet. */
   attempts: Map<number, HelperAttempt>;
+  /** Checkpoints this helper was asked to run, by id: what settles each one. */
+  checkpoints: Map<number, (m: CheckpointMessage, pid: number | null) => void>;
   exited: Promise<void>;
 }
 
@@ -129,6 +132,7 @@ export class AttemptLauncher {
   private restartTimer: NodeJS.Timeout | undefined;
   private restartNotBefore = 0;
   private spawnTotals = { spawns: 0, spawnMs: 0 };
+  private nextCheckpointId = 0;
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry === undefined ? locateLaunchHelper() : (options.entry ?? undefined);
@@ -150,6 +154,48 @@ export class AttemptLauncher {
       this.flush();
     }
     return a;
+  }
+
+  /** Starts the helper now rather than at the first launch (no-op when launching in-process). */
+  prepare(): void {
+    if (!this.closed) this.ensureHelper();
+  }
+
+  /**
+   * Runs a store checkpoint in a process the helper starts (StoreOptions.runCheckpoint).
+   * Undefined while no helper is ready (launching in-process, or none started yet): the store
+   * then uses a worker thread, as without a helper.
+   */
+  runCheckpoint(job: CheckpointJob): CheckpointRun | undefined {
+    const h = this.helper;
+    if (this.inProcess || this.closed) return undefined;
+    if (!h?.ready || h.closing || !h.child.connected) {
+      // An engine that has not launched anything yet has no helper: start one for the next
+      // checkpoint (one every 30 s by default); this one runs on a thread.
+      this.ensureHelper();
+      return undefined;
+    }
+    const checkpointId = ++this.nextCheckpointId;
+    const args = checkpointProcessArgs(job);
+    let where = 'a process started by the launch helper';
+    const done = new Promise<CheckpointMessage>((resolve) => {
+      h.checkpoints.set(checkpointId, (m, pid) => {
+        if (pid !== null) where = `process ${pid}`;
+        resolve(m);
+      });
+    });
+    h.child.send({ type: 'checkpoint', checkpointId, args } satisfies ToLaunchHelper, () => undefined);
+    return {
+      get where() {
+        return where;
+      },
+      done,
+      cancel: () => {
+        if (h.checkpoints.has(checkpointId) && h.child.connected) {
+          h.child.send({ type: 'checkpoint_cancel', checkpointId } satisfies ToLaunchHelper, () => undefined);
+        }
+      },
+    };
   }
 
   /** Where the spawns happen now, for the benchmark and tests. */
@@ -245,6 +291,7 @@ export class AttemptLauncher {
       ready: false,
       closing: false,
       attempts: new Map(),
+      checkpoints: new Map(),
       exited: new Promise<void>((resolve) => (onExit = resolve)),
     };
     this.helper = h;
@@ -298,6 +345,12 @@ export class AttemptLauncher {
         a.finish(m.result);
         break;
       }
+      case 'checkpointed': {
+        const settle = h.checkpoints.get(m.checkpointId);
+        h.checkpoints.delete(m.checkpointId);
+        settle?.(m.message, m.pid);
+        break;
+      }
     }
   }
 
@@ -305,6 +358,10 @@ export class AttemptLauncher {
     if (this.helper !== h) return;
     this.helper = undefined;
     const how = error ?? (signal ? `signal ${signal}` : `exit code ${code}`);
+    // Its checkpoint processes end with it (they exit when their IPC channel closes); the store
+    // falls back to a snapshot from memory for any that was still running.
+    for (const settle of h.checkpoints.values()) settle({ ok: false, error: `the launch helper exited (${how})` }, null);
+    h.checkpoints.clear();
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {

@@ -2,13 +2,18 @@
 // channel of child_process.fork. Types only: the helper's bundle must stay small.
 import type { ItemDefinition } from './items';
 import type { AttemptResult } from './launcher';
+import type { CheckpointMessage } from './store';
 
 /** Engine → helper. */
 export type ToLaunchHelper =
   | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number }
   | { type: 'terminate'; attemptId: number; graceMs: number }
   /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
-  | { type: 'close'; graceMs: number };
+  | { type: 'close'; graceMs: number }
+  /** Start a checkpoint process: `node <args…>` (Store.checkpointProcessArgs). */
+  | { type: 'checkpoint'; checkpointId: number; args: string[] }
+  /** Kill that checkpoint process (abandoned: the engine snapshotted synchronously since). */
+  | { type: 'checkpoint_cancel'; checkpointId: number };
 
 /** Helper → engine. */
 export type FromLaunchHelper =
@@ -19,4 +24,6 @@ export type FromLaunchHelper =
    * long the helper's thread was blocked in spawn() for it, so benchmarks can see where that cost went.
    */
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
-  | { type: 'done'; attemptId: number; result: AttemptResult };
+  | { type: 'done'; attemptId: number; result: AttemptResult }
+  /** The checkpoint process answered, or ended without answering (ok: false, with why). */
+  | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage };

@@ -15,6 +15,7 @@
 import { closeSync, existsSync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import * as zlib from 'node:zlib';
 import initSqlJs, { type Database, type SqlJsStatic, type SqlValue, type Statement } from 'sql.js';
@@ -117,11 +118,21 @@ export interface StoreOptions {
   onHealthChange?: (ok: boolean, error: string | null) => void;
   /** Called for what the engine should log but that changes no health: a background snapshot that fell back. */
   onNote?: (note: StoreNote) => void;
+  /**
+   * Runs a checkpoint in a process of its own (the engine asks its launch helper to start it).
+   * Returns undefined when that is not possible right now; the checkpoint then runs on a worker
+   * thread of this process, as it does without this option.
+   */
+  runCheckpoint?: CheckpointRunner;
 }
 
 export interface SnapshotInfo {
-  /** Built by the checkpoint worker (true) or exported on the main thread (false). */
+  /** Built off the main thread (true) or exported on the main thread (false). */
   background: boolean;
+  /** For a background snapshot: where it was built ("worker thread", "process <pid>"). */
+  builtIn?: string;
+  /** For one built in a process: that process's peak RSS in bytes. */
+  builderPeakRss?: number;
   /** Wall time: the worker's whole job, or the main thread's export and write. */
   ms: number;
   bytes: number;
@@ -140,12 +151,40 @@ export interface CheckpointJob {
 export interface CheckpointBuilt {
   bytes: number;
   ms: number;
+  /** A checkpoint process's peak RSS in bytes (its copy of the database): for the benchmark. */
+  peakRss?: number;
 }
 
 export type CheckpointMessage = ({ ok: true } & CheckpointBuilt) | { ok: false; error: string };
 
+/** A checkpoint being built somewhere off the main thread. */
+export interface CheckpointRun {
+  /** Where it runs, for the logs: "worker thread" or "process <pid>". */
+  readonly where: string;
+  /** Settles once, with the builder's answer or with why there is none (it died, it was cancelled). */
+  readonly done: Promise<CheckpointMessage>;
+  /** Stops the builder; `done` then settles with ok: false. Safe to call at any time. */
+  cancel(): void;
+}
+
+export type CheckpointRunner = (job: CheckpointJob) => CheckpointRun | undefined;
+
+/**
+ * How a checkpoint process is started: `node <args…>`, where the last argument is the job as
+ * JSON. Bundled: dist/checkpoint-worker.js beside this code; from sources (unit tests) through tsx.
+ */
+export function checkpointProcessArgs(job: CheckpointJob): string[] {
+  const bundled = path.join(__dirname, 'checkpoint-worker.js');
+  // The same small young generation as the worker thread's: the snapshot's read buffer dies young.
+  const heap = '--max-semi-space-size=1';
+  if (existsSync(bundled)) return [heap, bundled, JSON.stringify(job)];
+  const source = path.join(__dirname, 'checkpointWorker.ts');
+  if (existsSync(source)) return [heap, '--require', createRequire(__filename).resolve('tsx/cjs'), source, JSON.stringify(job)];
+  throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
+}
+
 interface Checkpoint {
-  worker: Worker;
+  run: CheckpointRun;
   job: CheckpointJob;
   done: Promise<boolean>;
   resolve: (ok: boolean) => void;
@@ -429,9 +468,9 @@ export class Store {
       return false;
     }
     const job: CheckpointJob = { dir, throughSeq, tmp: this.temporaryName() };
-    let worker: Worker;
+    let run: CheckpointRun;
     try {
-      worker = startCheckpointWorker(job);
+      run = this.options.runCheckpoint?.(job) ?? startCheckpointThread(job);
     } catch (err) {
       // No worker bundle (a build without it): the synchronous snapshot keeps every promise.
       this.options.onNote?.({
@@ -443,13 +482,9 @@ export class Store {
     }
     let resolve!: (ok: boolean) => void;
     const done = new Promise<boolean>((r) => (resolve = r));
-    const cp: Checkpoint = { worker, job, done, resolve, settled: false };
+    const cp: Checkpoint = { run, job, done, resolve, settled: false };
     this.checkpoint = cp;
-    // A checkpoint never keeps the process alive: one cut short leaves only a temporary file.
-    worker.unref();
-    worker.once('message', (m: CheckpointMessage) => this.finishCheckpoint(cp, m));
-    worker.once('error', (err) => this.finishCheckpoint(cp, { ok: false, error: err.message }));
-    worker.once('exit', (code) => this.finishCheckpoint(cp, { ok: false, error: `the worker exited with code ${code}` }));
+    void run.done.then((m) => this.finishCheckpoint(cp, m));
     return true;
   }
 
@@ -526,7 +561,7 @@ export class Store {
   private finishCheckpoint(cp: Checkpoint, m: CheckpointMessage): void {
     if (cp.settled) return;
     cp.settled = true;
-    void cp.worker.terminate();
+    cp.run.cancel();
     if (this.checkpoint !== cp) {
       // Abandoned: a synchronous snapshot since holds everything this one would, and more.
       removeIfPresent(cp.job.tmp);
@@ -545,7 +580,7 @@ export class Store {
         level: 'warn',
         action: 'database_error',
         message: `background snapshot failed (${m.error}); wrote the snapshot from memory instead`,
-        details: { error: m.error },
+        details: { error: m.error, builtIn: cp.run.where },
       });
       cp.resolve(this.snapshot());
       return;
@@ -559,7 +594,7 @@ export class Store {
       this.journalFile = JOURNAL_FILE;
       this.snapshotSeq = cp.job.throughSeq;
       this.lastPersistAt = Date.now();
-      this.snapshotInfo = { background: true, ms: m.ms, bytes: m.bytes, at: this.lastPersistAt };
+      this.snapshotInfo = { background: true, builtIn: cp.run.where, builderPeakRss: m.peakRss, ms: m.ms, bytes: m.bytes, at: this.lastPersistAt };
       cp.resolve(true);
     } catch (err) {
       this.fail(`snapshot failed: ${(err as Error).message}`);
@@ -567,12 +602,17 @@ export class Store {
     }
   }
 
-  private abandonCheckpoint(): void {
+  /**
+   * Gives up the checkpoint in flight, if any: a synchronous snapshot follows (close() takes one).
+   * The engine calls it before ending its launch helper, whose exit would otherwise fail the
+   * checkpoint and make the store snapshot from memory twice during a shutdown.
+   */
+  abandonCheckpoint(): void {
     const cp = this.checkpoint;
     if (!cp) return;
     this.checkpoint = null;
-    // Its 'exit' event settles it and removes its temporary files.
-    void cp.worker.terminate();
+    // Its end settles it and removes its temporary files.
+    cp.run.cancel();
   }
 
   private applyPragmas(): void {
@@ -769,17 +809,26 @@ function loadVerified(SQL: SqlJsStatic, dir: string): { db: Database; verified: 
 const CHECKPOINT_WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
- * Finds the checkpoint worker: dist/checkpoint-worker.js beside the bundle running this code, or,
- * when running from TypeScript sources (unit tests), checkpointWorker.ts through tsx.
+ * The checkpoint on a worker thread of this process: dist/checkpoint-worker.js beside the bundle
+ * running this code, or, when running from TypeScript sources (unit tests), checkpointWorker.ts
+ * through tsx. The fallback when no checkpoint process can be started.
  */
-function startCheckpointWorker(job: CheckpointJob): Worker {
+function startCheckpointThread(job: CheckpointJob): CheckpointRun {
   const bundled = path.join(__dirname, 'checkpoint-worker.js');
-  if (existsSync(bundled)) return new Worker(bundled, { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
   const source = path.join(__dirname, 'checkpointWorker.ts');
-  if (existsSync(source)) {
-    return new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { eval: true, workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
-  }
-  throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
+  let worker: Worker;
+  if (existsSync(bundled)) worker = new Worker(bundled, { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
+  else if (existsSync(source)) {
+    worker = new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { eval: true, workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
+  } else throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
+  // A checkpoint never keeps the process alive: one cut short leaves only a temporary file.
+  worker.unref();
+  const done = new Promise<CheckpointMessage>((resolve) => {
+    worker.once('message', resolve);
+    worker.once('error', (err) => resolve({ ok: false, error: err.message }));
+    worker.once('exit', (code) => resolve({ ok: false, error: `the worker exited with code ${code}` }));
+  });
+  return { where: 'worker thread', done, cancel: () => void worker.terminate() };
 }
 
 const crc32: ((data: Uint8Array) => number) | undefined = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;

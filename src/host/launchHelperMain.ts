@@ -9,7 +9,11 @@
 // engine goes away (IPC disconnect: it exited or was killed), every attempt's process group is
 // ended, so no attempt outlives its engine.
 //
+// It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
+// reason: a fork from the engine host blocks its event loop for as long as the fork takes.
+//
 // Bundled alone to dist/launch-helper.js: import nothing beyond the launcher.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/launcher';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchProtocol';
 
@@ -23,6 +27,8 @@ const runs = new Map<number, RunningAttempt>();
  */
 const groups = new Set<number>();
 let ending = false;
+/** Checkpoint processes running for the engine (Store.snapshotInBackground). */
+const checkpoints = new Map<number, ChildProcess>();
 
 function send(message: FromLaunchHelper): void {
   if (process.connected) process.send!(message);
@@ -46,6 +52,34 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
   });
 }
 
+/**
+ * Starts a checkpoint process for the engine. Forking here costs this small process a few ms;
+ * in the engine host (up to 1 GB at 1,000,000 log entries) the same fork blocked its event loop
+ * for 16-30 ms. The process lowers its own priority (checkpointWorker.ts).
+ */
+function checkpoint(checkpointId: number, args: string[]): void {
+  let answered = false;
+  const answer = (pid: number | null, message: Extract<FromLaunchHelper, { type: 'checkpointed' }>['message']) => {
+    if (answered) return;
+    answered = true;
+    checkpoints.delete(checkpointId);
+    send({ type: 'checkpointed', checkpointId, pid, message });
+  };
+  if (ending) return answer(null, { ok: false, error: 'the launch helper is shutting down' });
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  } catch (err) {
+    return answer(null, { ok: false, error: `cannot start the checkpoint process: ${(err as Error).message}` });
+  }
+  checkpoints.set(checkpointId, child);
+  const pid = child.pid ?? null;
+  child.once('message', (m) => answer(pid, m as Extract<FromLaunchHelper, { type: 'checkpointed' }>['message']));
+  child.once('error', (err) => answer(pid, { ok: false, error: `the checkpoint process failed: ${err.message}` }));
+  // 'close' comes after the IPC channel has delivered the process's answer, if it sent one.
+  child.once('close', (code, signal) => answer(pid, { ok: false, error: `the checkpoint process ended (${signal ? `signal ${signal}` : `exit code ${code}`})` }));
+}
+
 function signalGroups(signal: NodeJS.Signals): void {
   for (const pgid of groups) {
     try {
@@ -60,6 +94,8 @@ function signalGroups(signal: NodeJS.Signals): void {
 function endAll(graceMs: number): void {
   if (ending) return;
   ending = true;
+  // Nobody will install what a checkpoint builds now; its temporary file is removed at next start.
+  for (const child of checkpoints.values()) child.kill('SIGKILL');
   for (const run of runs.values()) run.terminate(graceMs);
   signalGroups('SIGTERM');
   const finish = () => {
@@ -87,6 +123,12 @@ process.on('message', (message: ToLaunchHelper) => {
       break;
     case 'close':
       endAll(message.graceMs);
+      break;
+    case 'checkpoint':
+      checkpoint(message.checkpointId, message.args);
+      break;
+    case 'checkpoint_cancel':
+      checkpoints.get(message.checkpointId)?.kill('SIGKILL');
       break;
   }
 });

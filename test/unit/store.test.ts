@@ -6,7 +6,8 @@ import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
-import { allLogs, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
+import { AttemptLauncher } from '../../src/core/launchHelper';
+import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 describe('store: snapshot, journal, recovery on a real disk', function () {
   this.timeout(30_000);
@@ -288,6 +289,125 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)));
     cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
     assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
+  });
+
+  describe('in a process started by the launch helper', () => {
+    let launcher: AttemptLauncher | undefined;
+    afterEach(async () => {
+      await launcher?.close(0);
+      launcher = undefined;
+    });
+
+    /** A store whose checkpoints go through a ready launch helper, as the engine wires it. */
+    async function openWithHelper(notes: StoreNote[] = []): Promise<{ store: Store; helperPid: number }> {
+      launcher = new AttemptLauncher();
+      const l = launcher;
+      // The helper starts with the first launch; a checkpoint asked for before that runs on a thread.
+      assert.equal((await l.launch(1, itemDefinition({}), 1).done).succeeded, true);
+      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job) });
+      open.push(store);
+      return { store, helperPid: l.helperPid! };
+    }
+
+    /** Children of a process (Linux /proc), each with its nice value. */
+    function childrenOf(pid: number): { pid: number; nice: number }[] {
+      const out: { pid: number; nice: number }[] = [];
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean)) {
+          try {
+            const stat = readFileSync(`/proc/${child}/stat`, 'utf8');
+            out.push({ pid: Number(child), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) });
+          } catch {
+            // gone meanwhile
+          }
+        }
+      }
+      return out;
+    }
+
+    it('builds the snapshot in another process at the lowest priority; a restart from it equals the live database', async function () {
+      if (process.platform !== 'linux') this.skip(); // /proc
+      const { store, helperPid } = await openWithHelper();
+      addLogs(store, 1, 3000);
+      assert.equal(store.snapshotInBackground(), true);
+      addLogs(store, 3001, 50);
+      // Every process the helper runs meanwhile, by pid, with the lowest nice value seen for it.
+      const seen = new Map<number, number>();
+      let settledYet = false;
+      const done = store.whenCheckpointed().then((ok) => ((settledYet = true), ok));
+      while (!settledYet) {
+        for (const c of childrenOf(helperPid)) seen.set(c.pid, Math.max(seen.get(c.pid) ?? 0, c.nice));
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      assert.equal(await done, true);
+      assert.equal(store.lastSnapshot?.background, true);
+      assert.equal(seen.size, 1, `the helper ran one checkpoint process: ${JSON.stringify([...seen])}`);
+      const [[pid, nice]] = [...seen];
+      assert.notEqual(pid, process.pid);
+      assert.equal(nice, 19, 'at nice 19');
+      await waitFor('the checkpoint process to exit', () => !processAlive(pid), 5000);
+      store.commit();
+      const crashed = path.join(ws.root, 'crashed');
+      cpSync(ws.storage, crashed, { recursive: true });
+      const reopened = await openStore(crashed);
+      assert.deepEqual(dump(reopened), dump(store));
+      assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
+    });
+
+    it('a checkpoint process killed mid-build: the snapshot is written from memory, nothing is lost, and the log says where it failed', async function () {
+      if (process.platform !== 'linux') this.skip(); // /proc
+      const notes: StoreNote[] = [];
+      const { store, helperPid } = await openWithHelper(notes);
+      addLogs(store, 1, 3000);
+      assert.equal(store.snapshotInBackground(), true);
+      const [victim] = await waitFor('the checkpoint process', () => {
+        const c = childrenOf(helperPid);
+        return c.length > 0 && c;
+      });
+      process.kill(victim.pid, 'SIGKILL');
+      assert.equal(await store.whenCheckpointed(), true, 'the fallback snapshot succeeded');
+      assert.equal(store.lastSnapshot?.background, false);
+      assert.equal(notes.length, 1);
+      assert.match(notes[0].message, /background snapshot failed \(the checkpoint process ended \(signal SIGKILL\)\); wrote the snapshot from memory instead/);
+      assert.equal(notes[0].details?.builtIn, `process ${victim.pid}`);
+      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+      cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), dump(store));
+    });
+
+    it('the engine shutting down mid-checkpoint ends the checkpoint process and leaves no temporary file', async function () {
+      if (process.platform !== 'linux') this.skip(); // /proc
+      const { store, helperPid } = await openWithHelper();
+      addLogs(store, 1, 3000);
+      assert.equal(store.snapshotInBackground(), true);
+      const [child] = await waitFor('the checkpoint process', () => {
+        const c = childrenOf(helperPid);
+        return c.length > 0 && c;
+      });
+      const live = dump(store);
+      const done = store.whenCheckpointed();
+      // The engine's order: the store first (a final snapshot from memory), then the launcher.
+      store.close();
+      await launcher!.close(0);
+      assert.equal(await done, false, 'abandoned');
+      await waitFor('the checkpoint process to end', () => !processAlive(child.pid), 5000);
+      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+      cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
+    });
+
+    it('without a ready helper the checkpoint runs on a thread, and the helper is started for the next one', async () => {
+      launcher = new AttemptLauncher();
+      const l = launcher;
+      const { store } = await Store.open({ storageDir: ws.storage, runCheckpoint: (job) => l.runCheckpoint(job) });
+      open.push(store);
+      addLogs(store, 1, 100);
+      assert.equal(l.helperPid, undefined, 'no helper before any launch');
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(await store.whenCheckpointed(), true);
+      assert.equal(store.lastSnapshot?.background, true, 'built off the main thread all the same');
+      await waitFor('the helper to start', () => l.helperPid !== undefined, 5000);
+    });
   });
 
   it('starts from a snapshot whose checksum does not match after SQLite checks it (and refuses a damaged one)', async () => {
