@@ -106,7 +106,16 @@ async function main(): Promise<void> {
         const started = store.snapshotInBackground();
         void store.whenCheckpointed().then((ok) => {
           const info = store!.lastSnapshot;
-          send({ type: 'snapshot', ok: started && ok, background: info?.background ?? false, ms: info?.ms ?? 0, mainMs: snapshots.slice(before).reduce((a, b) => a + b, 0), bytes: info?.bytes ?? 0 });
+          send({
+            type: 'snapshot',
+            ok: started && ok,
+            background: info?.background ?? false,
+            builtIn: info?.builtIn ?? null,
+            builderPeakRss: info?.builderPeakRss ?? null,
+            ms: info?.ms ?? 0,
+            mainMs: snapshots.slice(before).reduce((a, b) => a + b, 0),
+            bytes: info?.bytes ?? 0,
+          });
         });
         break;
       }
