@@ -213,24 +213,33 @@ function createRouter(engine: MonitoredEngine, ctx: AppContext): (req: IncomingM
     sendJson(res, 200, body);
   });
 
-  app.get('/logs', (req: IncomingMessage, res: ServerResponse) => {
+  // /logs and /items read pages from the database (0.1-2 ms each). They are answered one per
+  // event-loop turn, in arrival order, so that 50 clients arriving together cannot hold the loop
+  // for 50 pages while the engine's timers (launches, retries, snapshots) wait.
+  const pages = new TurnQueue();
+
+  app.get('/logs', (req: IncomingMessage, res: ServerResponse, next: NextFunction) => {
     const parsed = parseLogsQuery(queryStringOf(req.url));
-    const page = engine.queryLogs(parsed.query);
-    const lastId = page.lastId ?? page.entries[page.entries.length - 1]?.id;
-    const headers =
-      page.hasMore && lastId !== undefined ? { Link: `<http://${req.headers.host}/logs?${nextLogsQueryString(parsed, lastId)}>; rel="next"` } : undefined;
-    sendJsonText(res, 200, page.json ? page.json() : JSON.stringify(page.entries), headers);
+    pages.run(res, next, () => {
+      const page = engine.queryLogs(parsed.query);
+      const lastId = page.lastId ?? page.entries[page.entries.length - 1]?.id;
+      const headers =
+        page.hasMore && lastId !== undefined ? { Link: `<http://${req.headers.host}/logs?${nextLogsQueryString(parsed, lastId)}>; rel="next"` } : undefined;
+      sendJsonText(res, 200, page.json ? page.json() : JSON.stringify(page.entries), headers);
+    });
   });
 
-  app.get('/items', (req: IncomingMessage, res: ServerResponse) => {
+  app.get('/items', (req: IncomingMessage, res: ServerResponse, next: NextFunction) => {
     const query = parseItemsQuery(queryStringOf(req.url));
-    const { items, total } = engine.listItems(query);
-    const nextOffset = query.offset + items.length;
-    const headers =
-      items.length > 0 && nextOffset < total
-        ? { Link: `<http://${req.headers.host}/items?${nextItemsQueryString(query, nextOffset)}>; rel="next"` }
-        : undefined;
-    sendJson(res, 200, { items, total, limit: query.limit, offset: query.offset }, headers);
+    pages.run(res, next, () => {
+      const { items, total } = engine.listItems(query);
+      const nextOffset = query.offset + items.length;
+      const headers =
+        items.length > 0 && nextOffset < total
+          ? { Link: `<http://${req.headers.host}/items?${nextItemsQueryString(query, nextOffset)}>; rel="next"` }
+          : undefined;
+      sendJson(res, 200, { items, total, limit: query.limit, offset: query.offset }, headers);
+    });
   });
 
   app.get('/events', (req: IncomingMessage, res: ServerResponse) => {
@@ -280,6 +289,38 @@ function createRouter(engine: MonitoredEngine, ctx: AppContext): (req: IncomingM
       if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'Internal error (a bug); details are in the engine log.'));
       else res.destroy();
     });
+  };
+}
+
+/**
+ * Runs queued responses one per event-loop turn (setImmediate), in arrival order. Between two of
+ * them the loop runs its timers and reads new requests, so its delay stays about one page long
+ * however many clients wait. A response whose client has gone is skipped; an error thrown goes
+ * to the router's error handler, as a synchronous one would.
+ */
+export class TurnQueue {
+  private readonly jobs: { res: ServerResponse; next: NextFunction; answer: () => void }[] = [];
+  private scheduled = false;
+
+  run(res: ServerResponse, next: NextFunction, answer: () => void): void {
+    this.jobs.push({ res, next, answer });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.turn);
+    }
+  }
+
+  private readonly turn = (): void => {
+    const job = this.jobs.shift();
+    if (job && !job.res.destroyed) {
+      try {
+        job.answer();
+      } catch (error) {
+        job.next(error);
+      }
+    }
+    if (this.jobs.length > 0) setImmediate(this.turn);
+    else this.scheduled = false;
   };
 }
 

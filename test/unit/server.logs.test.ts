@@ -1,7 +1,9 @@
 // /logs: every parameter, every 400, cursor paging through the Link header, and a property test.
 import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
+import type { ServerResponse } from 'node:http';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
+import { TurnQueue } from '../../src/server/server';
 import { LOG_ACTIONS, LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import { encodeCursor, parseIsoDateTime } from '../../src/server/params';
 import { OpenApiChecker, request, type HttpResult } from './helpers/http';
@@ -268,5 +270,56 @@ describe('server: /logs', () => {
     );
     // Both outcomes were really exercised.
     assert.ok((statuses.get(200) ?? 0) > 50 && (statuses.get(400) ?? 0) > 50, JSON.stringify([...statuses]));
+  });
+});
+
+describe('server: TurnQueue (how /logs and /items pages are answered)', () => {
+  /** A job's stand-in for a ServerResponse: the queue only reads `destroyed`. */
+  const response = (destroyed = false) => ({ destroyed }) as ServerResponse;
+
+  it('runs one job per event-loop turn, in arrival order, so timers run between them', async () => {
+    // A 1 ms timer chain counts the loop's timer phases; each job takes 3 ms. Jobs run back to back
+    // in one turn would see the same count.
+    const ticks = { n: 0, on: true };
+    const tick = () => {
+      ticks.n++;
+      if (ticks.on) setTimeout(tick, 1);
+    };
+    setTimeout(tick, 1);
+    const queue = new TurnQueue();
+    const seen: [number, number][] = [];
+    await new Promise<void>((resolve) => {
+      for (let i = 0; i < 10; i++) {
+        queue.run(response(), assert.fail, () => {
+          seen.push([i, ticks.n]);
+          const until = performance.now() + 3;
+          while (performance.now() < until) {
+            // a 3 ms page
+          }
+          if (i === 9) resolve();
+        });
+      }
+    });
+    ticks.on = false;
+    assert.deepEqual(seen.map(([i]) => i), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'in arrival order');
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i][1] > seen[i - 1][1], `a timer ran between jobs ${i - 1} and ${i}: ${JSON.stringify(seen)}`);
+  });
+
+  it('skips the jobs of clients that have gone, and hands a thrown error to the router', async () => {
+    const queue = new TurnQueue();
+    const ran: string[] = [];
+    const errors: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      queue.run(response(true), assert.fail, () => ran.push('gone'));
+      queue.run(response(), (e: unknown) => errors.push(e), () => {
+        throw new Error('page failed');
+      });
+      queue.run(response(), assert.fail, () => {
+        ran.push('after');
+        resolve();
+      });
+    });
+    assert.deepEqual(ran, ['after'], 'the departed client got nothing; the queue went on after the error');
+    assert.equal((errors[0] as Error).message, 'page failed');
   });
 });
