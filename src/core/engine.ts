@@ -726,7 +726,8 @@ export class Engine implements MonitoredEngine {
       this.store.setMeta('last_log_id', String(this.lastLogId));
       if (this.store.snapshotInBackground()) this.lastSnapshotAt = Date.now();
     } else {
-      this.store.commit();
+      // Off the event loop: nothing waits for this one (spawns commit synchronously themselves).
+      this.store.commit('background');
     }
     // Launches wait while storage fails; once it is back, resume.
     if (this.store.lastError === null && this.mode === 'running' && this.active.size < this.options.concurrency) {

@@ -12,7 +12,7 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
 // one code path for "do it" and "redo it".
-import { closeSync, existsSync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -222,6 +222,13 @@ export class Store {
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
+  /** Background fdatasyncs of the journal in flight (commit('background')). */
+  private backgroundSyncs = 0;
+  /** Journal writes so far, and how many of them are known to be on disk (fdatasync done). */
+  private writeSeq = 0;
+  private syncedSeq = 0;
+  /** Bumped whenever the journal descriptor changes, so a late fdatasync knows it is stale. */
+  private journalGeneration = 0;
   private snapshotInfo: SnapshotInfo | null = null;
 
   private constructor(
@@ -385,8 +392,17 @@ export class Store {
   /**
    * Appends pending mutations to the journal and fdatasyncs it. Returns false (and records the
    * error) when storage is failing; the state stays in memory and a later call retries.
+   *
+   * `background` (the engine's once-a-second commit): the records are written at once, where a
+   * crash of this process cannot lose them, and the fdatasync runs on libuv's thread pool. A
+   * synchronous fdatasync waits for the file system's next journal commit, and while a checkpoint
+   * writes a 333 MB snapshot that took up to a second of the event loop (docs/PERFORMANCE.md).
+   * Commits before a spawn stay synchronous: the contract wants the journal on disk first.
    */
-  commit(): boolean {
+  commit(mode: 'sync' | 'background' = 'sync'): boolean {
+    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journalFd !== null) {
+      return this.commitInBackground();
+    }
     if (!this.options.storageDir) return true;
     if (this.needsSnapshot) {
       // Recovery is a full snapshot; while storage stays broken, try it at most once a second
@@ -394,12 +410,16 @@ export class Store {
       if (this.error !== null && Date.now() - this.lastFailureAt < RETRY_INTERVAL_MS) return false;
       return this.snapshot();
     }
-    if (this.pending.length === 0) return this.error === null;
+    if (this.pending.length === 0 && this.syncedSeq === this.writeSeq) return this.error === null;
     try {
       this.checkJournalIdentity();
-      const text = this.pending.join('\n') + '\n';
-      writeFully(this.journalFd!, text);
+      if (this.pending.length > 0) {
+        writeFully(this.journalFd!, this.pending.join('\n') + '\n');
+        this.writeSeq++;
+      }
+      // Also what a background commit wrote and has not synced yet: a spawn must not wait on it.
       fdatasyncSync(this.journalFd!);
+      this.syncedSeq = this.writeSeq;
       this.pending = [];
       this.setHealthy();
       return true;
@@ -407,6 +427,44 @@ export class Store {
       this.fail(`journal write failed: ${(err as Error).message}`);
       return false;
     }
+  }
+
+  /** Whether a background fdatasync of the journal is still running (for tests). */
+  get journalSyncPending(): boolean {
+    return this.backgroundSyncs > 0;
+  }
+
+  private commitInBackground(): boolean {
+    if (this.pending.length > 0) {
+      try {
+        this.checkJournalIdentity();
+        writeFully(this.journalFd!, this.pending.join('\n') + '\n');
+        this.writeSeq++;
+        this.pending = [];
+      } catch (err) {
+        this.fail(`journal write failed: ${(err as Error).message}`);
+        return false;
+      }
+    }
+    // One at a time: what is written meanwhile is synced by the next call (a second later).
+    if (this.backgroundSyncs > 0 || this.syncedSeq === this.writeSeq) return this.error === null;
+    const fd = this.journalFd!;
+    const generation = this.journalGeneration;
+    const upTo = this.writeSeq;
+    this.backgroundSyncs++;
+    fdatasync(fd, (err) => {
+      this.backgroundSyncs--;
+      // Rotated or closed meanwhile: every rotation is preceded by a synchronous commit or a full
+      // snapshot, which made these records durable; an error on the old descriptor means nothing.
+      if (generation !== this.journalGeneration) return;
+      if (err) {
+        this.fail(`journal fsync failed: ${err.message}`);
+        return;
+      }
+      this.syncedSeq = Math.max(this.syncedSeq, upTo);
+      this.setHealthy();
+    });
+    return this.error === null;
   }
 
   /**
@@ -454,7 +512,8 @@ export class Store {
     const dir = this.options.storageDir;
     if (!dir) return true;
     if (this.checkpoint) {
-      this.commit();
+      // The checkpoint is writing a snapshot: a synchronous fdatasync would wait behind it.
+      this.commit('background');
       return false;
     }
     // Recovery needs the live database: the journal on disk is incomplete.
@@ -697,6 +756,10 @@ export class Store {
 
   private openJournal(truncate = false, name = JOURNAL_FILE): void {
     const file = path.join(this.options.storageDir!, name);
+    // A new descriptor: whatever the old one had unsynced was made durable by the caller (a
+    // synchronous commit before a rotation, or a full snapshot).
+    this.journalGeneration++;
+    this.syncedSeq = this.writeSeq;
     if (this.journalFd !== null) {
       try {
         closeSync(this.journalFd);

@@ -52,6 +52,43 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     assert.equal(engine.queryLogs({ order: 'asc', limit: 10, words: ['journal'] }).entries[0]?.id, 7);
   });
 
+  it('a background commit writes at once and fsyncs off the main thread; a synchronous one after it still fsyncs before returning', async () => {
+    const { store } = await Store.open({ storageDir: ws.storage });
+    // Counts the synchronous fdatasyncs the store makes (it calls them through the fs module).
+    const fs = require('node:fs') as typeof import('node:fs');
+    const original = fs.fdatasyncSync;
+    let syncCalls = 0;
+    fs.fdatasyncSync = (fd: number) => {
+      syncCalls++;
+      original(fd);
+    };
+    try {
+      store.setMeta('total_launches', '7');
+      assert.equal(store.commit('background'), true);
+      assert.equal(syncCalls, 0, 'no synchronous fdatasync');
+      assert.match(readFileSync(path.join(ws.storage, JOURNAL_FILE), 'utf8'), /"total_launches","7"/, 'written at once');
+      assert.equal(store.journalSyncPending, true, 'the fdatasync runs on the thread pool');
+      // A spawn's commit right now has nothing pending, yet must not return before the disk has it.
+      assert.equal(store.commit(), true);
+      assert.equal(syncCalls, 1, 'the synchronous commit synced what the background one wrote');
+      assert.equal(store.commit(), true);
+      assert.equal(syncCalls, 1, 'and nothing more when nothing is unsynced');
+      await waitFor('the background fdatasync', () => !store.journalSyncPending, 5000);
+      // A rotation (full snapshot) while a background fdatasync runs: no error is reported for the old descriptor.
+      store.setMeta('total_launches', '8');
+      assert.equal(store.commit('background'), true);
+      assert.equal(store.snapshot(), true);
+      await waitFor('the background fdatasync', () => !store.journalSyncPending, 5000);
+      assert.equal(store.lastError, null);
+    } finally {
+      fs.fdatasyncSync = original;
+      store.close();
+    }
+    const { store: reopened } = await Store.open({ storageDir: ws.storage });
+    assert.equal(reopened.getMeta('total_launches'), '8');
+    reopened.close();
+  });
+
   it('ignores a journal cut in the middle of its last record, and says so', async () => {
     const { store } = await Store.open({ storageDir: ws.storage });
     store.setMeta('total_failed', '5');
