@@ -25,6 +25,8 @@ export interface Stall {
   phase: string;
   /** Whether a background snapshot was being built at the time. */
   checkpoint: boolean;
+  /** When the stall ended (performance.now() of the child), to line it up with other traces. */
+  at?: number;
 }
 
 /** Loop stalls longer than this are recorded one by one, to say where a max came from. */
@@ -49,7 +51,7 @@ export class LoopMonitor {
       const now = performance.now();
       const late = now - last - 10;
       last = now;
-      if (late > STALL_MS) this.stalls.push({ ms: Math.round(late), phase: this.phase, checkpoint: this.checkpointing() });
+      if (late > STALL_MS) this.stalls.push({ ms: Math.round(late), phase: this.phase, checkpoint: this.checkpointing(), at: Math.round(now) });
     }, 10).unref();
   }
   reset(): void {
@@ -87,9 +89,13 @@ interface SnapshotTaker {
  * later installing the result). With `workerMs`, also each background snapshot's wall time in its
  * worker thread, which the event loop does not wait for.
  */
-export function timeSnapshots(store: SnapshotTaker, workerMs?: number[]): number[] {
+export function timeSnapshots(store: SnapshotTaker, workerMs?: number[], events?: { part: string; ms: number; at: number }[]): number[] {
   const durations: number[] = [];
-  const round = (t: number) => Math.round((performance.now() - t) * 10) / 10;
+  const record = (part: string, t: number) => {
+    const ms = Math.round((performance.now() - t) * 10) / 10;
+    durations.push(ms);
+    events?.push({ part, ms, at: Math.round(performance.now()) });
+  };
   const wrap = <A extends unknown[], R>(target: object, name: string, after?: (result: R) => void) => {
     const holder = target as Record<string, (...args: A) => R>;
     const original = holder[name]?.bind(target);
@@ -101,7 +107,7 @@ export function timeSnapshots(store: SnapshotTaker, workerMs?: number[]): number
         result = original(...args);
         return result;
       } finally {
-        durations.push(round(t));
+        record(name, t);
         if (result !== undefined) after?.(result);
       }
     };
@@ -122,7 +128,7 @@ export function timeSnapshots(store: SnapshotTaker, workerMs?: number[]): number
       if (cp.settled) return finish(cp, m);
       const t = performance.now();
       finish(cp, m);
-      durations.push(round(t));
+      record('finishCheckpoint', t);
     };
   }
   return durations;

@@ -25,15 +25,22 @@ const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
 // engine's launch helper process, so the engine's own spawn time is the one fork() of that helper;
 // the helper reports its own time in spawn() per attempt (helperSpawnMs).
 const timed = { spawnMs: 0, spawns: 0, fsyncMs: 0, fsyncs: 0 };
-function wrap(mod: Record<string, unknown>, name: string, ms: 'spawnMs' | 'fsyncMs', count: 'spawns' | 'fsyncs'): void {
+/** Synchronous file-system calls slower than SLOW_CALL_MS, to line up with the loop's stalls. */
+const slowCalls: { call: string; ms: number; at: number }[] = [];
+const SLOW_CALL_MS = 20;
+function wrap(mod: Record<string, unknown>, name: string, ms?: 'spawnMs' | 'fsyncMs', count?: 'spawns' | 'fsyncs'): void {
   const original = mod[name] as (...a: unknown[]) => unknown;
   mod[name] = (...a: unknown[]) => {
     const t = performance.now();
     try {
       return original(...a);
     } finally {
-      timed[ms] += performance.now() - t;
-      timed[count]++;
+      const now = performance.now();
+      if (ms && count) {
+        timed[ms] += now - t;
+        timed[count]++;
+      }
+      if (now - t > SLOW_CALL_MS) slowCalls.push({ call: name, ms: Math.round(now - t), at: Math.round(now) });
     }
   };
 }
@@ -43,6 +50,10 @@ wrap(require('node:child_process'), 'spawn', 'spawnMs', 'spawns');
 wrap(require('node:child_process'), 'fork', 'spawnMs', 'spawns');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 wrap(require('node:fs'), 'fdatasyncSync', 'fsyncMs', 'fsyncs');
+for (const name of ['fsyncSync', 'writeSync', 'renameSync', 'openSync', 'closeSync', 'readFileSync', 'writeFileSync', 'unlinkSync', 'linkSync', 'ftruncateSync']) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  wrap(require('node:fs'), name);
+}
 
 async function main(): Promise<void> {
   rmSync(config.root, { recursive: true, force: true });
@@ -76,11 +87,13 @@ async function main(): Promise<void> {
     snapshotIntervalMs: config.snapshotIntervalMs,
   });
   const workerMs: number[] = [];
-  const snapshots = timeSnapshots((engine as unknown as { store: Parameters<typeof timeSnapshots>[0] }).store, workerMs);
+  const snapshotParts: { part: string; ms: number; at: number }[] = [];
+  const snapshots = timeSnapshots((engine as unknown as { store: Parameters<typeof timeSnapshots>[0] }).store, workerMs, snapshotParts);
   const loop = new LoopMonitor(() => checkpointInFlight((engine as unknown as { store: unknown }).store));
   loop.phase = 'launches';
   const cpu0 = process.cpuUsage();
   Object.assign(timed, { spawnMs: 0, spawns: 0, fsyncMs: 0, fsyncs: 0 });
+  slowCalls.length = 0;
   const t0 = performance.now();
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
@@ -109,7 +122,7 @@ async function main(): Promise<void> {
   await server.close();
   await engine.shutdown(1000);
   process.stdout.write(
-    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, workerMs, launched: stats.launched, failed: stats.failed, rss, ...during, launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss })}\n`,
+    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, workerMs, launched: stats.launched, failed: stats.failed, rss, ...during, hrOriginUs: Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000, slowCalls: slowCalls.slice(0, 50), slowSnapshotParts: snapshotParts.filter((p) => p.ms > SLOW_CALL_MS), launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss })}\n`,
   );
   rmSync(config.root, { recursive: true, force: true });
   process.exit(0);

@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   await host.shutdown(1000);
   rmSync(config.root, { recursive: true, force: true });
   process.stdout.write(
-    `${JSON.stringify({ startupMs, wasmMs, journalBytes, rssAfterStart, rssAfterSnapshot, maxRss, snapshotMs, snapshotMainMs, snapshotBytes, ...built, loopDuringSnapshot: loop.read() })}\n`,
+    `${JSON.stringify({ startupMs, wasmMs, journalBytes, rssAfterStart, rssAfterSnapshot, maxRss, snapshotMs, snapshotMainMs, snapshotBytes, ...built, loopDuringSnapshot: loop.read(), hrOriginUs: Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000 })}\n`,
   );
   process.exit(0);
 }
