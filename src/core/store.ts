@@ -193,13 +193,21 @@ interface Checkpoint {
 
 let sqlJs: Promise<SqlJsStatic> | undefined;
 function loadSqlJs(): Promise<SqlJsStatic> {
+  if (sqlJs) return sqlJs;
+  // A WebAssembly compile holds nothing on the event loop. When nothing else does either (an engine
+  // host starting), Node leaves the loop and runs what follows the compile inside
+  // NodePlatform::DrainTasks, which afterwards blocks until every background V8 job is done,
+  // including the TurboFan tier-up of the sql.js functions that startup made hot. No timer or I/O
+  // callback ran for 110–220 ms after each start (docs/PERFORMANCE.md, fix 21). A referenced
+  // timer keeps the loop alive, so the rest of startup runs on it and tier-up stays in the background.
+  const keepLoopAlive = setInterval(() => undefined, 60_000);
   // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
-  sqlJs ??= initSqlJs({
+  sqlJs = initSqlJs({
     locateFile: (file: string) => {
       const beside = path.join(__dirname, file);
       return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
     },
-  });
+  }).finally(() => clearInterval(keepLoopAlive));
   return sqlJs;
 }
 
