@@ -12,7 +12,7 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
 // one code path for "do it" and "redo it".
-import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -573,8 +573,6 @@ export class Store {
   static async buildCheckpoint(job: CheckpointJob): Promise<CheckpointBuilt> {
     const started = performance.now();
     const SQL = await loadSqlJs();
-    // The file's bytes are copied into sql.js's in-memory file system; loading them in a separate
-    // function lets that read buffer die young (the worker has a small young generation).
     const { db, verified } = loadVerified(SQL, job.dir);
     const store = new Store(db, { storageDir: null });
     try {
@@ -834,7 +832,7 @@ function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]): Databa
   if (!existsSync(file)) return undefined;
   let reason: string;
   try {
-    const bytes = readFileSync(file);
+    const bytes = readSnapshotFile(dir);
     if (bytes.length === 0) throw new Error('the file is empty (0 bytes)');
     // A snapshot that is byte for byte what we wrote (size and CRC-32 match) was a complete,
     // checked export; the CRC costs ~30 ms where SQLite's quick_check scanned for 0.4–0.7 s.
@@ -872,8 +870,54 @@ function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]): Databa
 }
 
 function loadVerified(SQL: SqlJsStatic, dir: string): { db: Database; verified: boolean } {
-  const bytes = readFileSync(path.join(dir, SNAPSHOT_FILE));
+  const bytes = readSnapshotFile(dir);
   return { verified: matchesSum(dir, bytes), db: new SQL.Database(bytes) };
+}
+
+/**
+ * Reads engine.sqlite into the buffer that sql.js then keeps as the database's in-memory file, with
+ * room after the file's end for the journal replay that follows.
+ *
+ * sql.js's in-memory file system (Emscripten's MEMFS) takes the bytes with `slice()` and allocates a
+ * file exactly that long, so the first page the replay appends makes it allocate 1.125 times the
+ * size and copy: the snapshot's whole size twice over, until V8 happens to collect the first. The
+ * engine host's RSS at 100,000 items read 185 or 285 MB depending on that timing
+ * (docs/PERFORMANCE.md, fix 22). The view returned here answers a `slice()` of its whole range with
+ * the whole buffer, spare room included, which MEMFS records as capacity beyond the file's size:
+ * one buffer, and replay appends in place. Pages past the file's end are not touched until written,
+ * so the room costs no memory until the database grows into it. Any other slice is an ordinary copy,
+ * so an sql.js that took the bytes differently would still load them, only with a copy again.
+ */
+function readSnapshotFile(dir: string): Uint8Array {
+  const file = path.join(dir, SNAPSHOT_FILE);
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    let journalBytes = 0;
+    for (const name of [JOURNAL_FILE, JOURNAL_NEXT_FILE]) {
+      try {
+        journalBytes += statSync(path.join(dir, name)).size;
+      } catch {
+        // no journal: nothing to replay
+      }
+    }
+    // A journal record grows the database by less than twice its JSON; a quarter of the size more
+    // keeps the next minutes of inserts in place too.
+    const capacity = size + Math.ceil(size / 4) + 2 * journalBytes;
+    const whole = new Uint8Array(capacity);
+    let read = 0;
+    while (read < size) {
+      const n = readSync(fd, whole, read, size - read, read);
+      if (n === 0) break; // the file shrank under us: SQLite's own checks judge what we got
+      read += n;
+    }
+    const bytes = whole.subarray(0, read);
+    const copy = bytes.slice.bind(bytes);
+    bytes.slice = (start?: number, end?: number) => ((start ?? 0) === 0 && (end ?? read) >= read ? whole : copy(start, end));
+    return bytes;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The worker's heap: a small young generation frees the snapshot's read buffer at once. */
