@@ -71,7 +71,8 @@ interface ActiveAttempt {
   item: ItemDefinition;
   attempt: number;
   startedAt: number;
-  run: RunningAttempt;
+  /** Undefined while its journal records are on their way to the disk (not spawned yet). */
+  run: RunningAttempt | undefined;
 }
 
 const PERSIST_INTERVAL_MS = 1000;
@@ -112,6 +113,8 @@ export class Engine implements MonitoredEngine {
   private persistTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  /** Launch rounds waiting for their journal records to reach the disk. */
+  private readonly launching = new Set<Promise<void>>();
   private dispatchQueued = false;
   private lastSnapshotAt = Date.now();
   private closed = false;
@@ -234,14 +237,17 @@ export class Engine implements MonitoredEngine {
     if (wasMode !== 'stopped') {
       this.log('engine_stopped', 'info', 'engine shutting down', null, { running: this.active.size, graceMs });
     }
+    // Attempts journaled but not spawned yet are spawned once the disk has them (mode no longer
+    // matters to that): then every active attempt has a process to wait for or terminate.
+    await Promise.all(this.launching);
     if (this.active.size > 0) {
-      const all = Promise.all([...this.active.values()].map((a) => a.run.done));
+      const all = Promise.all([...this.active.values()].map((a) => a.run?.done));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);
       // Let the exit handlers record the outcomes that just arrived.
       await new Promise((r) => setImmediate(r));
-      for (const a of this.active.values()) a.run.terminate(1000);
+      for (const a of this.active.values()) a.run?.terminate(1000);
     }
     await this.polling;
     this.closed = true;
@@ -403,7 +409,9 @@ export class Engine implements MonitoredEngine {
     this.scanner.scans++;
     this.scanner.lastScanAt = Date.now();
     this.scanner.lastScanDurationMs = this.scanner.lastScanAt - started;
-    this.store.commit();
+    // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
+    // of these items waits for the disk itself.
+    this.store.commit('background');
     this.emit({ type: 'stats' });
     this.scheduleDispatch();
   }
@@ -510,19 +518,35 @@ export class Engine implements MonitoredEngine {
         [now, free],
       );
       if (due.length > 0) {
-        // One journal commit (one fsync) for every launch of this round.
         const starts = this.store.batch(() => due.map((row) => this.recordLaunch(row, now)));
-        if (!this.store.commit()) {
-          // Not journaled, so not launched: each attempt fails without a process and is retried
-          // with backoff like any failure, once storage works again.
-          for (const s of starts) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
-          return;
-        }
-        for (const s of starts) this.spawn(s);
+        this.launchWhenDurable(starts);
       }
     }
     if (this.active.size < this.options.concurrency) this.armDueTimer(now);
-    if (this.store.hasPending) this.store.commit();
+    // Outcomes with no launch to share a commit with: written now (a kill -9 cannot lose them),
+    // synced on the thread pool.
+    if (this.store.hasPending) this.store.commit('background');
+  }
+
+  /**
+   * Spawns attempts once their journal records are on disk (the contract's promise), waiting
+   * without holding the event loop: one fdatasync on the thread pool for every launch of this round
+   * and any that join it meanwhile (Store.commitDurably).
+   */
+  private launchWhenDurable(starts: ActiveAttempt[]): void {
+    const launching = this.store.commitDurably().then((durable) => {
+      this.launching.delete(launching);
+      // A shutdown that got this far leaves them recorded as running: interrupted at the next start.
+      if (this.closed) return;
+      if (!durable) {
+        // Not journaled, so not launched: each attempt fails without a process and is retried
+        // with backoff like any failure, once storage works again.
+        for (const s of starts) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
+        return;
+      }
+      for (const s of starts) this.spawn(s);
+    });
+    this.launching.add(launching);
   }
 
   private armDueTimer(now: number): void {
@@ -541,7 +565,7 @@ export class Engine implements MonitoredEngine {
     this.store.mutate('item_state', ['pending', attempt, null, 1, row.last_error, now, row.id]);
     this.counters.totalLaunches++;
     this.store.setMeta('total_launches', String(this.counters.totalLaunches));
-    const a: ActiveAttempt = { attemptId, item, attempt, startedAt: now, run: undefined as unknown as RunningAttempt };
+    const a: ActiveAttempt = { attemptId, item, attempt, startedAt: now, run: undefined };
     this.active.set(attemptId, a);
     this.lastLaunch = {
       itemId: item.id,
@@ -567,8 +591,9 @@ export class Engine implements MonitoredEngine {
   }
 
   private spawn(a: ActiveAttempt): void {
-    a.run = this.launcher.launch(a.attemptId, a.item, a.attempt);
-    void a.run.done.then((result) => {
+    const run = this.launcher.launch(a.attemptId, a.item, a.attempt);
+    a.run = run;
+    void run.done.then((result) => {
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
       this.finishAttempt(a, result);
       // The dispatch right after journals this outcome together with the next launches: one
@@ -701,7 +726,7 @@ export class Engine implements MonitoredEngine {
         item: JSON.parse(r.definition) as ItemDefinition,
         attempt: r.attempt,
         startedAt: r.started_at,
-        run: undefined as unknown as RunningAttempt,
+        run: undefined,
       };
       this.finishAttempt(a, resultWithoutProcess(r.started_at, 'interrupted'), true);
     }

@@ -237,6 +237,8 @@ export class Store {
   private syncedSeq = 0;
   /** Bumped whenever the journal descriptor changes, so a late fdatasync knows it is stale. */
   private journalGeneration = 0;
+  /** commitDurably() calls waiting for their journal write (`seq`) to be on disk. */
+  private durableWaiters: { seq: number; resolve: (durable: boolean) => void }[] = [];
   private snapshotInfo: SnapshotInfo | null = null;
 
   private constructor(
@@ -405,7 +407,7 @@ export class Store {
    * crash of this process cannot lose them, and the fdatasync runs on libuv's thread pool. A
    * synchronous fdatasync waits for the file system's next journal commit, and while a checkpoint
    * writes a 333 MB snapshot that took up to a second of the event loop (docs/PERFORMANCE.md).
-   * Commits before a spawn stay synchronous: the contract wants the journal on disk first.
+   * Launches use commitDurably(), which waits for the disk without blocking the event loop.
    */
   commit(mode: 'sync' | 'background' = 'sync'): boolean {
     if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journalFd !== null) {
@@ -430,6 +432,7 @@ export class Store {
       this.syncedSeq = this.writeSeq;
       this.pending = [];
       this.setHealthy();
+      this.settleDurableWaiters();
       return true;
     } catch (err) {
       this.fail(`journal write failed: ${(err as Error).message}`);
@@ -442,21 +445,58 @@ export class Store {
     return this.backgroundSyncs > 0;
   }
 
+  /**
+   * Journals pending mutations and resolves once they are on disk: true, or false when storage
+   * failed (the error is recorded and the state stays in memory, as with commit()). The records
+   * are written at once and the fdatasync runs on libuv's thread pool, so the event loop goes on
+   * meanwhile; calls that arrive while one runs share the next, so launches that become due
+   * together wait for one fdatasync. This is how the engine keeps the contract's promise that every
+   * attempt is on disk before its process is spawned: a synchronous fdatasync before each spawn
+   * held the event loop for 0.6-5 ms per launch, and for tens of milliseconds behind a
+   * checkpoint's writes (docs/PERFORMANCE.md, fix 23).
+   */
+  commitDurably(): Promise<boolean> {
+    if (!this.options.storageDir) return Promise.resolve(true);
+    // Recovery (a full snapshot) and a journal that is not open take the synchronous path.
+    if (this.needsSnapshot || this.journalFd === null) return Promise.resolve(this.commit());
+    if (!this.writePending()) return Promise.resolve(false);
+    if (this.syncedSeq >= this.writeSeq) return Promise.resolve(this.error === null);
+    const seq = this.writeSeq;
+    return new Promise((resolve) => {
+      this.durableWaiters.push({ seq, resolve });
+      this.startBackgroundSync();
+    });
+  }
+
   private commitInBackground(): boolean {
-    if (this.pending.length > 0) {
-      try {
-        this.checkJournalIdentity();
-        writeFully(this.journalFd!, this.pending.join('\n') + '\n');
-        this.writeSeq++;
-        this.pending = [];
-      } catch (err) {
-        this.fail(`journal write failed: ${(err as Error).message}`);
-        return false;
-      }
+    if (!this.writePending()) return false;
+    this.startBackgroundSync();
+    return this.error === null;
+  }
+
+  /** Appends pending mutations to the journal, without syncing. False (recorded) when that fails. */
+  private writePending(): boolean {
+    if (this.pending.length === 0) return true;
+    try {
+      this.checkJournalIdentity();
+      writeFully(this.journalFd!, this.pending.join('\n') + '\n');
+      this.writeSeq++;
+      this.pending = [];
+      return true;
+    } catch (err) {
+      this.fail(`journal write failed: ${(err as Error).message}`);
+      return false;
     }
-    // One at a time: what is written meanwhile is synced by the next call (a second later).
-    if (this.backgroundSyncs > 0 || this.syncedSeq === this.writeSeq) return this.error === null;
-    const fd = this.journalFd!;
+  }
+
+  /**
+   * One fdatasync on the thread pool at a time, covering every write made before it started; what
+   * is written meanwhile is synced by the next one, started at once if a launch waits for it and
+   * otherwise by the next once-a-second commit.
+   */
+  private startBackgroundSync(): void {
+    if (this.backgroundSyncs > 0 || this.syncedSeq >= this.writeSeq || this.journalFd === null) return;
+    const fd = this.journalFd;
     const generation = this.journalGeneration;
     const upTo = this.writeSeq;
     this.backgroundSyncs++;
@@ -464,15 +504,27 @@ export class Store {
       this.backgroundSyncs--;
       // Rotated or closed meanwhile: every rotation is preceded by a synchronous commit or a full
       // snapshot, which made these records durable; an error on the old descriptor means nothing.
-      if (generation !== this.journalGeneration) return;
-      if (err) {
-        this.fail(`journal fsync failed: ${err.message}`);
-        return;
+      if (generation === this.journalGeneration) {
+        if (err) this.fail(`journal fsync failed: ${err.message}`);
+        else {
+          this.syncedSeq = Math.max(this.syncedSeq, upTo);
+          this.setHealthy();
+        }
       }
-      this.syncedSeq = Math.max(this.syncedSeq, upTo);
-      this.setHealthy();
+      this.settleDurableWaiters();
+      if (this.durableWaiters.length > 0) this.startBackgroundSync();
     });
-    return this.error === null;
+  }
+
+  /** Resolves the commitDurably() calls whose records are on disk; after a failure, all of them (false). */
+  private settleDurableWaiters(): void {
+    if (this.durableWaiters.length === 0) return;
+    const waiting = this.durableWaiters;
+    this.durableWaiters = [];
+    for (const w of waiting) {
+      if (w.seq <= this.syncedSeq) w.resolve(true);
+      else this.durableWaiters.push(w);
+    }
   }
 
   /**
@@ -783,6 +835,7 @@ export class Store {
     this.journalFile = name;
     const st = fstatSync(fd);
     this.journalIdentity = `${st.dev}:${st.ino}`;
+    this.settleDurableWaiters();
   }
 
   /**
@@ -806,6 +859,8 @@ export class Store {
     this.pending = [];
     this.needsSnapshot = true;
     this.lastFailureAt = Date.now();
+    // Launches waiting for their journal records: those records may never reach the disk.
+    for (const w of this.durableWaiters.splice(0)) w.resolve(false);
     if (this.error === null) {
       this.error = message;
       this.options.onHealthChange?.(false, message);

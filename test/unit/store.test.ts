@@ -90,6 +90,68 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     reopened.close();
   });
 
+  /** Holds every fdatasync the store makes on the thread pool until released (it calls them through the fs module). */
+  function holdBackgroundSyncs(): { held: (() => void)[]; release: () => void; restore: () => void } {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const original = fs.fdatasync;
+    const held: (() => void)[] = [];
+    (fs as { fdatasync: unknown }).fdatasync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => held.push(() => original(fd, cb));
+    return {
+      held,
+      release: () => {
+        for (const run of held.splice(0)) run();
+      },
+      restore: () => {
+        (fs as { fdatasync: unknown }).fdatasync = original;
+      },
+    };
+  }
+
+  it('spawns an attempt only once its journal records are on disk, without holding the event loop meanwhile', async () => {
+    const marker = path.join(ws.root, 'launched');
+    ws.enqueue('a.json', [nodeItem('a', `require('fs').writeFileSync(${JSON.stringify(marker)}, 'x')`)]);
+    const syncs = holdBackgroundSyncs();
+    try {
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      await waitFor('the attempt to be recorded', () => allLogs(engine!).some((l) => l.action === 'launch_started'));
+      await waitFor('its fdatasync on the thread pool', () => syncs.held.length > 0, 5000);
+      // Timers keep firing (the loop is free) while the disk has not confirmed the journal.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(existsSync(marker), false, 'not spawned before its journal records are on disk');
+      assert.equal(engine.stats().pending, 1);
+      syncs.restore();
+      syncs.release();
+      await waitFor('the process to run', () => existsSync(marker), 10_000);
+      await settled(engine);
+      assert.equal(engine.stats().launched, 1);
+    } finally {
+      syncs.restore();
+      syncs.release();
+    }
+  });
+
+  it('an attempt whose journal fdatasync fails is not spawned: it fails as not launched, with the storage error reported', async () => {
+    const marker = path.join(ws.root, 'launched');
+    ws.enqueue('a.json', [nodeItem('a', `require('fs').writeFileSync(${JSON.stringify(marker)}, 'x')`, { maxAttempts: 1 })]);
+    const fs = require('node:fs') as typeof import('node:fs');
+    const original = fs.fdatasync;
+    (fs as { fdatasync: unknown }).fdatasync = (_fd: number, cb: (err: NodeJS.ErrnoException | null) => void) =>
+      setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
+    try {
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      await waitFor('the attempt to fail', () => engine!.stats().failed === 1);
+    } finally {
+      (fs as { fdatasync: unknown }).fdatasync = original;
+    }
+    const failed = allLogs(engine).find((l) => l.action === 'launch_failed');
+    assert.match(failed?.message ?? '', /storage unavailable; not launched/);
+    assert.ok(allLogs(engine).some((l) => l.action === 'database_error' && /journal fsync failed: EIO/.test(l.message)), 'the storage error is on record');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(existsSync(marker), false, 'no process ran');
+  });
+
   it('ignores a journal cut in the middle of its last record, and says so', async () => {
     const { store } = await Store.open({ storageDir: ws.storage });
     store.setMeta('total_failed', '5');
