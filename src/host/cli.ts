@@ -22,7 +22,9 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // Forked by the extension: report over IPC as well as on stdout.
-  const send = (m: FromHostMessage) => process.send?.(m);
+  // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead
+  // of thrown as an 'error' event that would end the engine.
+  const send = (m: FromHostMessage) => process.send?.(m, undefined, undefined, () => undefined);
 
   let started;
   try {

@@ -31,7 +31,10 @@ let ending = false;
 const checkpoints = new Map<number, ChildProcess>();
 
 function send(message: FromLaunchHelper): void {
-  if (process.connected) process.send!(message);
+  // The callback matters: without one, a message to an engine that has just died (EPIPE) is thrown
+  // as an 'error' event on process and kills this helper before its 'disconnect' handler below
+  // ends the attempts it runs. The disconnect follows the failed write; that handler does the rest.
+  if (process.connected) process.send!(message, undefined, undefined, () => undefined);
 }
 
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {

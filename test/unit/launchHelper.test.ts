@@ -3,12 +3,12 @@
 // killed under running attempts, a helper that cannot start, engine shutdown, and an engine
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
-import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS } from '../../src/core/launchHelper';
+import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/core/launchHelper';
 import { serve } from './support/cli';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
@@ -204,6 +204,21 @@ describe('launch helper: attempts spawned by a helper process', function () {
     let ws: TempWorkspace;
     beforeEach(() => (ws = new TempWorkspace('engine-helper-cli-')));
     afterEach(() => ws.dispose());
+
+    it('an engine gone before the helper reports: the helper exits cleanly instead of crashing on EPIPE', async () => {
+      // A message to an engine that has just died fails with EPIPE. Without a callback Node throws
+      // that as an 'error' event on process, which would kill the helper before its 'disconnect'
+      // handler ends the attempts it runs.
+      const entry = locateLaunchHelper()!;
+      const helper = fork(entry.file, [`--engine-pid=${process.pid}`], { execArgv: entry.execArgv, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+      let stderr = '';
+      helper.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      // The engine's end of the channel closes before the helper has said it is ready.
+      helper.disconnect();
+      const code = await new Promise<number | null>((resolve) => helper.on('exit', (c) => resolve(c)));
+      assert.equal(stderr, '', 'nothing thrown');
+      assert.equal(code, 0, 'it ended the way an orphaned helper ends');
+    });
 
     it('kill -9 of the engine host: the helper ends the running attempt and exits', async () => {
       const pidFile = path.join(ws.root, 'pid');
