@@ -50,5 +50,11 @@ export interface EndpointFile {
  * loop for a median 7 ms each (every ~90 ms), which set the p99 latency of every endpoint; at 2 MB
  * they are ~1 ms. Measured with --trace-gc under 10 connections on /stats: request p99 10 → 6 ms,
  * throughput unchanged, and less memory. (V8 reads it only at startup, so it cannot be set later.)
+ *
+ * One V8 background thread instead of four: they run V8's TurboFan compiles of the sql.js
+ * functions startup makes hot, and their freed compile memory stayed in glibc's per-thread
+ * arenas, so the engine host's RSS at 100,000 items was 191-204 MB with four and 187 MB with one
+ * (3 runs each; docs/PERFORMANCE.md, fix 24). Four compile threads on a 2-core machine also took
+ * the main thread's core while they ran.
  */
-export const ENGINE_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=2'];
+export const ENGINE_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
