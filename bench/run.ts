@@ -49,9 +49,12 @@ const CFG = {
   apiSnapshotMs: int('BENCH_API_SNAPSHOT_MS', 30_000, 30_000),
   launchItems: int('BENCH_LAUNCH_ITEMS', 2_000, 400),
   launchRuns: int('BENCH_LAUNCH_RUNS', 3, 1),
-  /** The `node -e 0` case: each item is a whole Node.js start, so fewer by default to fit the time budget. */
+  /**
+   * The `node -e 0` case: each item is a whole Node.js start, so fewer items by default to fit the
+   * time budget; three runs all the same, because one run's ratio swung 1.13-1.29x between full runs.
+   */
   nodeItems: int('BENCH_NODE_ITEMS', 500, 100),
-  nodeRuns: int('BENCH_NODE_RUNS', 1, 1),
+  nodeRuns: int('BENCH_NODE_RUNS', 3, 1),
   concurrency: int('BENCH_CONCURRENCY', 4, 4),
   /** Snapshot cadence during launch runs: short, so snapshots land inside the measured window. */
   launchSnapshotMs: int('BENCH_LAUNCH_SNAPSHOT_MS', 2_000, 2_000),
