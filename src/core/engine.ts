@@ -76,6 +76,8 @@ interface ActiveAttempt {
 }
 
 const PERSIST_INTERVAL_MS = 1000;
+/** Persist ticks a due snapshot waits for the journal to be synced before it syncs it itself. */
+const MAX_SNAPSHOT_DEFERRALS = 5;
 const PRUNE_INTERVAL_MS = 60_000;
 /**
  * Entries deleted per pruning step (with their FTS rows); steps are 100 ms apart. 10,000 at once
@@ -113,6 +115,8 @@ export class Engine implements MonitoredEngine {
   private persistTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  /** Persist ticks the due snapshot has waited for the journal's fdatasync to catch up. */
+  private snapshotDeferrals = 0;
   /** Launch rounds waiting for their journal records to reach the disk. */
   private readonly launching = new Set<Promise<void>>();
   private dispatchQueued = false;
@@ -747,11 +751,18 @@ export class Engine implements MonitoredEngine {
     const interval = this.options.snapshotIntervalMs ?? 30_000;
     // An idle engine does not rewrite an unchanged database: even built off the main thread, a
     // snapshot at 1,000,000 log entries costs seconds of a core and a second copy of the database.
-    if (Date.now() - this.lastSnapshotAt >= interval && this.store.changedSinceSnapshot) {
+    const due = Date.now() - this.lastSnapshotAt >= interval && this.store.changedSinceSnapshot;
+    // Starting a checkpoint while journal records wait for the disk would take a synchronous
+    // fdatasync first (Store.snapshotInBackground), so it waits for a tick at which the thread
+    // pool has caught up; a second is nothing against the interval, and a disk that never catches
+    // up gets the synchronous path after a few tries.
+    if (due && (this.store.journalSynced || this.snapshotDeferrals >= MAX_SNAPSHOT_DEFERRALS)) {
+      this.snapshotDeferrals = 0;
       this.store.setMeta('last_log_id', String(this.lastLogId));
       if (this.store.snapshotInBackground()) this.lastSnapshotAt = Date.now();
     } else {
-      // Off the event loop: nothing waits for this one (spawns commit synchronously themselves).
+      if (due) this.snapshotDeferrals++;
+      // Off the event loop: nothing waits for this one (launches wait for their own).
       this.store.commit('background');
     }
     // Launches wait while storage fails; once it is back, resume.

@@ -131,6 +131,37 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     }
   });
 
+  it('a due snapshot waits while journal records are on their way to the disk, and after five ticks syncs them itself', async function () {
+    this.timeout(30_000);
+    ws.enqueue('a.json', [nodeItem('a', '0')]);
+    engine = await Engine.create(ws.options({ snapshotIntervalMs: 1, initialMode: 'stopped' }));
+    const store = (engine as unknown as { store: Store }).store;
+    const started: number[] = [];
+    const snapshotInBackground = store.snapshotInBackground.bind(store);
+    store.snapshotInBackground = () => {
+      started.push(Date.now());
+      return snapshotInBackground();
+    };
+    const syncs = holdBackgroundSyncs();
+    try {
+      const t0 = Date.now();
+      await engine.start(); // ingests the item: journal records whose fdatasync is held
+      assert.equal(store.journalSynced, false);
+      await waitFor('the snapshot to start anyway', () => started.length > 0, 20_000);
+      assert.ok(started[0] - t0 >= 4_500, `it waited five persist ticks (started after ${started[0] - t0} ms)`);
+      assert.equal(await store.whenCheckpointed(), true);
+      syncs.restore();
+      syncs.release();
+      // Now the thread pool keeps up: the next due snapshot starts on the next tick.
+      const before = started.length;
+      store.setMeta('total_launches', '1');
+      await waitFor('a checkpoint at the next tick', () => started.length > before, 3_000);
+    } finally {
+      syncs.restore();
+      syncs.release();
+    }
+  });
+
   it('an attempt whose journal fdatasync fails is not spawned: it fails as not launched, with the storage error reported', async () => {
     const marker = path.join(ws.root, 'launched');
     ws.enqueue('a.json', [nodeItem('a', `require('fs').writeFileSync(${JSON.stringify(marker)}, 'x')`, { maxAttempts: 1 })]);
@@ -286,6 +317,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     const store = await openStore();
     addLogs(store, 1, 3000);
     store.setMeta('total_launches', '3000');
+    assert.equal(store.commit(), true, 'journaled and synced: the checkpoint folds all of it');
     assert.equal(store.snapshotInBackground(), true, 'started');
     assert.ok(existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)), 'the journal continues in engine.journal.next meanwhile');
     // Changes made while the worker runs belong to the next snapshot, via the journal.
@@ -312,6 +344,53 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store));
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
+  });
+
+  it('starts a checkpoint without an fdatasync when the journal is synced; what was not written yet continues in the next journal', async () => {
+    const store = await openStore();
+    addLogs(store, 1, 500);
+    assert.equal(store.commit(), true);
+    assert.equal(store.journalSynced, true);
+    addLogs(store, 501, 20); // in memory, not written to the journal yet
+    const fs = require('node:fs') as typeof import('node:fs');
+    const original = fs.fdatasyncSync;
+    let syncCalls = 0;
+    fs.fdatasyncSync = (fd: number) => {
+      syncCalls++;
+      original(fd);
+    };
+    try {
+      assert.equal(store.snapshotInBackground(), true, 'started');
+      assert.equal(syncCalls, 0, 'no fdatasync on the event loop to start it');
+    } finally {
+      fs.fdatasyncSync = original;
+    }
+    assert.equal(store.commit(), true);
+    assert.equal(readFileSync(path.join(ws.storage, JOURNAL_NEXT_FILE), 'utf8').trim().split('\n').length, 40, 'the 20 unwritten entries (+ FTS rows) went to the continuation');
+    assert.equal(await store.whenCheckpointed(), true);
+    const crashed = path.join(ws.root, 'crashed');
+    cpSync(ws.storage, crashed, { recursive: true });
+    const reopened = await openStore(crashed);
+    assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
+    assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 520);
+
+    // With records written but not yet synced, starting one syncs them first (the engine waits for
+    // a tick at which the thread pool has done it instead).
+    addLogs(store, 521, 5);
+    assert.equal(store.commit('background'), true);
+    assert.equal(store.journalSynced, false, 'written, its fdatasync still on the thread pool');
+    let calls = 0;
+    fs.fdatasyncSync = (fd: number) => {
+      calls++;
+      original(fd);
+    };
+    try {
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(calls, 1, 'one synchronous fdatasync of the unsynced records');
+    } finally {
+      fs.fdatasyncSync = original;
+    }
+    assert.equal(await store.whenCheckpointed(), true);
   });
 
   it('runs the checkpoint on a thread at the lowest CPU priority, so the event loop keeps its core', async function () {
