@@ -420,7 +420,7 @@ export class Store {
       if (this.error !== null && Date.now() - this.lastFailureAt < RETRY_INTERVAL_MS) return false;
       return this.snapshot();
     }
-    if (this.pending.length === 0 && this.syncedSeq === this.writeSeq) return this.error === null;
+    if (this.pending.length === 0 && this.journalSynced) return this.error === null;
     try {
       this.checkJournalIdentity();
       if (this.pending.length > 0) {
@@ -465,7 +465,7 @@ export class Store {
     // Recovery (a full snapshot) and a journal that is not open take the synchronous path.
     if (this.needsSnapshot || this.journalFd === null) return Promise.resolve(this.commit());
     if (!this.writePending()) return Promise.resolve(false);
-    if (this.syncedSeq >= this.writeSeq) return Promise.resolve(this.error === null);
+    if (this.journalSynced) return Promise.resolve(this.error === null);
     const seq = this.writeSeq;
     return new Promise((resolve) => {
       this.durableWaiters.push({ seq, resolve });
@@ -500,15 +500,16 @@ export class Store {
    * otherwise by the next once-a-second commit.
    */
   private startBackgroundSync(): void {
-    if (this.backgroundSyncs > 0 || this.syncedSeq >= this.writeSeq || this.journalFd === null) return;
+    if (this.backgroundSyncs > 0 || this.journalSynced || this.journalFd === null) return;
     const fd = this.journalFd;
     const generation = this.journalGeneration;
     const upTo = this.writeSeq;
     this.backgroundSyncs++;
     fdatasync(fd, (err) => {
       this.backgroundSyncs--;
-      // Rotated or closed meanwhile: every rotation is preceded by a synchronous commit or a full
-      // snapshot, which made these records durable; an error on the old descriptor means nothing.
+      // Rotated or closed meanwhile: a rotation happens only once the old journal's records are on
+      // disk (synced already, or by a synchronous commit or a full snapshot first), so an error on
+      // the old descriptor means nothing.
       if (generation === this.journalGeneration) {
         if (err) this.fail(`journal fsync failed: ${err.message}`);
         else {
@@ -829,7 +830,7 @@ export class Store {
 
   private openJournal(truncate = false, name = JOURNAL_FILE): void {
     const file = path.join(this.options.storageDir!, name);
-    // A new descriptor: whatever the old one had unsynced was made durable by the caller (a
+    // A new descriptor: the old one had nothing unsynced, or the caller made it durable (a
     // synchronous commit before a rotation, or a full snapshot).
     this.journalGeneration++;
     this.syncedSeq = this.writeSeq;
@@ -992,7 +993,7 @@ function readSnapshotFile(dir: string): Uint8Array {
   }
 }
 
-/** The worker's heap: a small young generation frees the snapshot's read buffer at once. */
+/** The worker's heap: a small young generation, as the checkpoint's garbage (replayed journal records) is short-lived. */
 const CHECKPOINT_WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
