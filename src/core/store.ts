@@ -13,7 +13,7 @@
 // and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
 // one code path for "do it" and "redo it".
 import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, ftruncateSync, fsyncSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { open as openFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -124,7 +124,17 @@ export interface StoreOptions {
    * thread of this process, as it does without this option.
    */
   runCheckpoint?: CheckpointRunner;
+  /**
+   * A snapshot on disk smaller than this is checkpointed by exporting the live database (a few
+   * milliseconds of the event loop) and writing it on the thread pool, rather than by a process
+   * that loads it again (~270 ms of CPU, mostly starting Node.js and sql.js). Default 2 MiB; 0
+   * always builds off the main thread.
+   */
+  exportCheckpointMaxBytes?: number;
 }
+
+/** See StoreOptions.exportCheckpointMaxBytes (docs/PERFORMANCE.md, fix 27). */
+const DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES = 2 << 20;
 
 export interface SnapshotInfo {
   /** Built off the main thread (true) or exported on the main thread (false). */
@@ -240,6 +250,10 @@ export class Store {
   /** commitDurably() calls waiting for their journal write (`seq`) to be on disk. */
   private durableWaiters: { seq: number; resolve: (durable: boolean) => void }[] = [];
   private snapshotInfo: SnapshotInfo | null = null;
+  /** Bytes in the journal file records are appended to: what the next checkpoint would fold in. */
+  private journalFileBytes = 0;
+  /** Size of the snapshot on disk (loaded or last written). */
+  private snapshotFileBytes = 0;
 
   private constructor(
     private db: Database,
@@ -280,7 +294,9 @@ export class Store {
         // Otherwise the journal simply continues (replay skips what the snapshot holds) and the
         // engine's next periodic snapshot folds it in. A full export here cost more than the rest
         // of startup together at 100,000 items (docs/PERFORMANCE.md).
-        store.lastPersistAt = statSync(snapshotFile).mtimeMs;
+        const st = statSync(snapshotFile);
+        store.lastPersistAt = st.mtimeMs;
+        store.snapshotFileBytes = st.size;
       }
     }
     return { store, notes };
@@ -394,6 +410,14 @@ export class Store {
     return this.seq !== this.snapshotSeq || this.needsSnapshot;
   }
 
+  /**
+   * How much a checkpoint would fold in (the journal records are appended to, about in bytes),
+   * against the size of the snapshot it would rewrite: for the engine's checkpoint policy.
+   */
+  get journalSize(): { journalBytes: number; snapshotBytes: number } {
+    return { journalBytes: this.journalFileBytes, snapshotBytes: this.snapshotFileBytes };
+  }
+
   /** True when mutations are waiting to be journaled. */
   get hasPending(): boolean {
     return this.pending.length > 0 || this.needsSnapshot;
@@ -424,12 +448,13 @@ export class Store {
     try {
       this.checkJournalIdentity();
       if (this.pending.length > 0) {
-        writeFully(this.journalFd!, this.pending.join('\n') + '\n');
+        this.appendRecords();
         this.writeSeq++;
       }
       // Also what a background commit wrote and has not synced yet: a spawn must not wait on it.
       fdatasyncSync(this.journalFd!);
       this.syncedSeq = this.writeSeq;
+      this.lastPersistAt = Date.now();
       this.pending = [];
       this.setHealthy();
       this.settleDurableWaiters();
@@ -479,12 +504,20 @@ export class Store {
     return this.error === null;
   }
 
+  /** Writes the pending records to the journal (no fdatasync; the callers handle errors). */
+  private appendRecords(): void {
+    const text = this.pending.join('\n') + '\n';
+    writeFully(this.journalFd!, text);
+    // Characters, not bytes: records are mostly ASCII, and this only weighs when to checkpoint.
+    this.journalFileBytes += text.length;
+  }
+
   /** Appends pending mutations to the journal, without syncing. False (recorded) when that fails. */
   private writePending(): boolean {
     if (this.pending.length === 0) return true;
     try {
       this.checkJournalIdentity();
-      writeFully(this.journalFd!, this.pending.join('\n') + '\n');
+      this.appendRecords();
       this.writeSeq++;
       this.pending = [];
       return true;
@@ -514,6 +547,8 @@ export class Store {
         if (err) this.fail(`journal fsync failed: ${err.message}`);
         else {
           this.syncedSeq = Math.max(this.syncedSeq, upTo);
+          // Synced records are persisted state as much as a snapshot is (and far more frequent).
+          this.lastPersistAt = Date.now();
           this.setHealthy();
         }
       }
@@ -555,6 +590,7 @@ export class Store {
       this.pending = [];
       this.openJournal(true);
       removeIfPresent(path.join(dir, JOURNAL_NEXT_FILE));
+      this.snapshotFileBytes = bytes.length;
       this.snapshotSeq = this.seq;
       this.needsSnapshot = false;
       this.lastPersistAt = Date.now();
@@ -605,7 +641,9 @@ export class Store {
     const job: CheckpointJob = { dir, throughSeq, tmp: this.temporaryName() };
     let run: CheckpointRun;
     try {
-      run = this.options.runCheckpoint?.(job) ?? startCheckpointThread(job);
+      if (this.snapshotFileBytes < (this.options.exportCheckpointMaxBytes ?? DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES)) {
+        run = this.exportCheckpoint(job);
+      } else run = this.options.runCheckpoint?.(job) ?? startCheckpointThread(job);
     } catch (err) {
       // No worker bundle (a build without it): the synchronous snapshot keeps every promise.
       this.options.onNote?.({
@@ -621,6 +659,30 @@ export class Store {
     this.checkpoint = cp;
     void run.done.then((m) => this.finishCheckpoint(cp, m));
     return true;
+  }
+
+  /**
+   * A small database's checkpoint: the live database exported now (it holds every record up to
+   * `seq`, those not written yet included, which the next journal then repeats and replay skips),
+   * and written, fdatasynced and checksummed on the thread pool. Installed like any other.
+   */
+  private exportCheckpoint(job: CheckpointJob): CheckpointRun {
+    const started = performance.now();
+    job.throughSeq = this.seq;
+    this.setMetaUnjournaled('journal_seq', String(this.seq));
+    const bytes = this.db.export();
+    let cancelled = false;
+    const done = writeSnapshotFilesInBackground(job.tmp, bytes).then(
+      (): CheckpointMessage => (cancelled ? { ok: false, error: 'cancelled' } : { ok: true, bytes: bytes.length, ms: performance.now() - started }),
+      (err: unknown): CheckpointMessage => ({ ok: false, error: `writing ${job.tmp} failed: ${(err as Error).message}` }),
+    );
+    return {
+      where: 'the engine (exported from memory)',
+      done,
+      cancel: () => {
+        cancelled = true;
+      },
+    };
   }
 
   /** Resolves when the checkpoint in flight (if any) is installed (true) or abandoned/failed (false). */
@@ -726,6 +788,7 @@ export class Store {
       fsyncDir(dir);
       this.journalFile = JOURNAL_FILE;
       this.snapshotSeq = cp.job.throughSeq;
+      this.snapshotFileBytes = m.bytes;
       this.lastPersistAt = Date.now();
       this.snapshotInfo = { background: true, builtIn: cp.run.where, builderPeakRss: m.peakRss, ms: m.ms, bytes: m.bytes, at: this.lastPersistAt };
       cp.resolve(true);
@@ -852,6 +915,7 @@ export class Store {
     this.journalFd = fd;
     this.journalFile = name;
     const st = fstatSync(fd);
+    this.journalFileBytes = st.size;
     this.journalIdentity = `${st.dev}:${st.ino}`;
     this.settleDurableWaiters();
   }
@@ -1026,6 +1090,22 @@ function writeSnapshotFiles(tmp: string, bytes: Uint8Array): void {
   writeDurably(tmp, bytes);
   // Node before 20.15 has no zlib.crc32: no checksum, and startup runs quick_check instead.
   if (crc32) writeDurably(`${tmp}.sum`, JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }));
+}
+
+/** writeSnapshotFiles with the writes and their fdatasyncs on the thread pool. */
+async function writeSnapshotFilesInBackground(tmp: string, bytes: Uint8Array): Promise<void> {
+  await writeDurablyInBackground(tmp, bytes);
+  if (crc32) await writeDurablyInBackground(`${tmp}.sum`, JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }));
+}
+
+async function writeDurablyInBackground(file: string, data: string | Uint8Array): Promise<void> {
+  const handle = await openFile(file, 'w');
+  try {
+    await handle.writeFile(data);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Renames a written snapshot (and its checksum) into place, durably. */

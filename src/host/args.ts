@@ -26,7 +26,9 @@ Options:
   --log-max-entries <n>    log retention by count                        default 100000
   --log-max-age-days <n>   log retention by age                          default 14
   --grace <ms>             on SIGINT/SIGTERM, how long running attempts may finish   default 10000
-  --snapshot-interval <ms> how often the journal is folded into a new snapshot  default 30000
+  --snapshot-interval <ms> how often, at most, the journal is folded into a new snapshot  default 30000
+  --snapshot-min-journal <bytes>  the journal a new snapshot waits for (and 1/32 of the
+                           snapshot's size); 0 = every interval with a change    default 1048576
   --stopped                serve, but do not launch until started
   --restricted             untrusted workspace: launch nothing until trust is granted
   --quiet                  do not print engine log entries
@@ -67,6 +69,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
         'log-max-age-days': { type: 'string', default: '14' },
         grace: { type: 'string', default: '10000' },
         'snapshot-interval': { type: 'string', default: '30000' },
+        'snapshot-min-journal': { type: 'string', default: '1048576' },
         stopped: { type: 'boolean', default: false },
         restricted: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
@@ -115,6 +118,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
     logMaxAgeDays: int('log-max-age-days', values['log-max-age-days']!, 1, 36_500),
     graceMs: int('grace', values.grace!, 0, 86_400_000),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
+    snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal']!, 0, 2 ** 40),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
     quiet: values.quiet!,
     version,

@@ -69,6 +69,7 @@ describe('CLI: engine-monitor serve', function () {
     [['serve', '--workspace', '/no/such/folder'], /is not a folder/],
     [['serve', '--workspace', '.', '--port', 'eighty'], /--port must be a whole number from 0 to 65535, got "eighty"/],
     [['serve', '--workspace', '.', '--concurrency', '0'], /--concurrency must be a whole number from 1/],
+    [['serve', '--workspace', '.', '--snapshot-min-journal', '1MB'], /--snapshot-min-journal must be a whole number from 0 to \d+, got "1MB"/],
     [['serve', '--workspace', '.', '--frobnicate'], /Unknown option '--frobnicate'/],
     [['serve', '--workspace', '.', '--host', '0.0.0.0'], /not a loopback address.*--token/],
     [['launch'], /unknown command "launch"/],

@@ -146,7 +146,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
   it('a due snapshot waits while journal records are on their way to the disk, and after five ticks syncs them itself', async function () {
     this.timeout(30_000);
     ws.enqueue('a.json', [nodeItem('a', '0')]);
-    engine = await Engine.create(ws.options({ snapshotIntervalMs: 1, initialMode: 'stopped' }));
+    engine = await Engine.create(ws.options({ snapshotIntervalMs: 1, snapshotMinJournalBytes: 0, initialMode: 'stopped' }));
     const store = (engine as unknown as { store: Store }).store;
     const started: number[] = [];
     const snapshotInBackground = store.snapshotInBackground.bind(store);
@@ -172,6 +172,38 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
       syncs.restore();
       syncs.release();
     }
+  });
+
+  it('takes a periodic snapshot only once the journal is worth folding in, and reports journal syncs as persists', async function () {
+    this.timeout(30_000);
+    ws.enqueue('a.json', [nodeItem('a', '0')]);
+    engine = await Engine.create(ws.options({ snapshotIntervalMs: 1, snapshotMinJournalBytes: 64 * 1024, initialMode: 'stopped' }));
+    const store = (engine as unknown as { store: Store }).store;
+    let started = 0;
+    const snapshotInBackground = store.snapshotInBackground.bind(store);
+    store.snapshotInBackground = () => {
+      started++;
+      return snapshotInBackground();
+    };
+    const snapshotFile = path.join(ws.storage, SNAPSHOT_FILE);
+    const snapshotAt = statSync(snapshotFile).mtimeMs;
+    const persistedAt = () => Date.parse(engine!.status().database.lastPersistAt ?? '');
+    await engine.start(); // ingests the item: a few hundred bytes of journal, due at every tick
+    const ingested = Date.now();
+    await waitFor('the ingest to be persisted', () => persistedAt() >= ingested - 5, 5_000);
+    await new Promise((r) => setTimeout(r, 2_500)); // two persist ticks with a change each
+    assert.equal(started, 0, 'no snapshot for a small journal');
+    assert.equal(statSync(snapshotFile).mtimeMs, snapshotAt, 'engine.sqlite untouched');
+    const { journalBytes } = store.journalSize;
+    assert.ok(journalBytes > 0 && journalBytes < 64 * 1024, `journal ${journalBytes} bytes`);
+    assert.equal(statSync(path.join(ws.storage, JOURNAL_FILE)).size, journalBytes);
+    // Past the floor, the next tick starts one, and it folds the journal in.
+    store.setMeta('padding', 'x'.repeat(64 * 1024));
+    await waitFor('a snapshot once the journal passed the floor', () => started > 0, 5_000);
+    assert.equal(await store.whenCheckpointed(), true);
+    assert.ok(statSync(snapshotFile).mtimeMs > snapshotAt);
+    assert.ok(store.journalSize.journalBytes < 64 * 1024, 'the journal starts over');
+    assert.equal(store.journalSize.snapshotBytes, statSync(snapshotFile).size);
   });
 
   it('an attempt whose journal fdatasync fails is not spawned: it fails as not launched, with the storage error reported', async () => {
@@ -301,7 +333,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
   });
 
   async function openStore(dir = ws.storage, notes: StoreNote[] = []): Promise<Store> {
-    const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n) });
+    // These tests are about the builder off the main thread, which a small database skips.
+    const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n), exportCheckpointMaxBytes: 0 });
     open.push(store);
     return store;
   }
@@ -395,6 +428,49 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(await store.whenCheckpointed(), true);
   });
 
+  it('checkpoints a small database by exporting it from memory: no builder, no fdatasync on the event loop, nothing lost at any point', async () => {
+    const notes: StoreNote[] = [];
+    const { store } = await Store.open({
+      storageDir: ws.storage,
+      onNote: (n) => notes.push(n),
+      runCheckpoint: () => {
+        throw new Error('a small database needs no checkpoint builder');
+      },
+    });
+    open.push(store);
+    addLogs(store, 1, 500);
+    assert.equal(store.commit(), true);
+    addLogs(store, 501, 20); // in memory only: the export holds them, the next journal repeats them
+    const syncs = countSyncFdatasyncs();
+    try {
+      assert.equal(store.snapshotInBackground(), true, 'started');
+      assert.equal(syncs.calls, 0, 'the snapshot file is written and synced on the thread pool');
+    } finally {
+      syncs.restore();
+    }
+    // A kill -9 before the install: the old snapshot and both journals.
+    const before = path.join(ws.root, 'before-install');
+    cpSync(ws.storage, before, { recursive: true });
+    assert.equal(store.commit(), true);
+    addLogs(store, 521, 10);
+    assert.equal(store.commit(), true);
+    assert.equal(await store.whenCheckpointed(), true);
+    assert.deepEqual(notes, [], 'no fallback');
+    assert.equal(store.lastSnapshot?.background, true);
+    assert.equal(store.lastSnapshot?.builtIn, 'the engine (exported from memory)');
+    assert.equal(store.journalSize.snapshotBytes, statSync(path.join(ws.storage, SNAPSHOT_FILE)).size);
+    const snapshot = readFileSync(path.join(ws.storage, SNAPSHOT_FILE));
+    assert.deepEqual(JSON.parse(readFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), { bytes: snapshot.length, crc32: zlib.crc32(snapshot) });
+    // After it: the new snapshot, and a journal that repeats the 20 entries it already holds.
+    const after = path.join(ws.root, 'after-install');
+    cpSync(ws.storage, after, { recursive: true });
+    const reopened = await openStore(after);
+    assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
+    assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 530);
+    const early = await openStore(before);
+    assert.equal((dump(early) as { logs: unknown[] }).logs.length, 500, 'what was committed before the crash, and no more');
+  });
+
   it('runs the checkpoint on a thread at the lowest CPU priority, so the event loop keeps its core', async function () {
     if (process.platform !== 'linux') this.skip(); // per-thread nice values are a Linux feature
     const store = await openStore();
@@ -486,7 +562,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       const l = launcher;
       // The helper starts with the first launch; a checkpoint asked for before that runs on a thread.
       assert.equal((await l.launch(1, itemDefinition({}), 1).done).succeeded, true);
-      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job) });
+      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
       open.push(store);
       return { store, helperPid: l.helperPid! };
     }
@@ -581,7 +657,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     it('without a ready helper the checkpoint runs on a thread, and the helper is started for the next one', async () => {
       launcher = new AttemptLauncher();
       const l = launcher;
-      const { store } = await Store.open({ storageDir: ws.storage, runCheckpoint: (job) => l.runCheckpoint(job) });
+      const { store } = await Store.open({ storageDir: ws.storage, runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
       open.push(store);
       addLogs(store, 1, 100);
       assert.equal(l.helperPid, undefined, 'no helper before any launch');

@@ -60,7 +60,7 @@ export async function crashLoop(
     ws.enqueue(`batch-${String(f).padStart(3, '0')}.jsonl`, lines.slice(f * perFile, (f + 1) * perFile).join('\n') + '\n');
   }
   // Snapshots every 300 ms: the kills also land while a checkpoint worker is folding the journal.
-  const args = ['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '200', '--concurrency', '8', '--snapshot-interval', '300'];
+  const args = ['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '200', '--concurrency', '8', '--snapshot-interval', '300', '--snapshot-min-journal', '0'];
   let killedMidCheckpoint = 0;
   for (let k = 0; k < opts.kills; k++) {
     const run = await serve(args);
