@@ -469,6 +469,8 @@ interface LaunchResult {
   helperSpawnMs: number;
   helperSpawns: number;
   helperRss: number | null;
+  /** The launch helper's own CPU, and its waited-for children's (attempts and checkpoint processes). */
+  helperCpu?: { selfMs: number; childrenMs: number } | null;
   workerMs?: number[];
 }
 
@@ -503,7 +505,10 @@ async function scenarioLaunch(): Promise<void> {
       allSnapshots.push(...e.snapshots);
       allWorkerMs.push(...(e.workerMs ?? []));
       if (e.launcher !== 'helper') log('  warning: the engine launched in-process (no launch helper found)');
-      log(`  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, xargs+setsid ${ss[r].toFixed(0)} ms, engine ${e.wallMs.toFixed(0)} ms (cpu ${e.cpuMs.toFixed(0)} ms, loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`);
+      log(
+        `  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, xargs+setsid ${ss[r].toFixed(0)} ms, engine ${e.wallMs.toFixed(0)} ms ` +
+          `(cpu ${e.cpuMs.toFixed(0)} ms, helper cpu ${e.helperCpu?.selfMs ?? '?'} ms, ${e.workerMs?.length ?? 0} checkpoint(s), loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`,
+      );
     }
     raw[`launch ${c.label}`] = { xargsMs: xs, xargsSetsidMs: ss, engine: es };
     const x = median(xs);
@@ -531,6 +536,13 @@ async function scenarioLaunch(): Promise<void> {
     });
     add({ scenario: 'launch', measure: `${c.label}: extra wall per item vs xargs`, value: ((e - x) / n) * 1000, unit: 'µs' });
     add({ scenario: 'launch', measure: `${c.label}: engine host CPU per item`, value: (median(es.map((r) => r.cpuMs)) / n) * 1000, unit: 'µs', note: 'main-thread scheduling, journaling, logging' });
+    add({
+      scenario: 'launch',
+      measure: `${c.label}: launch helper CPU per item`,
+      value: (median(es.map((r) => r.helperCpu?.selfMs ?? NaN)) / n) * 1000,
+      unit: 'µs',
+      note: `the helper's own process (its start included); checkpoints per run: ${es.map((r) => r.workerMs?.length ?? 0).join(' / ')}`,
+    });
     add({
       scenario: 'launch',
       measure: `${c.label}: main thread blocked in spawn() per item`,
