@@ -791,7 +791,8 @@ export class Engine implements MonitoredEngine {
   private journalWorthFolding(): boolean {
     const { journalBytes, snapshotBytes } = this.store.journalSize;
     const floor = this.options.snapshotMinJournalBytes ?? DEFAULT_SNAPSHOT_MIN_JOURNAL_BYTES;
-    return journalBytes >= Math.max(floor, floor > 0 ? snapshotBytes * SNAPSHOT_JOURNAL_FRACTION : 0);
+    // 0 turns the policy off: every interval with a change (tests that need checkpoints to happen).
+    return floor === 0 || journalBytes >= Math.max(floor, snapshotBytes * SNAPSHOT_JOURNAL_FRACTION);
   }
 
   private onStorageHealth(ok: boolean, error: string | null): void {

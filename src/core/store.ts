@@ -1088,14 +1088,20 @@ const crc32: ((data: Uint8Array) => number) | undefined = (zlib as { crc32?: (da
 /** Writes the snapshot and its checksum to temporary files, each fsynced. */
 function writeSnapshotFiles(tmp: string, bytes: Uint8Array): void {
   writeDurably(tmp, bytes);
-  // Node before 20.15 has no zlib.crc32: no checksum, and startup runs quick_check instead.
-  if (crc32) writeDurably(`${tmp}.sum`, JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }));
+  const sum = snapshotSum(bytes);
+  if (sum !== null) writeDurably(`${tmp}.sum`, sum);
 }
 
 /** writeSnapshotFiles with the writes and their fdatasyncs on the thread pool. */
 async function writeSnapshotFilesInBackground(tmp: string, bytes: Uint8Array): Promise<void> {
   await writeDurablyInBackground(tmp, bytes);
-  if (crc32) await writeDurablyInBackground(`${tmp}.sum`, JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }));
+  const sum = snapshotSum(bytes);
+  if (sum !== null) await writeDurablyInBackground(`${tmp}.sum`, sum);
+}
+
+/** The contents of `<snapshot>.sum`; null on Node before 20.15 (no zlib.crc32: startup runs quick_check instead). */
+function snapshotSum(bytes: Uint8Array): string | null {
+  return crc32 ? JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }) : null;
 }
 
 async function writeDurablyInBackground(file: string, data: string | Uint8Array): Promise<void> {
