@@ -359,6 +359,17 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     };
   }
 
+  it('leaves its folder quiescent once closed: no temporary file, nothing still being deleted', async () => {
+    // Copying the folder right after close() used to race the background unlink of the replaced
+    // snapshot (ENOENT on engine.sqlite.tmp-*.old from cpSync).
+    const store = await openStore();
+    addLogs(store, 1, 50);
+    store.snapshot();
+    addLogs(store, 51, 50);
+    store.close();
+    assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), []);
+  });
+
   it('builds the snapshot off the main thread; a restart from it equals the live database', async () => {
     const store = await openStore();
     addLogs(store, 1, 3000);
