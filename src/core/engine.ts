@@ -15,7 +15,7 @@ import type {
   StatusResponse,
 } from '../shared/api';
 import { ENGINE_NAME } from '../shared/api';
-import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../server/monitoredEngine';
+import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
 import { definitionHash, type ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';

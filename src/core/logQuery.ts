@@ -4,7 +4,7 @@
 import type { SqlValue } from 'sql.js';
 import type { LogEntry, LogLevel } from '../shared/api';
 import { LOG_LEVELS } from '../shared/api';
-import type { LogPage, LogQuery } from '../server/monitoredEngine';
+import type { LogPage, LogQuery } from './monitoredEngine';
 import type { Store } from './store';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };

@@ -6,7 +6,7 @@
 // and merges repeats in ways we would have to undo. URLSearchParams gives us the raw list.
 import type { LogAction, LogLevel, ItemOutcome } from '../shared/api';
 import { LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
-import type { LogQuery } from './monitoredEngine';
+import type { LogQuery } from '../core/monitoredEngine';
 import { badRequest } from './respond';
 
 export const MAX_LIMIT = 1000;

@@ -16,7 +16,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { AddressInfo, Socket } from 'node:net';
 import { ENGINE_NAME, type HealthResponse, type StatsResponse, type StatusResponse } from '../shared/api';
 import { EventHub, DEFAULT_EVENT_HUB_OPTIONS, SSE_HEADERS, type EventHubOptions } from './events';
-import type { HealthSnapshot, MonitoredEngine } from './monitoredEngine';
+import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
 import { buildOpenApiDocument } from './openapi';
 import {
   nextItemsQueryString,

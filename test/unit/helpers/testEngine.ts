@@ -7,7 +7,7 @@
 // against the same server once it exists.
 import type { ItemOutcome, ItemSummary, LogAction, LogEntry, LogLevel, StatsOverview, StatusResponse } from '../../../src/shared/api';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
-import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/server/monitoredEngine';
+import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
 
 /** Mulberry32: a tiny seeded PRNG so generated data is the same on every run. */
 export function seededRandom(seed: number): () => number {

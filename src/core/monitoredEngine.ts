@@ -1,5 +1,6 @@
-// What the HTTP server needs from the engine. The engine core implements it structurally, so the
-// import arrow points server → core types only, and the server can be read (and tested) on its own.
+// What the engine offers its readers: the HTTP server, and through it every client. It lives in
+// core beside the engine that implements it, so the arrow points server → core; the server
+// depends on this interface only, and can be read (and tested) with any engine that has it.
 import type {
   DatabaseCheck,
   EngineState,
