@@ -30,8 +30,10 @@ export interface EventHubOptions {
   maxBufferedBytes: number;
   /** A client that stays above maxBufferedBytes this long is dropped (it can resume with Last-Event-ID). */
   stallTimeoutMs: number;
-  /** Log entries fetched per query while replaying after Last-Event-ID. */
+  /** Log entries fetched per query while replaying after Last-Event-ID (at most one page per turn). */
   replayPageSize: number;
+  /** Bytes of log frames a replay writes to one client in one event-loop turn, at most. */
+  replayTurnBytes: number;
 }
 
 export const DEFAULT_EVENT_HUB_OPTIONS: EventHubOptions = {
@@ -41,6 +43,7 @@ export const DEFAULT_EVENT_HUB_OPTIONS: EventHubOptions = {
   maxBufferedBytes: 1024 * 1024,
   stallTimeoutMs: 30_000,
   replayPageSize: 500,
+  replayTurnBytes: 256 * 1024,
 };
 
 interface Client {
@@ -243,26 +246,36 @@ export class EventHub {
     });
   }
 
-  /** Sends every entry after client.lastLogId, oldest first, respecting backpressure; then live. */
+  /**
+   * Sends every entry after client.lastLogId, oldest first, then goes live. Paced: at most one page
+   * (replayPageSize entries, replayTurnBytes of frames) per client per event-loop turn, and nothing
+   * more while the socket needs draining. A loopback socket accepts megabytes without pushing back,
+   * so backpressure alone let one replay of 100,000 entries hold the engine's thread for seconds.
+   */
   private async replay(client: Client): Promise<void> {
     for (;;) {
       if (client.res.writableNeedDrain) await this.drained(client);
+      else await nextTurn();
       if (client.closed) return;
       const page = this.engine.queryLogs({ order: 'asc', afterId: client.lastLogId, limit: this.options.replayPageSize });
-      let waited = false;
+      let written = 0;
+      let complete = true;
       for (const entry of page.entries) {
-        if (client.closed) return;
-        client.lastLogId = entry.id;
-        this.write(client, logFrame(entry));
-        // Respect backpressure so a long replay never piles up in memory.
-        if (client.res.writableNeedDrain) {
-          waited = true;
-          await this.drained(client);
+        // The rest of the page is fetched again next turn, after the last id sent.
+        if (written >= this.options.replayTurnBytes || client.res.writableNeedDrain) {
+          complete = false;
+          break;
         }
+        const text = logFrame(entry);
+        client.lastLogId = entry.id;
+        this.write(client, text);
+        if (client.closed) return;
+        written += text.length;
       }
-      // Live only if nothing could have been logged since the query: hasMore=false and no wait.
-      // (Entries logged while waiting for a drain were skipped live and are not in this page.)
-      if (!page.hasMore && !waited) {
+      // Live only if nothing could have been logged since the query: the whole page was sent in
+      // this turn and it was the last one. (Entries logged between turns were skipped live, and the
+      // next page's query finds them.)
+      if (complete && !page.hasMore) {
         client.replaying = false;
         return;
       }
@@ -307,6 +320,11 @@ export class EventHub {
     client.res.destroy();
     this.remove(client);
   }
+}
+
+/** Resolves after the I/O the event loop has waiting: other requests are served in between. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function frame(event: string, data: string): string {

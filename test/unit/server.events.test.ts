@@ -146,6 +146,50 @@ describe('server: /events', () => {
     assert.deepEqual(client.events.slice(0, 2).map((e) => e.event), ['stats', 'health']);
   });
 
+  it('paces a replay: one page per event-loop turn, so other requests are answered meanwhile', async () => {
+    // Before pacing, a reading client on loopback took the whole replay in one turn: 100,000
+    // entries held the engine's thread for seconds and /health answered 503.
+    engine.seedLogs(3000);
+    let turn = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const replayTurns: number[] = [];
+    const query = engine.queryLogs.bind(engine);
+    engine.queryLogs = (q) => {
+      if (q.order === 'asc') replayTurns.push(turn);
+      return query(q);
+    };
+    try {
+      const client = await events('/events', { 'Last-Event-ID': '0' });
+      const health = await request(server.url, '/health');
+      assert.equal(health.status, 200);
+      assert.ok(replayTurns.length < 3000 / 50, `/health was answered while the replay was under way (${replayTurns.length} pages sent)`);
+      await client.waitFor((e) => e.filter((x) => x.event === 'log').length >= 3000, 20_000, 'the replay');
+    } finally {
+      ticking = false;
+    }
+    assert.ok(replayTurns.length >= 3000 / 50, `paged (${replayTurns.length} queries)`);
+    for (let i = 1; i < replayTurns.length; i++) {
+      assert.ok(replayTurns[i] > replayTurns[i - 1], `page ${i} was fetched in a later turn than page ${i - 1} (${replayTurns.join(',')})`);
+    }
+  });
+
+  it('caps the bytes a replay writes in one turn, and still sends every entry once', async () => {
+    await server.close();
+    server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, events: { replayPageSize: 50, replayTurnBytes: 4096 } });
+    for (let i = 0; i < 200; i++) engine.addLog({ message: 'x'.repeat(900), details: { i } }, false);
+    const client = await events('/events', { 'Last-Event-ID': '0' });
+    await client.waitFor((e) => e.filter((x) => x.event === 'log').length >= 200, 20_000, 'the replay');
+    assert.deepEqual(client.named('log').map((e) => Number(e.id)), Array.from({ length: 200 }, (_, i) => i + 1));
+    const cursors = engine.queries.filter((q) => q.order === 'asc').map((q) => q.afterId!);
+    // Each frame is ~1 KB: at most five fit in 4 KB (the fifth starts below the cap).
+    for (let i = 1; i < cursors.length; i++) assert.ok(cursors[i] - cursors[i - 1] <= 5, `turn ${i} sent ${cursors[i] - cursors[i - 1]} entries`);
+  });
+
   it('accepts lastEventId as a query parameter too; an empty Last-Event-ID starts live', async () => {
     engine.seedLogs(5);
     const byQuery = await events('/events?lastEventId=3');
