@@ -57,6 +57,11 @@ export function parseItem(
   entry: unknown,
   ctx: { workspaceFolder: string; relPath: string; index: number; defaults: ItemDefaults },
 ): ItemResult {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+    // The schema would answer with every branch it tried (args, shell…), none of them the point.
+    const got = entry === null ? 'null' : Array.isArray(entry) ? 'an array' : `a ${typeof entry}`;
+    return { ok: false, reason: `an item must be a JSON object with at least "command"; got ${got}` };
+  }
   if (!validateItem(entry)) {
     return { ok: false, reason: describeSchemaErrors(validateItem.errors ?? []) };
   }
@@ -115,9 +120,11 @@ export function definitionHash(item: ItemDefinition): string {
   return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
 }
 
+/** True when `candidate` is `root` or below it, by spelling (callers resolve links first where it matters). */
 export function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  // `..foo` is a folder inside root; only `..` itself or `../…` leaves it.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 function describeSchemaErrors(errors: ErrorObject[]): string {

@@ -39,6 +39,12 @@ export class QueueDirectorySource {
     readonly workspaceFolder: string,
     queueDirectory: string,
     private readonly defaults: ItemDefaults,
+    /**
+     * Whether the queue folder may resolve outside the workspace folder: only when whoever started
+     * the engine named that folder explicitly. A link planted in the workspace must not make the
+     * engine read (and launch) files from elsewhere.
+     */
+    private readonly allowOutsideWorkspace = false,
   ) {
     this.location = path.resolve(workspaceFolder, queueDirectory);
   }
@@ -46,8 +52,17 @@ export class QueueDirectorySource {
   /** `known(absPath)` returns the fingerprint recorded when that file was last processed. */
   async scan(known: (absPath: string) => string | undefined): Promise<SourceScan> {
     let names: string[];
+    let realRoot: string;
     try {
-      names = await fs.readdir(this.location);
+      realRoot = await realpathOr(this.workspaceFolder);
+      const realLocation = await fs.realpath(this.location);
+      if (!this.allowOutsideWorkspace && !isInside(realRoot, realLocation)) {
+        return {
+          changed: [],
+          error: `queue folder ${this.location} resolves outside the workspace (to ${realLocation}); nothing in it is read. Make it a real folder inside the workspace, or name the outside folder explicitly with --queue-dir`,
+        };
+      }
+      names = await fs.readdir(realLocation);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // No queue folder yet is the normal state of a fresh workspace, not an error.
@@ -57,13 +72,13 @@ export class QueueDirectorySource {
     names = names.filter((n) => n.endsWith('.json') || n.endsWith('.jsonl')).sort();
     const changed: QueueFileRead[] = [];
     for (const name of names) {
-      const read = await this.readIfChanged(path.join(this.location, name), known);
+      const read = await this.readIfChanged(path.join(this.location, name), realRoot, known);
       if (read) changed.push(read);
     }
     return { changed, error: null };
   }
 
-  private async readIfChanged(absPath: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | undefined> {
+  private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | undefined> {
     const relPath = path.relative(this.workspaceFolder, absPath).split(path.sep).join('/');
     let stat;
     try {
@@ -81,7 +96,6 @@ export class QueueDirectorySource {
         if (known(absPath) === fingerprint) return undefined;
         return { absPath, relPath, fingerprint, entries: [], fileError: `broken link: ${(err as Error).message}` };
       }
-      const realRoot = await fs.realpath(this.workspaceFolder).catch(() => this.workspaceFolder);
       if (!isInside(realRoot, target)) {
         const fingerprint = `outside:${target}`;
         if (known(absPath) === fingerprint) return undefined;
@@ -112,7 +126,9 @@ export class QueueDirectorySource {
     } catch (err) {
       return { absPath, relPath, fingerprint, entries: [], fileError: `cannot read file: ${(err as Error).message}` };
     }
-    return { absPath, relPath, fingerprint, ...this.parseFile(bytes, relPath, absPath.endsWith('.jsonl')) };
+    const parsed = this.parseFile(bytes, relPath, absPath.endsWith('.jsonl'));
+    await confineWorkingFolders(parsed.entries, this.workspaceFolder, realRoot);
+    return { absPath, relPath, fingerprint, ...parsed };
   }
 
   private parseFile(bytes: Buffer, relPath: string, jsonLines: boolean): { entries: QueueEntry[]; fileError?: string } {
@@ -136,7 +152,7 @@ export class QueueDirectorySource {
         try {
           value = JSON.parse(line);
         } catch (err) {
-          entries.push({ index: i, result: { ok: false, reason: `line ${i + 1} is not valid JSON: ${(err as Error).message}` } });
+          entries.push({ index: i, result: { ok: false, reason: `line ${i + 1} is not valid JSON: ${jsonErrorWithoutContent(err)}` } });
           continue;
         }
         entries.push({ index: i, result: parseItem(value, ctx(i)) });
@@ -149,7 +165,7 @@ export class QueueDirectorySource {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      return { entries: [], fileError: `not valid JSON: ${(err as Error).message}` };
+      return { entries: [], fileError: `not valid JSON: ${jsonErrorWithoutContent(err)}` };
     }
     if (Array.isArray(value)) {
       return { entries: value.map((entry, i) => ({ index: i, result: parseItem(entry, ctx(i)) })) };
@@ -159,4 +175,38 @@ export class QueueDirectorySource {
     }
     return { entries: [{ index: 0, result: parseItem(value, ctx(0)) }] };
   }
+}
+
+async function realpathOr(folder: string): Promise<string> {
+  return fs.realpath(folder).catch(() => folder);
+}
+
+/**
+ * `cwd` was checked by spelling when the item was parsed; a link inside the workspace can still
+ * lead out of it (`"cwd": "lnk"` with `lnk -> /etc`). An existing folder is checked by its real
+ * path here; one that does not exist yet is checked again when an attempt starts.
+ */
+async function confineWorkingFolders(entries: QueueEntry[], workspaceFolder: string, realRoot: string): Promise<void> {
+  const real = new Map<string, string | null>();
+  for (const entry of entries) {
+    if (!entry.result.ok) continue;
+    const cwd = entry.result.item.cwd;
+    if (!real.has(cwd)) real.set(cwd, await fs.realpath(cwd).catch(() => null));
+    const target = real.get(cwd);
+    if (target && !isInside(realRoot, target)) {
+      entry.result = { ok: false, reason: `cwd "${path.relative(workspaceFolder, cwd)}" leads outside the workspace folder (to ${target}) through a link; use a real folder inside it` };
+    }
+  }
+}
+
+/**
+ * V8's JSON.parse messages quote the text around the error (`"AWS_SECRET=abc123" is not valid
+ * JSON`); a rejection is logged and shown, so it says where and what kind of error only.
+ */
+export function jsonErrorWithoutContent(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message
+    .replace(/, ".*" is not valid JSON$/s, '')
+    .replace(/^Unexpected token .*?(?= in JSON|$)/s, 'Unexpected character')
+    .replace(/"[^"]*"/g, '"…"');
 }
