@@ -596,14 +596,16 @@ async function findPaletteEntry(page: Page, title: string, seen: string[], settl
   const input = widget.locator('.quick-input-box input');
   // The palette can close between the visibility check and the fill (focus moving to a view or a
   // notification while the workbench settles): then open it again rather than wait on a hidden input.
+  // A key press can also be lost on a loaded machine (the workbench still moving focus after a
+  // view or notification opened): the input then stays hidden, and F1 is pressed again.
   for (let attempt = 1; ; attempt++) {
-    if (!(await input.isVisible())) {
-      // Focus the workbench so the key binding reaches it, then open the palette.
-      await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-      await page.keyboard.press('F1');
-      await input.waitFor({ state: 'visible', timeout: 10_000 });
-    }
     try {
+      if (!(await input.isVisible())) {
+        // Focus the workbench so the key binding reaches it, then open the palette.
+        await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+        await page.keyboard.press('F1');
+        await input.waitFor({ state: 'visible', timeout: 5000 });
+      }
       await input.fill(`>${title}`, { timeout: 3000 });
       break;
     } catch (err) {
