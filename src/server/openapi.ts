@@ -8,6 +8,10 @@ import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+/** RFC 3339's date-time, which `format: date-time` alone leaves loose (Ajv also takes `+01` and a space). */
+const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2})$';
+/** A log entry id as Last-Event-ID carries it; empty means none. */
+const LOG_ID_PATTERN = '^(|0|[1-9][0-9]*)$';
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const count = (description: string) => ({ type: 'integer', minimum: 0, description });
 const time = (description: string) => ({ type: 'string', format: 'date-time', pattern: ISO_PATTERN, description });
@@ -43,13 +47,17 @@ const standardErrors = {
   '500': { $ref: '#/components/responses/InternalError' },
 };
 
-/** A HEAD operation: the same status and headers as GET, no body. */
+/**
+ * A HEAD operation: the same statuses and headers as GET, no body; its parameters are GET's
+ * (copied in buildOpenApiDocument). Every operation answers 400 for an unknown parameter.
+ */
 function head(summary: string, okHeaders: object = {}, extra: object = {}) {
   return {
     summary,
     responses: {
       '200': { description: 'As GET, without a body.', headers: { ...commonHeaders, ...okHeaders } },
       ...extra,
+      '400': { description: 'As GET, without a body.', headers: commonHeaders },
       ...standardErrors,
     },
   };
@@ -67,6 +75,9 @@ const linkHeader = {
 };
 
 export function buildOpenApiDocument(version: string, serverUrl: string): Record<string, unknown> {
+  const paths = pathItems();
+  // HEAD takes exactly GET's parameters: one list, so the two cannot differ.
+  for (const item of Object.values(paths)) if (item.get.parameters) item.head.parameters = item.get.parameters;
   return {
     openapi: '3.1.0',
     info: {
@@ -93,152 +104,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
     },
     servers: [{ url: serverUrl }],
     security: [{}, { bearerToken: [] }],
-    paths: {
-      '/stats': {
-        get: {
-          operationId: 'getStats',
-          summary: 'Item and launch counters',
-          description: 'Served from counters kept up to date, never from a scan of the items. ' + noParams.description,
-          responses: { '200': ok('Counters.', ref('StatsResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
-        },
-        head: head('Counters, headers only'),
-      },
-      '/health': {
-        get: {
-          operationId: 'getHealth',
-          summary: 'Liveness and readiness',
-          description:
-            '`unhealthy` (HTTP 503) if the database check is `error` or the engine is `stalled`; else `degraded` if the engine is `stopped` or `restricted`; else `healthy`. ' +
-            noParams.description,
-          responses: {
-            '200': ok('Healthy or degraded.', ref('HealthResponse')),
-            '503': ok('Unhealthy: the same body, with status `unhealthy`.', ref('HealthResponse')),
-            '400': { $ref: '#/components/responses/BadRequest' },
-            ...standardErrors,
-          },
-        },
-        head: head('Health, headers only', {}, { '503': { description: 'Unhealthy.', headers: commonHeaders } }),
-      },
-      '/status': {
-        get: {
-          operationId: 'getStatus',
-          summary: 'Detailed engine, scanner, database and server status',
-          description: noParams.description,
-          responses: { '200': ok('Status.', ref('StatusResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
-        },
-        head: head('Status, headers only'),
-      },
-      '/logs': {
-        get: {
-          operationId: 'getLogs',
-          summary: 'Log entries, newest first by default, with keyset pagination',
-          description:
-            'Filters combine with AND. When more entries match than `limit`, the response has a `Link: <…>; rel="next"` header whose URL repeats the (normalised) filters and adds a `cursor`. ' +
-            'Unknown parameters, unknown actions or levels, bad dates, a `limit` out of range, a bad cursor, or a single-valued parameter given twice give 400.',
-          parameters: [
-            {
-              name: 'action',
-              in: 'query',
-              description: 'Only these actions: comma-separated (`action=a,b`) and/or repeated (`action=a&action=b`).',
-              style: 'form',
-              explode: true,
-              schema: { type: 'array', items: { type: 'string', enum: [...LOG_ACTIONS] } },
-            },
-            { name: 'level', in: 'query', description: 'Minimum level (debug < info < warn < error).', schema: { type: 'string', enum: [...LOG_LEVELS] } },
-            { name: 'item', in: 'query', description: 'Only entries of this item id.', schema: { type: 'string', minLength: 1, maxLength: MAX_ITEM_LENGTH } },
-            {
-              name: 'since',
-              in: 'query',
-              description: 'Inclusive lower bound on `timestamp`: an ISO 8601 date-time with a time zone (`Z` or `±hh:mm`; encode `+` as `%2B`).',
-              schema: { type: 'string', format: 'date-time' },
-            },
-            { name: 'until', in: 'query', description: 'Exclusive upper bound on `timestamp`, same format as `since`.', schema: { type: 'string', format: 'date-time' } },
-            {
-              name: 'q',
-              in: 'query',
-              description:
-                'Text search: split at white space and lower-cased; every word must start a word of `message`, case-insensitive (`q=exit code` matches "exited with code 3"). Empty: no filter.',
-              schema: { type: 'string', maxLength: MAX_Q_LENGTH },
-            },
-            { name: 'order', in: 'query', description: 'By id: `desc` (newest first) or `asc`.', schema: { type: 'string', enum: ['desc', 'asc'], default: 'desc' } },
-            { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
-            {
-              name: 'cursor',
-              in: 'query',
-              description: 'Opaque; copy it from the previous page\'s `Link` header. It is tied to the `order` it was issued for.',
-              schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,200}$' },
-            },
-          ],
-          responses: {
-            '200': ok('Matching entries in the requested order (at most `limit`).', { type: 'array', items: ref('LogEntry') }, linkHeader),
-            '400': { $ref: '#/components/responses/BadRequest' },
-            ...standardErrors,
-          },
-        },
-        head: head('Logs, headers only', linkHeader, { '400': { $ref: '#/components/responses/BadRequest' } }),
-      },
-      '/items': {
-        get: {
-          operationId: 'getItems',
-          summary: 'Known items with their outcome (an addition to the contract, for the UI)',
-          description: 'Paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow.',
-          parameters: [
-            { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },
-            { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
-            { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
-          ],
-          responses: {
-            '200': ok('One page of items.', ref('ItemsResponse'), linkHeader),
-            '400': { $ref: '#/components/responses/BadRequest' },
-            ...standardErrors,
-          },
-        },
-        head: head('Items, headers only', linkHeader, { '400': { $ref: '#/components/responses/BadRequest' } }),
-      },
-      '/events': {
-        get: {
-          operationId: 'getEvents',
-          summary: 'Server-sent events for live UIs',
-          description: [
-            'A `text/event-stream`. On connect: one `stats` and one `health` event. Then:',
-            '- `log` (data: a LogEntry, SSE `id`: the entry id) for every new log entry;',
-            '- `stats` (data: StatsOverview) when counters change, at most 4 per second, the last change always sent;',
-            '- `health` (data: HealthResponse) when the health status or a check changes;',
-            '- a comment line (`: heartbeat`) every 15 s.',
-            'With `Last-Event-ID` (or the `lastEventId` parameter), every log entry after that id is sent first, oldest first, then live ones, without gaps or duplicates.',
-            'A client that falls behind by more than 1 MiB gets no new log events queued; it catches up (same order, no gaps) once it reads again. A client that does not read for 30 s is disconnected; it can resume with Last-Event-ID.',
-            'The event data schemas are listed in `x-sse-events`.',
-          ].join('\n'),
-          parameters: [
-            { name: 'Last-Event-ID', in: 'header', description: 'Resume log events after this id (sent by EventSource on reconnect; empty: start live).', schema: { type: 'string', pattern: '^(|0|[1-9][0-9]*)$' } },
-            { name: 'lastEventId', in: 'query', description: 'The same, for clients that cannot set headers.', schema: { type: 'integer', minimum: 0 } },
-          ],
-          'x-sse-events': {
-            log: ref('LogEntry'),
-            stats: ref('StatsOverview'),
-            health: ref('HealthResponse'),
-          },
-          responses: {
-            '200': {
-              description: 'The event stream; it stays open until the client or the server closes it.',
-              headers: commonHeaders,
-              content: { 'text/event-stream; charset=utf-8': { schema: { type: 'string' } } },
-            },
-            '400': { $ref: '#/components/responses/BadRequest' },
-            ...standardErrors,
-          },
-        },
-        head: head('Event stream headers only (no stream is opened)', {}, { '400': { $ref: '#/components/responses/BadRequest' } }),
-      },
-      '/openapi.json': {
-        get: {
-          operationId: 'getOpenApi',
-          summary: 'This document',
-          responses: { '200': ok('The OpenAPI 3.1 document.', { type: 'object' }), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
-        },
-        head: head('This document, headers only'),
-      },
-    },
+    paths,
     components: {
       securitySchemes: {
         bearerToken: {
@@ -463,6 +329,164 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
           },
         },
       },
+    },
+  };
+}
+
+interface PathItem {
+  get: { parameters?: object[] } & Record<string, unknown>;
+  head: { parameters?: object[] } & Record<string, unknown>;
+}
+
+function pathItems(): Record<string, PathItem> {
+  return {
+    '/stats': {
+      get: {
+        operationId: 'getStats',
+        summary: 'Item and launch counters',
+        description: 'Served from counters kept up to date, never from a scan of the items. ' + noParams.description,
+        responses: { '200': ok('Counters.', ref('StatsResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+      },
+      head: head('Counters, headers only'),
+    },
+    '/health': {
+      get: {
+        operationId: 'getHealth',
+        summary: 'Liveness and readiness',
+        description:
+          '`unhealthy` (HTTP 503) if the database check is `error` or the engine is `stalled`; else `degraded` if the engine is `stopped` or `restricted`; else `healthy`. ' +
+          noParams.description,
+        responses: {
+          '200': ok('Healthy or degraded.', ref('HealthResponse')),
+          '503': ok('Unhealthy: the same body, with status `unhealthy`.', ref('HealthResponse')),
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Health, headers only', {}, { '503': { description: 'Unhealthy.', headers: commonHeaders } }),
+    },
+    '/status': {
+      get: {
+        operationId: 'getStatus',
+        summary: 'Detailed engine, scanner, database and server status',
+        description: noParams.description,
+        responses: { '200': ok('Status.', ref('StatusResponse')), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+      },
+      head: head('Status, headers only'),
+    },
+    '/logs': {
+      get: {
+        operationId: 'getLogs',
+        summary: 'Log entries, newest first by default, with keyset pagination',
+        description:
+          'Filters combine with AND. When more entries match than `limit`, the response has a `Link: <…>; rel="next"` header whose URL repeats the (normalised) filters and adds a `cursor`. ' +
+          'Unknown parameters, unknown actions or levels, bad dates, a `limit` out of range, a bad cursor, or a single-valued parameter given twice give 400.',
+        parameters: [
+          {
+            name: 'action',
+            in: 'query',
+            description:
+              'Only these actions, comma-separated (`action=a,b`), the form the `Link` URLs use. The server also accepts the parameter repeated (`action=a&action=b`), which OpenAPI cannot describe beside the comma form.',
+            style: 'form',
+            explode: false,
+            schema: { type: 'array', items: { type: 'string', enum: [...LOG_ACTIONS] } },
+          },
+          { name: 'level', in: 'query', description: 'Minimum level (debug < info < warn < error).', schema: { type: 'string', enum: [...LOG_LEVELS] } },
+          { name: 'item', in: 'query', description: 'Only entries of this item id.', schema: { type: 'string', minLength: 1, maxLength: MAX_ITEM_LENGTH } },
+          {
+            name: 'since',
+            in: 'query',
+            description:
+              'Inclusive lower bound on `timestamp`: an RFC 3339 date-time with a time zone (`Z` or `±hh:mm`; encode `+` as `%2B`). ' +
+              'Fraction digits beyond milliseconds are dropped; a leap second (`23:59:60` UTC) is the last millisecond of its minute; an instant before 0000-01-01 or after 9999-12-31 is taken as the first or last one. ' +
+              'The server also accepts the ISO 8601 forms `hh:mm` (no seconds), a `,` fraction and `±hhmm`.',
+            schema: { type: 'string', format: 'date-time', pattern: RFC3339_PATTERN },
+          },
+          { name: 'until', in: 'query', description: 'Exclusive upper bound on `timestamp`, same format as `since`.', schema: { type: 'string', format: 'date-time', pattern: RFC3339_PATTERN } },
+          {
+            name: 'q',
+            in: 'query',
+            description:
+              'Text search: split at white space and lower-cased; every word must start a word of `message`, case-insensitive (`q=exit code` matches "exited with code 3"). Empty: no filter.',
+            schema: { type: 'string', maxLength: MAX_Q_LENGTH },
+          },
+          { name: 'order', in: 'query', description: 'By id: `desc` (newest first) or `asc`.', schema: { type: 'string', enum: ['desc', 'asc'], default: 'desc' } },
+          { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+          {
+            name: 'cursor',
+            in: 'query',
+            description: 'Opaque; copy it from the previous page\'s `Link` header. It is tied to the `order` it was issued for.',
+            schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,200}$' },
+          },
+        ],
+        responses: {
+          '200': ok('Matching entries in the requested order (at most `limit`).', { type: 'array', items: ref('LogEntry') }, linkHeader),
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Logs, headers only', linkHeader),
+    },
+    '/items': {
+      get: {
+        operationId: 'getItems',
+        summary: 'Known items with their outcome (an addition to the contract, for the UI)',
+        description: 'Paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow.',
+        parameters: [
+          { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },
+          { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+          { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
+        ],
+        responses: {
+          '200': ok('One page of items.', ref('ItemsResponse'), linkHeader),
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Items, headers only', linkHeader),
+    },
+    '/events': {
+      get: {
+        operationId: 'getEvents',
+        summary: 'Server-sent events for live UIs',
+        description: [
+          'A `text/event-stream`. On connect: one `stats` and one `health` event. Then:',
+          '- `log` (data: a LogEntry, SSE `id`: the entry id) for every new log entry;',
+          '- `stats` (data: StatsOverview) when counters change, at most 4 per second, the last change always sent;',
+          '- `health` (data: HealthResponse) when the health status or a check changes;',
+          '- a comment line (`: heartbeat`) every 15 s.',
+          'With `Last-Event-ID` (or the `lastEventId` parameter), every log entry after that id is sent first, oldest first, then live ones, without gaps or duplicates.',
+          'A client that falls behind by more than 1 MiB gets no new log events queued; it catches up (same order, no gaps) once it reads again. A client that does not read for 30 s is disconnected; it can resume with Last-Event-ID.',
+          'The event data schemas are listed in `x-sse-events`.',
+        ].join('\n'),
+        parameters: [
+          { name: 'Last-Event-ID', in: 'header', description: 'Resume log events after this id (sent by EventSource on reconnect; empty: start live). Any size: an id past every entry resumes live.', schema: { type: 'string', pattern: LOG_ID_PATTERN } },
+          { name: 'lastEventId', in: 'query', description: 'The same, for clients that cannot set headers (empty: start live).', schema: { type: 'string', pattern: LOG_ID_PATTERN } },
+        ],
+        'x-sse-events': {
+          log: ref('LogEntry'),
+          stats: ref('StatsOverview'),
+          health: ref('HealthResponse'),
+        },
+        responses: {
+          '200': {
+            description: 'The event stream; it stays open until the client or the server closes it.',
+            headers: commonHeaders,
+            content: { 'text/event-stream; charset=utf-8': { schema: { type: 'string' } } },
+          },
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Event stream headers only (no stream is opened)'),
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'getOpenApi',
+        summary: 'This document',
+        responses: { '200': ok('The OpenAPI 3.1 document.', { type: 'object' }), '400': { $ref: '#/components/responses/BadRequest' }, ...standardErrors },
+      },
+      head: head('This document, headers only'),
     },
   };
 }

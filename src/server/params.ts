@@ -47,6 +47,25 @@ export function parseParams(query: string, allowed: readonly string[]): RawParam
   return params;
 }
 
+/**
+ * Length in characters (Unicode code points), as JSON Schema's maxLength counts them: an emoji is
+ * one character, not two UTF-16 units.
+ */
+export function codePoints(text: string): number {
+  let surrogatePairs = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        surrogatePairs++;
+        i++;
+      }
+    }
+  }
+  return text.length - surrogatePairs;
+}
+
 /** The single value of a parameter that may appear at most once. */
 export function single(params: RawParams, name: string): string | undefined {
   const values = params.get(name);
@@ -79,21 +98,28 @@ function oneOf<T extends string>(params: RawParams, name: string, allowed: reado
 // Date-times
 
 const ISO_DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+
+/** The instants toISOString writes with a four-digit year: what an RFC 3339 year 0000–9999 can reach. */
+const FIRST_INSTANT = new Date('0000-01-01T00:00:00.000Z').getTime();
+const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
 
 /**
- * Parses an ISO 8601 / RFC 3339 date-time with an explicit offset (Z or ±hh:mm) and returns it as
- * `toISOString()` writes it, or undefined when it is not one. Validated by hand because
- * Date.parse accepts impossible dates (2024-02-30 becomes 1 March).
+ * Parses an RFC 3339 date-time (also `hh:mm` without seconds, a `,` fraction and `±hhmm`, as ISO
+ * 8601 allows) and returns it as `toISOString()` writes it, or undefined when it is not one.
+ * Validated by hand because Date.parse accepts impossible dates (2024-02-30 becomes 1 March).
+ * Everything RFC 3339 allows is accepted, as the OpenAPI document promises: any number of fraction
+ * digits (beyond milliseconds they are dropped), a leap second at 23:59:60 UTC (the last
+ * millisecond of that minute: the order of instants is kept), and years 0000 and 9999 with an
+ * offset that moves them past the four-digit range (the first or last instant that has one).
  */
 export function parseIsoDateTime(text: string): string | undefined {
   const m = ISO_DATE_TIME.exec(text);
   if (!m) return undefined;
   const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number);
   const second = m[6] === undefined ? 0 : Number(m[6]);
-  // Beyond milliseconds the digits are dropped (toISOString has millisecond precision).
   const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;
   let offsetMinutes = 0;
   if (m[8] === undefined) {
     const oh = Number(m[10]);
@@ -105,11 +131,11 @@ export function parseIsoDateTime(text: string): string | undefined {
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
   if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined; // e.g. 30 February
-  date.setUTCHours(hour, minute, second, millis);
+  date.setUTCHours(hour, minute, Math.min(second, 59), second === 60 ? 999 : millis);
   const time = date.getTime() - offsetMinutes * 60_000;
-  const iso = new Date(time).toISOString();
-  // Offsets can push year 0000/9999 outside the four-digit range toISOString writes plainly.
-  return /^\d{4}-/.test(iso) ? iso : undefined;
+  const utc = new Date(time);
+  if (second === 60 && (utc.getUTCHours() !== 23 || utc.getUTCMinutes() !== 59)) return undefined; // leap seconds end a UTC day
+  return new Date(Math.min(Math.max(time, FIRST_INSTANT), LAST_INSTANT)).toISOString();
 }
 
 function dateTimeParam(params: RawParams, name: string): string | undefined {
@@ -194,7 +220,7 @@ export function parseLogsQuery(queryString: string): ParsedLogsQuery {
   const minLevel: LogLevel | undefined = oneOf(params, 'level', LOG_LEVELS);
 
   const itemId = single(params, 'item');
-  if (itemId !== undefined && (itemId.length === 0 || itemId.length > MAX_ITEM_LENGTH)) {
+  if (itemId !== undefined && (itemId.length === 0 || codePoints(itemId) > MAX_ITEM_LENGTH)) {
     throw badRequest(`Parameter item must be an item id of 1 to ${MAX_ITEM_LENGTH} characters.`);
   }
 
@@ -202,8 +228,8 @@ export function parseLogsQuery(queryString: string): ParsedLogsQuery {
   const until = dateTimeParam(params, 'until');
 
   const q = single(params, 'q');
-  if (q !== undefined && q.length > MAX_Q_LENGTH) {
-    throw badRequest(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${q.length}.`);
+  if (q !== undefined && codePoints(q) > MAX_Q_LENGTH) {
+    throw badRequest(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);
   }
   // Words are separated by white space; an empty or blank q filters nothing.
   const words = q === undefined ? [] : q.toLowerCase().split(/\s+/).filter((w) => w !== '');
@@ -298,9 +324,9 @@ export function parseLastEventId(queryString: string, header: string | string[] 
   const text = header !== undefined ? header.trim() : fromQuery;
   // EventSource sends an empty Last-Event-ID when no event had an id yet: start live.
   if (text === undefined || text === '') return undefined;
-  const value = /^(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value)) {
+  if (!/^(0|[1-9][0-9]*)$/.test(text)) {
     throw badRequest(`Last-Event-ID / lastEventId must be a log entry id (a non-negative integer); got ${JSON.stringify(text)}.`);
   }
-  return value;
+  // Any id is accepted, as the document says: one past every entry there can be resumes live.
+  return Math.min(Number(text), Number.MAX_SAFE_INTEGER);
 }

@@ -99,7 +99,13 @@ describe('server: /logs', () => {
     assert.equal(parseIsoDateTime('2024-05-01T00:30:00-01:30'), '2024-05-01T02:00:00.000Z');
     assert.equal(parseIsoDateTime('2024-02-29T00:00:00Z'), '2024-02-29T00:00:00.000Z');
     assert.equal(parseIsoDateTime('0050-01-01T00:00:00Z'), '0050-01-01T00:00:00.000Z');
-    for (const bad of ['2023-02-29T00:00:00Z', '2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '2024-05-01T24:00:00Z', '2024-05-01T12:60:00Z', '2024-05-01T12:00:60Z', '2024-05-01', '2024-05-01T12:00:00', 'yesterday', '1714564800000', '2024-05-01T12:00:00+25:00', '0000-01-01T00:00:00+01:00', ' 2024-05-01T12:00:00Z']) {
+    // Everything RFC 3339 allows (the OpenAPI document's date-time) is accepted.
+    assert.equal(parseIsoDateTime('2024-05-01t12:00:00.1234567890z'), '2024-05-01T12:00:00.123Z');
+    assert.equal(parseIsoDateTime('2016-12-31T23:59:60Z'), '2016-12-31T23:59:59.999Z', 'a leap second is the last millisecond of its minute');
+    assert.equal(parseIsoDateTime('2017-01-01T00:59:60.5+01:00'), '2016-12-31T23:59:59.999Z');
+    assert.equal(parseIsoDateTime('0000-01-01T00:00:00+01:00'), '0000-01-01T00:00:00.000Z', 'before year 0000: the first instant');
+    assert.equal(parseIsoDateTime('9999-12-31T23:30:00-01:00'), '9999-12-31T23:59:59.999Z', 'after year 9999: the last instant');
+    for (const bad of ['2023-02-29T00:00:00Z', '2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '2024-05-01T24:00:00Z', '2024-05-01T12:60:00Z', '2024-05-01T12:00:60Z', '2024-05-01T23:59:60+01:00', '2024-05-01', '2024-05-01T12:00:00', 'yesterday', '1714564800000', '2024-05-01T12:00:00+25:00', ' 2024-05-01T12:00:00Z']) {
       assert.equal(parseIsoDateTime(bad), undefined, bad);
     }
   });
