@@ -2,7 +2,7 @@
 // command contributed in package.json is registered, and these names are what it registers.
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
-export const CONFIG_SECTION = 'engineMonitor';
+export { SETTINGS_SECTION as CONFIG_SECTION } from '../shared/settings';
 
 export const Commands = {
   showStatus: 'engineMonitor.showStatus',
