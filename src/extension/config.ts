@@ -2,7 +2,7 @@
 // table (shared/settings.ts), which package.json's contributes.configuration mirrors; the manifest
 // is what users see, the table keeps the code safe when a value is missing or of the wrong type.
 import * as vscode from 'vscode';
-import { SETTINGS, settingValue, type FlagSettingKey, type SettingKey, type SettingValue } from '../shared/settings';
+import { SETTINGS, settingValue, type FlagSettingKey, type SettingKey } from '../shared/settings';
 import { CONFIG_SECTION } from './constants';
 
 export interface EngineMonitorConfig {
@@ -20,8 +20,10 @@ export interface EngineMonitorConfig {
   remote: { url: string };
 }
 
-/** The configuration built from `read(key)`, each value checked against the settings table. */
-function configFrom(read: <K extends SettingKey>(key: K) => SettingValue<K>): EngineMonitorConfig {
+/** The settings, each checked against the settings table (its default when missing or invalid). */
+export function readConfig(): EngineMonitorConfig {
+  const c = vscode.workspace.getConfiguration(CONFIG_SECTION);
+  const read = <K extends SettingKey>(key: K) => settingValue(key, c.get(key));
   // Blank strings count as unset where an empty value would mean nothing useful.
   const orDefault = (key: 'server.host' | 'queue.directory') => read(key).trim() || SETTINGS[key].default;
   return {
@@ -37,11 +39,6 @@ function configFrom(read: <K extends SettingKey>(key: K) => SettingValue<K>): En
     logs: { maxEntries: read('logs.maxEntries'), maxAgeDays: read('logs.maxAgeDays') },
     remote: { url: read('remote.url').trim() },
   };
-}
-
-export function readConfig(): EngineMonitorConfig {
-  const c = vscode.workspace.getConfiguration(CONFIG_SECTION);
-  return configFrom((key) => settingValue(key, c.get(key)));
 }
 
 /**
