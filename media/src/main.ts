@@ -2,7 +2,7 @@
 // host (src/extension/dashboard) over the typed protocol in src/shared/webviewProtocol.ts and
 // renders every engine string as text.
 import type { EngineState, LogAction } from '../../src/shared/api';
-import type { ConnectionInfo, DashboardCommand, DashboardState, LiveEvent } from '../../src/shared/webviewProtocol';
+import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
 import { EMPTY_FILTER } from './logFilter';
@@ -222,7 +222,7 @@ async function run(command: DashboardCommand): Promise<void> {
   }
 }
 
-for (const command of ['start', 'stop', 'pollNow'] as const) buttons[command].addEventListener('click', () => void run(command));
+for (const command of DASHBOARD_COMMANDS) buttons[command].addEventListener('click', () => void run(command));
 buttons.refresh.addEventListener('click', () => loadAll());
 
 let scrollFrame = 0;

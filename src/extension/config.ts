@@ -1,7 +1,8 @@
-// The one typed accessor for the extension's settings (contract section 6). Defaults here mirror
-// package.json's contributes.configuration; the manifest is what users see, these keep the code
-// safe when a value is missing or of the wrong type.
+// The one typed accessor for the extension's settings. Defaults and bounds come from the settings
+// table (shared/settings.ts), which package.json's contributes.configuration mirrors; the manifest
+// is what users see, the table keeps the code safe when a value is missing or of the wrong type.
 import * as vscode from 'vscode';
+import { SETTINGS, settingValue, type FlagSettingKey, type SettingKey } from '../shared/settings';
 import { CONFIG_SECTION } from './constants';
 
 export interface EngineMonitorConfig {
@@ -19,45 +20,24 @@ export interface EngineMonitorConfig {
   remote: { url: string };
 }
 
-export const DEFAULT_CONFIG: EngineMonitorConfig = {
-  server: { port: 7411, host: '127.0.0.1', token: '' },
-  engine: { autoStart: true, pollIntervalMs: 2000, concurrency: 4, maxAttempts: 3, timeoutMs: 600000 },
-  queue: { directory: '.engine/queue' },
-  logs: { maxEntries: 100000, maxAgeDays: 14 },
-  remote: { url: '' },
-};
-
-function int(value: unknown, fallback: number, min: number, max: number): number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max ? value : fallback;
-}
-
-function str(value: unknown, fallback: string): string {
-  return typeof value === 'string' ? value : fallback;
-}
-
+/** The settings, each checked against the settings table (its default when missing or invalid). */
 export function readConfig(): EngineMonitorConfig {
   const c = vscode.workspace.getConfiguration(CONFIG_SECTION);
-  const d = DEFAULT_CONFIG;
-  const directory = str(c.get('queue.directory'), d.queue.directory).trim();
+  const read = <K extends SettingKey>(key: K) => settingValue(key, c.get(key));
+  // Blank strings count as unset where an empty value would mean nothing useful.
+  const orDefault = (key: 'server.host' | 'queue.directory') => read(key).trim() || SETTINGS[key].default;
   return {
-    server: {
-      port: int(c.get('server.port'), d.server.port, 0, 65535),
-      host: str(c.get('server.host'), d.server.host).trim() || d.server.host,
-      token: str(c.get('server.token'), d.server.token),
-    },
+    server: { port: read('server.port'), host: orDefault('server.host'), token: read('server.token') },
     engine: {
-      autoStart: typeof c.get('engine.autoStart') === 'boolean' ? (c.get('engine.autoStart') as boolean) : d.engine.autoStart,
-      pollIntervalMs: int(c.get('engine.pollIntervalMs'), d.engine.pollIntervalMs, 100, 86_400_000),
-      concurrency: int(c.get('engine.concurrency'), d.engine.concurrency, 1, 64),
-      maxAttempts: int(c.get('engine.maxAttempts'), d.engine.maxAttempts, 1, 100),
-      timeoutMs: int(c.get('engine.timeoutMs'), d.engine.timeoutMs, 1, 86_400_000),
+      autoStart: read('engine.autoStart'),
+      pollIntervalMs: read('engine.pollIntervalMs'),
+      concurrency: read('engine.concurrency'),
+      maxAttempts: read('engine.maxAttempts'),
+      timeoutMs: read('engine.timeoutMs'),
     },
-    queue: { directory: directory || d.queue.directory },
-    logs: {
-      maxEntries: int(c.get('logs.maxEntries'), d.logs.maxEntries, 1, 100_000_000),
-      maxAgeDays: int(c.get('logs.maxAgeDays'), d.logs.maxAgeDays, 1, 3650),
-    },
-    remote: { url: str(c.get('remote.url'), d.remote.url).trim() },
+    queue: { directory: orDefault('queue.directory') },
+    logs: { maxEntries: read('logs.maxEntries'), maxAgeDays: read('logs.maxAgeDays') },
+    remote: { url: read('remote.url').trim() },
   };
 }
 
@@ -84,18 +64,19 @@ export function parseRemoteUrl(value: string): { url?: string; error?: string } 
 
 /** The host's command-line flags for a configuration (everything but workspaces, storage and mode). */
 export function hostArgsFor(config: EngineMonitorConfig): string[] {
+  const flag = (key: FlagSettingKey, value: string | number) => [`--${SETTINGS[key].flag}`, String(value)];
   const args = [
-    '--host', config.server.host,
-    '--port', String(config.server.port),
-    '--poll-interval', String(config.engine.pollIntervalMs),
-    '--concurrency', String(config.engine.concurrency),
-    '--max-attempts', String(config.engine.maxAttempts),
-    '--timeout', String(config.engine.timeoutMs),
-    '--queue-dir', config.queue.directory,
-    '--log-max-entries', String(config.logs.maxEntries),
-    '--log-max-age-days', String(config.logs.maxAgeDays),
+    ...flag('server.host', config.server.host),
+    ...flag('server.port', config.server.port),
+    ...flag('engine.pollIntervalMs', config.engine.pollIntervalMs),
+    ...flag('engine.concurrency', config.engine.concurrency),
+    ...flag('engine.maxAttempts', config.engine.maxAttempts),
+    ...flag('engine.timeoutMs', config.engine.timeoutMs),
+    ...flag('queue.directory', config.queue.directory),
+    ...flag('logs.maxEntries', config.logs.maxEntries),
+    ...flag('logs.maxAgeDays', config.logs.maxAgeDays),
   ];
-  if (config.server.token) args.push('--token', config.server.token);
+  if (config.server.token) args.push(...flag('server.token', config.server.token));
   return args;
 }
 

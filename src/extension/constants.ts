@@ -1,8 +1,10 @@
-// Every id the extension shares with package.json, in one place. test/extension checks that each
-// command contributed in package.json is registered, and these names are what it registers.
+// Every id the extension shares with package.json, in one place. test/unit/commands.test.ts
+// checks that Commands and Views are exactly what package.json contributes and that every command
+// link in it names one of them; commands.ts registers a handler for each (its map is keyed by
+// CommandId), and test/extension checks the registration at run time.
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
-export const CONFIG_SECTION = 'engineMonitor';
+export { SETTINGS_SECTION as CONFIG_SECTION } from '../shared/settings';
 
 export const Commands = {
   showStatus: 'engineMonitor.showStatus',
@@ -18,7 +20,6 @@ export const Commands = {
   addItem: 'engineMonitor.addItem',
   retryItem: 'engineMonitor.retryItem',
   retryAllFailed: 'engineMonitor.retryAllFailed',
-  // Additions beyond the contract's list (the contract leaves them to us):
   createQueueFolder: 'engineMonitor.createQueueFolder',
   showItemLogs: 'engineMonitor.showItemLogs',
   setRemoteToken: 'engineMonitor.setRemoteToken',

@@ -1,11 +1,18 @@
-// Command-line arguments of `engine-monitor serve` (contract section 7). Kept apart from cli.ts
-// so tests can check the parsing without starting an engine.
+// Command-line arguments of `engine-monitor serve`. Kept apart from cli.ts so tests can check the
+// parsing without starting an engine. Flags that are also extension settings take their defaults
+// and bounds from the settings table, so the CLI and the extension accept the same values.
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { version } from '../../package.json';
 import { isLoopbackHost } from '../server/protection';
+import { SETTINGS, type FlagSettingKey, type IntegerSettingKey } from '../shared/settings';
 import type { HostOptions } from './engineHost';
+
+/** A setting's default, as the text a flag would carry. */
+const d = (key: FlagSettingKey): string => String(SETTINGS[key].default);
+const timeout = SETTINGS['engine.timeoutMs'];
+const maxAttempts = SETTINGS['engine.maxAttempts'];
 
 export const USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
 
@@ -14,17 +21,17 @@ Runs the launch engine on a workspace and serves its HTTP API (/stats, /health, 
 Options:
   --workspace <dir>        workspace folder (repeat for several folders)          required
   --storage <dir>          where engine.sqlite and its journal live     default <workspace>/.engine/state
-  --host <address>         address to bind                               default 127.0.0.1
-  --port <n>               port, 0 = any free port                       default 7411
+  --host <address>         address to bind                               default ${d('server.host')}
+  --port <n>               port, 0 = any free port                       default ${d('server.port')}
   --token <t>              require "Authorization: Bearer <t>" on every request
   --allowed-host <name>    another Host name clients may use (repeatable; needs --token)
-  --poll-interval <ms>     how often sources are scanned                 default 2000
-  --concurrency <n>        attempts running at once                      default 4
-  --max-attempts <n>       default attempts per item (1-100)             default 3
-  --timeout <ms>           default attempt timeout (1-86400000)          default 600000
-  --queue-dir <path>       queue folder, relative to each workspace      default .engine/queue
-  --log-max-entries <n>    log retention by count                        default 100000
-  --log-max-age-days <n>   log retention by age                          default 14
+  --poll-interval <ms>     how often sources are scanned                 default ${d('engine.pollIntervalMs')}
+  --concurrency <n>        attempts running at once                      default ${d('engine.concurrency')}
+  --max-attempts <n>       default attempts per item (${maxAttempts.minimum}-${maxAttempts.maximum})             default ${d('engine.maxAttempts')}
+  --timeout <ms>           default attempt timeout (${timeout.minimum}-${timeout.maximum})          default ${d('engine.timeoutMs')}
+  --queue-dir <path>       queue folder, relative to each workspace      default ${d('queue.directory')}
+  --log-max-entries <n>    log retention by count                        default ${d('logs.maxEntries')}
+  --log-max-age-days <n>   log retention by age                          default ${d('logs.maxAgeDays')}
   --grace <ms>             on SIGINT/SIGTERM, how long running attempts may finish   default 10000
   --snapshot-interval <ms> how often, at most, the journal is folded into a new snapshot  default 30000
   --snapshot-min-journal <bytes>  the journal a new snapshot waits for (and 1/32 of the
@@ -56,17 +63,17 @@ export function parseServeArgs(argv: string[]): CliOptions {
       options: {
         workspace: { type: 'string', multiple: true },
         storage: { type: 'string' },
-        host: { type: 'string', default: '127.0.0.1' },
-        port: { type: 'string', default: '7411' },
+        host: { type: 'string', default: d('server.host') },
+        port: { type: 'string', default: d('server.port') },
         token: { type: 'string' },
         'allowed-host': { type: 'string', multiple: true },
-        'poll-interval': { type: 'string', default: '2000' },
-        concurrency: { type: 'string', default: '4' },
-        'max-attempts': { type: 'string', default: '3' },
-        timeout: { type: 'string', default: '600000' },
-        'queue-dir': { type: 'string', default: '.engine/queue' },
-        'log-max-entries': { type: 'string', default: '100000' },
-        'log-max-age-days': { type: 'string', default: '14' },
+        'poll-interval': { type: 'string', default: d('engine.pollIntervalMs') },
+        concurrency: { type: 'string', default: d('engine.concurrency') },
+        'max-attempts': { type: 'string', default: d('engine.maxAttempts') },
+        timeout: { type: 'string', default: d('engine.timeoutMs') },
+        'queue-dir': { type: 'string', default: d('queue.directory') },
+        'log-max-entries': { type: 'string', default: d('logs.maxEntries') },
+        'log-max-age-days': { type: 'string', default: d('logs.maxAgeDays') },
         grace: { type: 'string', default: '10000' },
         'snapshot-interval': { type: 'string', default: '30000' },
         'snapshot-min-journal': { type: 'string', default: '1048576' },
@@ -90,6 +97,10 @@ export function parseServeArgs(argv: string[]): CliOptions {
     }
     return n;
   };
+  const setting = (key: IntegerSettingKey): number => {
+    const { flag, minimum, maximum } = SETTINGS[key];
+    return int(flag, values[flag]!, minimum, maximum);
+  };
   const queueDir = values['queue-dir']!;
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
   if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
@@ -106,16 +117,16 @@ export function parseServeArgs(argv: string[]): CliOptions {
     workspaceFolders: workspaces,
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
     host: values.host!,
-    port: int('port', values.port!, 0, 65535),
+    port: setting('server.port'),
     token: values.token,
     allowedHosts: values['allowed-host'],
-    pollIntervalMs: int('poll-interval', values['poll-interval']!, 10, 86_400_000),
-    concurrency: int('concurrency', values.concurrency!, 1, 256),
-    maxAttempts: int('max-attempts', values['max-attempts']!, 1, 100),
-    timeoutMs: int('timeout', values.timeout!, 1, 86_400_000),
+    pollIntervalMs: setting('engine.pollIntervalMs'),
+    concurrency: setting('engine.concurrency'),
+    maxAttempts: setting('engine.maxAttempts'),
+    timeoutMs: setting('engine.timeoutMs'),
     queueDirectory: queueDir,
-    logMaxEntries: int('log-max-entries', values['log-max-entries']!, 1, 100_000_000),
-    logMaxAgeDays: int('log-max-age-days', values['log-max-age-days']!, 1, 36_500),
+    logMaxEntries: setting('logs.maxEntries'),
+    logMaxAgeDays: setting('logs.maxAgeDays'),
     graceMs: int('grace', values.grace!, 0, 86_400_000),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal']!, 0, 2 ** 40),

@@ -2,6 +2,7 @@
 // Reads go through dashboardQueries (the engine's HTTP API); buttons run the extension's own
 // commands, so the dashboard never controls the engine by a path the rest of the UI does not use.
 import * as vscode from 'vscode';
+import { Commands, type CommandId } from '../constants';
 import type { EngineConnection } from '../engineConnection';
 import {
   isWebviewToHost,
@@ -14,11 +15,9 @@ import {
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
 import { readLogPage, readOverview, readTimeline, type DashboardReader } from './dashboardQueries';
 
-const COMMAND_IDS: Record<DashboardCommand, string> = {
-  start: 'engineMonitor.start',
-  stop: 'engineMonitor.stop',
-  pollNow: 'engineMonitor.pollNow',
-};
+// The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
+// (a dashboard command without one does not compile).
+const COMMAND_IDS: Record<DashboardCommand, CommandId> = Commands;
 
 export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
