@@ -57,7 +57,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
   let values;
   try {
     ({ values } = parseArgs({
-      args: rest,
+      args: joinNegativeNumbers(rest),
       strict: true,
       allowPositionals: false,
       options: {
@@ -134,4 +134,20 @@ export function parseServeArgs(argv: string[]): CliOptions {
     quiet: values.quiet!,
     version,
   };
+}
+
+/**
+ * `--port -1` reads to parseArgs as an option followed by another option ("argument is
+ * ambiguous"); joined as `--port=-1` it reaches the range check, which says what is allowed.
+ */
+function joinNegativeNumbers(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (/^--[a-z-]+$/.test(args[i]) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${args[i]}=${next}`);
+      i++;
+    } else out.push(args[i]);
+  }
+  return out;
 }

@@ -73,6 +73,7 @@ describe('CLI: engine-monitor serve', function () {
     [['serve', '--workspace', '.', '--frobnicate'], /Unknown option '--frobnicate'/],
     [['serve', '--workspace', '.', '--host', '0.0.0.0'], /not a loopback address.*--token/],
     [['launch'], /unknown command "launch"/],
+    [['serve', '--workspace', '.', '--port', '-1'], /--port must be a whole number from 0 to 65535, got "-1"/],
   ] as const) {
     it(`exits 2 with a clear message for: ${args.join(' ')}`, async () => {
       const run = runCli([...args]);
