@@ -271,6 +271,7 @@ export class Engine implements MonitoredEngine {
       for (const a of this.active.values()) a.run?.terminate(1000);
     }
     await this.polling;
+    for (const source of this.sources) source.close();
     this.closed = true;
     // The snapshot store.close() takes below holds everything a checkpoint in flight would.
     this.store.abandonCheckpoint();

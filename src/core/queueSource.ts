@@ -3,6 +3,7 @@
 // whose size and mtime have not changed since we read it is not read again.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { FolderChanges } from './folderChanges';
 import { isInside, parseItem, type ItemDefaults, type ItemResult } from './items';
 
 export const MAX_QUEUE_FILE_BYTES = 1024 * 1024;
@@ -34,6 +35,8 @@ export interface SourceScan {
 export class QueueDirectorySource {
   readonly kind = 'queue-directory' as const;
   readonly location: string;
+  /** Lets a poll read only the files that changed (every file when that is not known). */
+  private readonly changes: FolderChanges;
 
   constructor(
     readonly workspaceFolder: string,
@@ -45,8 +48,15 @@ export class QueueDirectorySource {
      * engine read (and launch) files from elsewhere.
      */
     private readonly allowOutsideWorkspace = false,
+    fullScanEveryMs?: number,
   ) {
     this.location = path.resolve(workspaceFolder, queueDirectory);
+    this.changes = new FolderChanges(fullScanEveryMs);
+  }
+
+  /** Stops watching the queue folder. */
+  close(): void {
+    this.changes.close();
   }
 
   /** `known(absPath)` returns the fingerprint recorded when that file was last processed. */
@@ -62,8 +72,10 @@ export class QueueDirectorySource {
           error: `queue folder ${this.location} resolves outside the workspace (to ${realLocation}); nothing in it is read. Make it a real folder inside the workspace, or name the outside folder explicitly with --queue-dir`,
         };
       }
-      names = await fs.readdir(realLocation);
+      const changes = await this.changes.take(realLocation);
+      names = changes === 'all' ? await fs.readdir(realLocation) : [...changes];
     } catch (err) {
+      this.changes.reset();
       const code = (err as NodeJS.ErrnoException).code;
       // No queue folder yet is the normal state of a fresh workspace, not an error.
       if (code === 'ENOENT') return { changed: [], error: null };
