@@ -90,10 +90,10 @@ export function parseServeArgs(argv: string[]): CliOptions {
     }
     return n;
   };
-  const queueDir = values['queue-dir']!;
+  const queueDir = values['queue-dir'];
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
   if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
-  if (!isLoopbackHost(values.host!) && values.token === undefined) {
+  if (!isLoopbackHost(values.host) && values.token === undefined) {
     throw new UsageError(
       `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token <secret>, or bind 127.0.0.1`,
     );
@@ -105,22 +105,22 @@ export function parseServeArgs(argv: string[]): CliOptions {
   return {
     workspaceFolders: workspaces,
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
-    host: values.host!,
-    port: int('port', values.port!, 0, 65535),
+    host: values.host,
+    port: int('port', values.port, 0, 65535),
     token: values.token,
     allowedHosts: values['allowed-host'],
-    pollIntervalMs: int('poll-interval', values['poll-interval']!, 10, 86_400_000),
-    concurrency: int('concurrency', values.concurrency!, 1, 256),
-    maxAttempts: int('max-attempts', values['max-attempts']!, 1, 100),
-    timeoutMs: int('timeout', values.timeout!, 1, 86_400_000),
+    pollIntervalMs: int('poll-interval', values['poll-interval'], 10, 86_400_000),
+    concurrency: int('concurrency', values.concurrency, 1, 256),
+    maxAttempts: int('max-attempts', values['max-attempts'], 1, 100),
+    timeoutMs: int('timeout', values.timeout, 1, 86_400_000),
     queueDirectory: queueDir,
-    logMaxEntries: int('log-max-entries', values['log-max-entries']!, 1, 100_000_000),
-    logMaxAgeDays: int('log-max-age-days', values['log-max-age-days']!, 1, 36_500),
-    graceMs: int('grace', values.grace!, 0, 86_400_000),
-    snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
-    snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal']!, 0, 2 ** 40),
+    logMaxEntries: int('log-max-entries', values['log-max-entries'], 1, 100_000_000),
+    logMaxAgeDays: int('log-max-age-days', values['log-max-age-days'], 1, 36_500),
+    graceMs: int('grace', values.grace, 0, 86_400_000),
+    snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
+    snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
-    quiet: values.quiet!,
+    quiet: values.quiet,
     version,
   };
 }
