@@ -3,8 +3,8 @@
 // It is a *test engine*, not the real one: the server tests need an engine they can drive
 // precisely (set counters, health, append log entries at known ids). It still implements LogQuery
 // faithfully — filtering, ordering, keyset paging and hasMore — so the server's parameter handling
-// and cursor paging are exercised for real. The real engine (src/core) gets its own API tests
-// against the same server once it exists.
+// and cursor paging are exercised for real. The real engine (src/core) has its own API tests
+// against the same server (api.test.ts).
 import type { ItemOutcome, ItemSummary, LogEntry, StatsOverview, StatusResponse } from '../../../src/shared/api';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
