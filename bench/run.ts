@@ -451,7 +451,7 @@ function xargs(command: string, args: string[], n: number, concurrency: number, 
     const child = spawn('xargs', ['-P', String(concurrency), '-n', String(perRun), '-d', '\n', ...cmd], { stdio: ['pipe', 'ignore', 'inherit'] });
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`xargs exited with ${code}`))));
-    child.stdin!.end(input);
+    child.stdin.end(input);
   });
 }
 

@@ -47,8 +47,6 @@ export async function seedStore(o: SeedOptions): Promise<SeedResult> {
   // Log entries spread over the last 13 days, inside the default 14-day retention.
   const span = 13 * DAY;
   const logsPerItem = Math.max(1, Math.ceil(o.logs / Math.max(1, o.items)));
-  let launched = 0;
-  let failed = 0;
   let totalLaunches = 0;
   let totalFailed = 0;
 
@@ -77,11 +75,9 @@ export async function seedStore(o: SeedOptions): Promise<SeedResult> {
         totalLaunches++;
         store.mutate('attempt_insert', [totalLaunches, id, 1, created + 10]);
         if (kind === 'launched') {
-          launched++;
           store.mutate('attempt_finish', [created + 900, 'succeeded', 0, null, null, 'report written\n', '', totalLaunches]);
           store.mutate('item_state', ['launched', 1, null, 0, null, created + 900, id]);
         } else {
-          failed++;
           totalFailed++;
           store.mutate('attempt_finish', [created + 900, 'failed', 3, null, null, '', 'error: input missing\n', totalLaunches]);
           store.mutate('item_state', ['failed', 3, null, 0, 'exited with code 3', created + 900, id]);

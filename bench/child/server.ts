@@ -105,7 +105,7 @@ async function main(): Promise<void> {
         const before = snapshots.length;
         const started = store.snapshotInBackground();
         void store.whenCheckpointed().then((ok) => {
-          const info = store!.lastSnapshot;
+          const info = store.lastSnapshot;
           send({
             type: 'snapshot',
             ok: started && ok,

@@ -106,7 +106,7 @@ export class OverviewView {
       } else if (c.key === 'lastPollAt') {
         replaceChildren(el, timeAgo(stats.lastPollAt));
       } else {
-        const n = stats[c.key] as number;
+        const n = stats[c.key];
         replaceChildren(el, formatCount(n));
         el.dataset.value = String(n);
       }

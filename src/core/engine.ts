@@ -262,7 +262,7 @@ export class Engine implements MonitoredEngine {
     // matters to that): then every active attempt has a process to wait for or terminate.
     await Promise.all(this.launching);
     if (this.active.size > 0) {
-      const all = Promise.all([...this.active.values()].map((a) => a.run?.done));
+      const all = Promise.all([...this.active.values()].flatMap((a) => (a.run ? [a.run.done] : [])));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);

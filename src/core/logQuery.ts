@@ -94,8 +94,8 @@ const entryCaches = new WeakMap<Store, Map<number, string>>();
 /** Each id's entry as JSON, in the order of `ids`. */
 function entryTexts(store: Store, ids: number[]): string[] {
   let cache = entryCaches.get(store);
-  if (!cache) entryCaches.set(store, (cache = new Map()));
-  const texts: string[] = new Array(ids.length);
+  if (!cache) entryCaches.set(store, (cache = new Map<number, string>()));
+  const texts = new Array<string>(ids.length);
   let missing: number[] | undefined;
   for (let i = 0; i < ids.length; i++) {
     const text = cache.get(ids[i]);

@@ -854,7 +854,7 @@ export class Store {
         if (!line) continue;
         let record: [number, MutationKey, SqlValue[]];
         try {
-          record = JSON.parse(line);
+          record = JSON.parse(line) as [number, MutationKey, SqlValue[]];
         } catch {
           if (i === last) {
             // A crash in the middle of an append leaves a torn final record; it was never

@@ -1,7 +1,7 @@
 // "Filter Logs…": three short steps (actions, minimum level, text); Escape at any step cancels
 // and keeps the current filter.
 import * as vscode from 'vscode';
-import { LOG_ACTIONS, LOG_LEVELS, type LogAction, type LogLevel } from '../shared/api';
+import { LOG_ACTIONS, LOG_LEVELS, type LogLevel } from '../shared/api';
 import type { LogFilter } from './logsModel';
 import { actionIcon } from './views/format';
 
@@ -10,7 +10,7 @@ export async function pickLogFilter(current: LogFilter): Promise<LogFilter | und
     label: a,
     iconPath: actionIcon(a),
     picked: current.actions?.includes(a) ?? false,
-    action: a as LogAction,
+    action: a,
   }));
   const actions = await vscode.window.showQuickPick(actionItems, {
     title: 'Filter Logs (1/3): actions',
@@ -22,7 +22,7 @@ export async function pickLogFilter(current: LogFilter): Promise<LogFilter | und
 
   const levelItems = [
     { label: 'Any level', level: undefined as LogLevel | undefined },
-    ...LOG_LEVELS.map((l) => ({ label: `${l} and above`, level: l as LogLevel | undefined })),
+    ...LOG_LEVELS.map((l) => ({ label: `${l} and above`, level: l })),
   ].map((i) => ({ ...i, description: i.level === current.level ? 'current' : undefined }));
   const level = await vscode.window.showQuickPick(levelItems, {
     title: 'Filter Logs (2/3): minimum level',

@@ -19,7 +19,7 @@ export class QueueFolders extends Disposable {
     super();
     this._register(onDidChangeConfig(() => this.rewatch()));
     this._register(vscode.workspace.onDidChangeWorkspaceFolders(() => this.rewatch()));
-    this._register({ dispose: () => this.watchers.forEach((w) => w.dispose()) });
+    this._register({ dispose: () => this.disposeWatchers() });
     this.rewatch();
   }
 
@@ -67,8 +67,7 @@ export class QueueFolders extends Disposable {
   }
 
   private rewatch(): void {
-    this.watchers.forEach((w) => w.dispose());
-    this.watchers = [];
+    this.disposeWatchers();
     const dir = readConfig().queue.directory;
     for (const f of this.folders()) {
       // The folder itself, and files in it (creating a file may create the folder in one go).
@@ -80,6 +79,11 @@ export class QueueFolders extends Disposable {
       }
     }
     void this.exists();
+  }
+
+  private disposeWatchers(): void {
+    for (const w of this.watchers) w.dispose();
+    this.watchers = [];
   }
 }
 

@@ -104,7 +104,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
   const queueDir = values['queue-dir']!;
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
   if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
-  if (!isLoopbackHost(values.host!) && values.token === undefined) {
+  if (!isLoopbackHost(values.host) && values.token === undefined) {
     throw new UsageError(
       `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token <secret>, or bind 127.0.0.1`,
     );
@@ -131,7 +131,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal']!, 0, 2 ** 40),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
-    quiet: values.quiet!,
+    quiet: values.quiet,
     version,
   };
 }

@@ -92,7 +92,7 @@ export function serveControlChannel(host: RunningHost, send: (m: FromHostMessage
     const message = raw as ToHostMessage;
     if (!message || message.type !== 'control') return;
     const reply = (result: { ok: true; result?: unknown } | { ok: false; error: string }) =>
-      send({ type: 'controlResult', requestId: message.requestId, ...result } as FromHostMessage);
+      send({ type: 'controlResult', requestId: message.requestId, ...result });
     void (async () => {
       try {
         const engine = host.engine;

@@ -53,8 +53,8 @@ async function startHeadless(): Promise<Headless> {
         resolve(m[1]);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`the headless engine exited (${code}): ${out}`));

@@ -81,7 +81,7 @@ describe('Engine host resilience', () => {
     });
     try {
       let out = '';
-      other.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      other.stdout.on('data', (d: Buffer) => (out += d.toString()));
       const otherUrl = await waitFor('the headless engine', () => /listening on (\S+)/.exec(out)?.[1], 30_000);
 
       await vscode.commands.executeCommand('engineMonitor.restart');

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import type { LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
-import { OpenApiChecker, request } from './helpers/http';
+import { OpenApiChecker, request } from './support/http';
 import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
 describe('API over the real engine', function () {

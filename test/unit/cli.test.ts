@@ -5,7 +5,7 @@ import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { EXIT_LOCKED, EXIT_USAGE } from '../../src/shared/hostProtocol';
 import type { StatsResponse } from '../../src/shared/api';
-import { request } from './helpers/http';
+import { request } from './support/http';
 import { allLogs, getJson, runCli, serve } from './support/cli';
 import { nodeItem, TempWorkspace } from './support/workspace';
 

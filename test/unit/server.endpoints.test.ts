@@ -1,10 +1,10 @@
 // The HTTP server's endpoints over real HTTP on an ephemeral loopback port, against the test
-// engine (helpers/testEngine.ts). Every body is validated against the served OpenAPI document.
+// engine (support/testEngine.ts). Every body is validated against the served OpenAPI document.
 import * as assert from 'node:assert/strict';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { LOG_ACTIONS } from '../../src/shared/api';
-import { OpenApiChecker, request, type HttpResult } from './helpers/http';
-import { TestEngine } from './helpers/testEngine';
+import { OpenApiChecker, request, type HttpResult } from './support/http';
+import { TestEngine } from './support/testEngine';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -4,8 +4,8 @@ import * as assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import type { LogEntry } from '../../src/shared/api';
-import { OpenApiChecker, request, sleep, SseClient } from './helpers/http';
-import { TestEngine } from './helpers/testEngine';
+import { OpenApiChecker, request, sleep, SseClient } from './support/http';
+import { TestEngine } from './support/testEngine';
 
 describe('server: /events', () => {
   let engine: TestEngine;

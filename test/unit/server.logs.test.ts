@@ -6,8 +6,8 @@ import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { TurnQueue } from '../../src/server/server';
 import { LOG_ACTIONS, LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import { encodeCursor, parseIsoDateTime } from '../../src/server/params';
-import { OpenApiChecker, request, type HttpResult } from './helpers/http';
-import { TestEngine } from './helpers/testEngine';
+import { OpenApiChecker, request, type HttpResult } from './support/http';
+import { TestEngine } from './support/testEngine';
 
 describe('server: /logs', () => {
   let engine: TestEngine;

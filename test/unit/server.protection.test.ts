@@ -3,8 +3,8 @@
 import * as assert from 'node:assert/strict';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
-import { OpenApiChecker, request, sleep, SseClient } from './helpers/http';
-import { TestEngine } from './helpers/testEngine';
+import { OpenApiChecker, request, sleep, SseClient } from './support/http';
+import { TestEngine } from './support/testEngine';
 
 /** Writes raw bytes and collects whatever comes back until the server closes or `ms` pass. */
 function raw(port: number, data: string | Buffer, ms = 1500): Promise<string> {

@@ -237,7 +237,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     assert.equal(engine.stats().totalFailed, 5, 'every whole record applied');
     const note = allLogs(engine).find((e) => e.action === 'database_recovered');
     assert.ok(note, 'logged');
-    assert.match(note!.message, /torn record/);
+    assert.match(note.message, /torn record/);
     assert.match(engine.status().database.recovery?.message ?? '', /torn record/);
     assert.equal(engine.health().checks.database, 'ok');
   });

@@ -616,9 +616,9 @@ async function findPaletteEntry(page: Page, title: string, seen: string[], settl
   const rows = widget.locator('.quick-input-list .monaco-list-row');
   const until = Date.now() + settleMs;
   do {
-    const labels = (await rows.evaluateAll((els) =>
+    const labels = await rows.evaluateAll((els) =>
       els.map((el) => (el.querySelector('.label-name')?.textContent ?? el.textContent ?? '').trim()),
-    )) as string[];
+    );
     seen.splice(0, seen.length, ...labels);
     const index = labels.findIndex((label) => {
       const l = label.toLowerCase();

@@ -91,7 +91,8 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   database_recovered: ['database', YELLOW],
 };
 
-export function actionIcon(action: LogAction | string): vscode.ThemeIcon {
+// Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.
+export function actionIcon(action: string): vscode.ThemeIcon {
   const [id, color] = ACTION_ICONS[action as LogAction] ?? ['circle-small'];
   return new vscode.ThemeIcon(id, color ? new vscode.ThemeColor(color) : undefined);
 }

@@ -6,7 +6,7 @@ import { formatAgo, formatBytes, formatDuration, formatTime, safeMarkdown } from
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
-function field(id: string, label: string, value: unknown, tooltip?: string): TreeNode {
+function field(id: string, label: string, value: string | number | boolean | null | undefined, tooltip?: string): TreeNode {
   const text = value === null || value === undefined || value === '' ? '—' : String(value);
   return { id, label, description: text, tooltip: tooltip ?? `${label}: ${text}` };
 }

@@ -1,9 +1,9 @@
-// Issue 5's load scenario: clients hammering /logs and holding /events open while the engine
+// The load scenario: clients hammering /logs and holding /events open while the engine
 // launches a queue of items, against the real CLI in its own process.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { LogEntry, StatsResponse } from '../../../src/shared/api';
-import { SseClient } from '../helpers/http';
+import { SseClient } from './http';
 import { getJson, serve } from './cli';
 import type { TempWorkspace } from './workspace';
 

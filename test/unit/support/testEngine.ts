@@ -3,9 +3,9 @@
 // It is a *test engine*, not the real one: the server tests need an engine they can drive
 // precisely (set counters, health, append log entries at known ids). It still implements LogQuery
 // faithfully — filtering, ordering, keyset paging and hasMore — so the server's parameter handling
-// and cursor paging are exercised for real. The real engine (src/core) gets its own API tests
-// against the same server once it exists.
-import type { ItemOutcome, ItemSummary, LogAction, LogEntry, LogLevel, StatsOverview, StatusResponse } from '../../../src/shared/api';
+// and cursor paging are exercised for real. The real engine (src/core) has its own API tests
+// against the same server (api.test.ts).
+import type { ItemOutcome, ItemSummary, LogEntry, StatsOverview, StatusResponse } from '../../../src/shared/api';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
 
@@ -177,8 +177,8 @@ export class TestEngine implements MonitoredEngine {
     const minRank = query.minLevel ? LOG_LEVELS.indexOf(query.minLevel) : 0;
     const matches = this.logs.filter(
       (e) =>
-        (!query.actions || query.actions.includes(e.action as LogAction)) &&
-        LOG_LEVELS.indexOf(e.level as LogLevel) >= minRank &&
+        (!query.actions || query.actions.includes(e.action)) &&
+        LOG_LEVELS.indexOf(e.level) >= minRank &&
         (query.itemId === undefined || e.itemId === query.itemId) &&
         (query.since === undefined || e.timestamp >= query.since) &&
         (query.until === undefined || e.timestamp < query.until) &&

@@ -1,0 +1,64 @@
+// formatDuration: the one way the tree views and the dashboard say how long something took.
+import * as assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { formatDuration } from '../../src/shared/format';
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Reads a formatted duration back into milliseconds. */
+function parseDuration(text: string): number {
+  const units: Record<string, number> = { ms: 1, s: SECOND, min: MINUTE, h: HOUR, d: DAY };
+  const parts = text.split(' ');
+  assert.equal(parts.length % 2, 0, `"${text}" is pairs of number and unit`);
+  let total = 0;
+  for (let i = 0; i < parts.length; i += 2) {
+    const unit = units[parts[i + 1]];
+    assert.ok(unit !== undefined, `"${text}": unknown unit ${parts[i + 1]}`);
+    total += Number(parts[i]) * unit;
+  }
+  return total;
+}
+
+describe('formatDuration', () => {
+  it('picks the unit a person reads at each size', () => {
+    const cases: [number, string][] = [
+      [0, '0 ms'],
+      [7.4, '7 ms'],
+      [999, '999 ms'],
+      [1000, '1.0 s'],
+      [1500, '1.5 s'],
+      [9_940, '9.9 s'],
+      [10_000, '10 s'],
+      [42_400, '42 s'],
+      [60_000, '1 min 0 s'],
+      [200_000, '3 min 20 s'],
+      [59 * MINUTE + 29 * SECOND, '59 min 29 s'],
+      [HOUR, '1 h 0 min'],
+      [5 * HOUR + 7 * MINUTE + 59 * SECOND, '5 h 7 min'],
+      [23 * HOUR + 59 * MINUTE, '23 h 59 min'],
+      [DAY, '1 d 0 h'],
+      [2 * DAY + 4 * HOUR + 30 * MINUTE, '2 d 4 h'],
+      [400 * DAY, '400 d 0 h'],
+    ];
+    for (const [ms, text] of cases) assert.equal(formatDuration(ms), text, `${ms} ms`);
+  });
+
+  it('says a duration within the precision of its largest unit', () => {
+    // Below an hour the last unit is rounded (tenths of a second below 10 s); from hours on, what
+    // is smaller than the last unit is cut off, never rounded up.
+    const tolerance = (ms: number): [below: number, above: number] =>
+      ms < SECOND ? [0.5, 0.5] : ms < 10 * SECOND ? [50, 50] : ms < HOUR ? [500, 500] : ms < DAY ? [MINUTE, 0] : [HOUR, 0];
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 30 * DAY }), (ms) => {
+        const text = formatDuration(ms);
+        const [below, above] = tolerance(ms);
+        const back = parseDuration(text);
+        return back >= ms - below - 1e-9 && back <= ms + above + 1e-9;
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
