@@ -99,9 +99,9 @@ export function parseServeArgs(argv: string[]): CliOptions {
   };
   const setting = (key: IntegerSettingKey): number => {
     const { flag, minimum, maximum } = SETTINGS[key];
-    return int(flag, values[flag]!, minimum, maximum);
+    return int(flag, values[flag], minimum, maximum);
   };
-  const queueDir = values['queue-dir']!;
+  const queueDir = values['queue-dir'];
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
   if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
   if (!isLoopbackHost(values.host) && values.token === undefined) {
@@ -116,7 +116,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
   return {
     workspaceFolders: workspaces,
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
-    host: values.host!,
+    host: values.host,
     port: setting('server.port'),
     token: values.token,
     allowedHosts: values['allowed-host'],
@@ -127,9 +127,9 @@ export function parseServeArgs(argv: string[]): CliOptions {
     queueDirectory: queueDir,
     logMaxEntries: setting('logs.maxEntries'),
     logMaxAgeDays: setting('logs.maxAgeDays'),
-    graceMs: int('grace', values.grace!, 0, 86_400_000),
-    snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval']!, 100, 86_400_000),
-    snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal']!, 0, 2 ** 40),
+    graceMs: int('grace', values.grace, 0, 86_400_000),
+    snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
+    snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
     quiet: values.quiet,
     version,

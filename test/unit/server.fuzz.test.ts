@@ -14,7 +14,7 @@ import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
-import { OpenApiChecker, request } from './helpers/http';
+import { OpenApiChecker, request } from './support/http';
 import { nodeItem, settled, TempWorkspace } from './support/workspace';
 
 interface Parameter {
