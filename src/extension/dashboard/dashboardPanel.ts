@@ -12,7 +12,7 @@ import {
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
-import { readLogPage, readOverview, readTimeline, type DashboardReader } from './dashboardQueries';
+import { readLogPage, readOverview, readTimeline } from './dashboardQueries';
 
 const COMMAND_IDS: Record<DashboardCommand, string> = {
   start: 'engineMonitor.start',
@@ -90,7 +90,7 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   private query(q: QueryRequest): Promise<unknown> {
-    const reader = this.connection as EngineConnection & DashboardReader;
+    const reader = this.connection;
     switch (q.kind) {
       case 'overview':
         return readOverview(reader);
