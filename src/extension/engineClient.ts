@@ -216,7 +216,7 @@ export class EngineClient extends Disposable implements EngineConnection {
         this._onDidReceiveEvent.fire({ name: 'log', data: parsed as LogEntry });
         break;
       case 'stats': {
-        // The contract sends the overview; accept a full /stats body too.
+        // A `stats` event carries the overview; accept a full /stats body too.
         const o = parsed as { overview?: StatsOverview } & StatsOverview;
         this._onDidReceiveEvent.fire({ name: 'stats', data: o.overview ?? o });
         break;
