@@ -1,10 +1,10 @@
 // The filterable log table: action multi-select, minimum level and text search map onto /logs
 // parameters; older pages load on demand; matching live `log` events are added at the top.
 import { LOG_ACTIONS, LOG_LEVELS, type LogAction, type LogEntry, type LogLevel } from '../../src/shared/api';
-import type { LogFilter, LogPageToken } from '../../src/shared/webviewProtocol';
+import { isLogFilterActive, matchesLogFilter, type LogFilter } from '../../src/shared/logFilter';
+import type { LogPageToken } from '../../src/shared/webviewProtocol';
 import { h, icon, replaceChildren } from './dom';
 import { formatClock, formatDateTime } from './format';
-import { isFilterActive, matchesFilter } from './logFilter';
 import { query } from './rpc';
 
 const PAGE_SIZE = 100;
@@ -12,9 +12,12 @@ const PAGE_SIZE = 100;
 const MAX_ROWS = 2000;
 const LEVEL_ICON: Record<LogLevel, string> = { debug: 'debug', info: 'info', warn: 'warning', error: 'error' };
 
+/** The filter as the controls hold it: every field present, so two of them compare as JSON. */
+type ControlsFilter = Required<Pick<LogFilter, 'actions' | 'q'>> & Pick<LogFilter, 'level'>;
+
 export class LogTable {
   readonly element: HTMLElement;
-  private filter: LogFilter;
+  private filter: ControlsFilter;
   private readonly tbody = h('tbody');
   private readonly scroller: HTMLElement;
   private readonly footer = h('span', { class: 'muted', 'aria-live': 'polite' });
@@ -41,7 +44,7 @@ export class LogTable {
     private readonly onFilterChange: (filter: LogFilter) => void,
     private readonly onError: (message: string) => void,
   ) {
-    this.filter = { ...filter, actions: [...filter.actions] };
+    this.filter = { actions: [...(filter.actions ?? [])], level: filter.level, q: filter.q ?? '' };
 
     const boxes = LOG_ACTIONS.map((a) => {
       const box = h('input', { type: 'checkbox', value: a, id: `action-${a}` });
@@ -155,7 +158,7 @@ export class LogTable {
   private filterChanged(): void {
     const actions = LOG_ACTIONS.filter((a) => this.actionBoxes.get(a)!.checked);
     const level = (this.levelSelect.value || undefined) as LogLevel | undefined;
-    const next: LogFilter = { actions, level, q: this.search.value };
+    const next: ControlsFilter = { actions, level, q: this.search.value };
     if (JSON.stringify(next) === JSON.stringify(this.filter)) return;
     this.filter = next;
     this.updateFilterControls();
@@ -166,7 +169,7 @@ export class LogTable {
   private updateFilterControls(): void {
     const n = this.filter.actions.length;
     this.actionSummary.textContent = n === 0 ? 'all' : n <= 2 ? this.filter.actions.join(', ') : `${n} selected`;
-    this.clearButton.disabled = !isFilterActive(this.filter);
+    this.clearButton.disabled = !isLogFilterActive(this.filter);
   }
 
   /** Shows the unreachable state; rows come back with the next reload. */
@@ -236,7 +239,7 @@ export class LogTable {
 
   /** A live log entry from /events. */
   addLive(entry: LogEntry): void {
-    if (!matchesFilter(entry, this.filter)) return;
+    if (!matchesLogFilter(this.filter, entry)) return;
     if (this.reloading) {
       this.buffered.push(entry);
       return;
@@ -285,7 +288,7 @@ export class LogTable {
       frag.appendChild(this.row(e));
     }
     this.tbody.appendChild(frag);
-    if (this.ids.length === 0) this.message(isFilterActive(this.filter) ? 'No log entries match the filter.' : 'No log entries yet.');
+    if (this.ids.length === 0) this.message(isLogFilterActive(this.filter) ? 'No log entries match the filter.' : 'No log entries yet.');
   }
 
   private message(text: string): void {

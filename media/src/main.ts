@@ -5,7 +5,6 @@ import type { EngineState, LogAction } from '../../src/shared/api';
 import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
-import { EMPTY_FILTER } from './logFilter';
 import { LogTable } from './logTable';
 import { OverviewView, refreshTimes } from './overview';
 import { query, runCommand, settle } from './rpc';
@@ -26,7 +25,7 @@ const STATUS_ACTIONS = new Set<LogAction>([
   'engine_stopped',
 ]);
 
-const state: DashboardState = vscodeApi.getState() ?? { filter: EMPTY_FILTER, scrollY: 0, logScrollTop: 0 };
+const state: DashboardState = vscodeApi.getState() ?? { filter: {}, scrollY: 0, logScrollTop: 0 };
 const saveState = () => vscodeApi.setState(state);
 
 let connection: ConnectionInfo = { connected: false, baseUrl: undefined };

@@ -4,6 +4,7 @@
 import type { SqlValue } from 'sql.js';
 import type { LogEntry, LogLevel } from '../shared/api';
 import { LOG_LEVELS } from '../shared/api';
+import { searchWords, type LogFilter, type LogOrder } from '../shared/logFilter';
 import type { LogPage, LogQuery } from './monitoredEngine';
 import type { Store } from './store';
 
@@ -12,15 +13,18 @@ export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2
 /** id, ts, action, level, message, item_id, details */
 type LogRow = [number, number, string, number, string, string | null, string | null];
 
-/**
- * Splits text the way the FTS index's unicode61 tokenizer does (letters and digits), so that
- * "exit code" and "exit-code" both mean: a word starting "exit" and a word starting "code".
- */
-export function searchTokens(text: string): string[] {
-  return text
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((t) => t.length > 0);
+/** The engine's query for one page of a filter: the filter's text becomes its search words. */
+export function logQueryOf(filter: LogFilter, page: { order: LogOrder; limit: number; afterId?: number }): LogQuery {
+  const query: LogQuery = { order: page.order, limit: page.limit };
+  if (filter.actions?.length) query.actions = filter.actions;
+  if (filter.level) query.minLevel = filter.level;
+  if (filter.itemId !== undefined) query.itemId = filter.itemId;
+  if (filter.since !== undefined) query.since = filter.since;
+  if (filter.until !== undefined) query.until = filter.until;
+  const words = filter.q === undefined ? [] : searchWords(filter.q);
+  if (words.length > 0) query.words = words;
+  if (page.afterId !== undefined) query.afterId = page.afterId;
+  return query;
 }
 
 export function queryLogs(store: Store, q: LogQuery): LogPage {
@@ -46,7 +50,8 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     where.push('ts < ?');
     params.push(Date.parse(q.until));
   }
-  const tokens = (q.words ?? []).flatMap(searchTokens);
+  // Callers may pass words as typed (any case, with punctuation): the index's own split applies.
+  const tokens = (q.words ?? []).flatMap(searchWords);
   if (tokens.length > 0) {
     // Quoted prefix terms: implicit AND, each must start a word of the message.
     where.push('id IN (SELECT docid FROM logs_fts WHERE logs_fts MATCH ?)');

@@ -7,25 +7,23 @@ import type {
   HealthStatus,
   ItemOutcome,
   ItemSummary,
-  LogAction,
   LogEntry,
   LogLevel,
   StatsOverview,
   StatusResponse,
 } from '../shared/api';
+import type { LogFilter, LogOrder } from '../shared/logFilter';
 
-export interface LogQuery {
-  actions?: LogAction[];
+/**
+ * A LogFilter as the engine runs it (logQueryOf builds one): the level is a minimum, the text
+ * arrives as its search words, and a page has an order, a size and a place to continue from.
+ */
+export interface LogQuery extends Omit<LogFilter, 'level' | 'q'> {
   /** Minimum level: entries at this level or above. */
   minLevel?: LogLevel;
-  itemId?: string;
-  /** Inclusive lower bound, ISO 8601 (already validated and normalised to toISOString()). */
-  since?: string;
-  /** Exclusive upper bound, ISO 8601 (normalised). */
-  until?: string;
-  /** Lower-cased words; every one must start a word of the message. */
+  /** Words of the text (searchWords); every one must start a word of the message. */
   words?: string[];
-  order: 'asc' | 'desc';
+  order: LogOrder;
   limit: number;
   /** Keyset cursor: continue strictly after this entry id in the query's order. */
   afterId?: number;

@@ -4,7 +4,9 @@
 import * as vscode from 'vscode';
 import type { ErrorBody, HealthResponse, LogEntry, StatsOverview } from '../shared/api';
 import { Disposable, toDisposable } from './dispose';
-import type { EngineConnection, EngineLiveEvent } from './engineConnection';
+import type { LiveEvent } from '../shared/webviewProtocol';
+import type { EngineConnection } from './engineConnection';
+import { nextLink } from './linkHeader';
 import { SseParser } from './sse';
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -29,7 +31,7 @@ export class EngineClient extends Disposable implements EngineConnection {
   private abort: AbortController | undefined;
   private wakeReconnect: (() => void) | undefined;
 
-  private readonly _onDidReceiveEvent = this._register(new vscode.EventEmitter<EngineLiveEvent>());
+  private readonly _onDidReceiveEvent = this._register(new vscode.EventEmitter<LiveEvent>());
   readonly onDidReceiveEvent = this._onDidReceiveEvent.event;
   private readonly _onDidChangeConnection = this._register(new vscode.EventEmitter<boolean>());
   readonly onDidChangeConnection = this._onDidChangeConnection.event;
@@ -86,6 +88,15 @@ export class EngineClient extends Disposable implements EngineConnection {
   }
 
   async get<T>(pathAndQuery: string): Promise<T> {
+    return (await this.request<T>(pathAndQuery)).body;
+  }
+
+  async getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }> {
+    const { body, res } = await this.request<T>(pathAndQuery);
+    return { body, next: nextLink(res.headers.get('link')) };
+  }
+
+  private async request<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
     let res: Response | undefined;
@@ -113,7 +124,7 @@ export class EngineClient extends Disposable implements EngineConnection {
       const message = (body as ErrorBody | undefined)?.error?.message ?? res.statusText;
       throw new Error(`The engine refused ${pathAndQuery}: HTTP ${res.status} ${message}`);
     }
-    return body as T;
+    return { body: body as T, res };
   }
 
   private headers(extra: Record<string, string>): Record<string, string> {
@@ -205,7 +216,7 @@ export class EngineClient extends Disposable implements EngineConnection {
         this._onDidReceiveEvent.fire({ name: 'log', data: parsed as LogEntry });
         break;
       case 'stats': {
-        // The contract sends the overview; accept a full /stats body too.
+        // A `stats` event carries the overview; accept a full /stats body too.
         const o = parsed as { overview?: StatsOverview } & StatsOverview;
         this._onDidReceiveEvent.fire({ name: 'stats', data: o.overview ?? o });
         break;

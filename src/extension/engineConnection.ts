@@ -2,12 +2,7 @@
 // surface scripts use. Implemented by EngineClient (engineClient.ts); the tree views, the status
 // bar and the dashboard depend only on this interface.
 import type * as vscode from 'vscode';
-import type { HealthResponse, LogEntry, StatsOverview } from '../shared/api';
-
-export type EngineLiveEvent =
-  | { name: 'log'; data: LogEntry }
-  | { name: 'stats'; data: StatsOverview }
-  | { name: 'health'; data: HealthResponse };
+import type { LiveEvent } from '../shared/webviewProtocol';
 
 export interface EngineConnection {
   /** Base URL of the engine's API (no trailing slash); undefined while no engine is known. */
@@ -19,7 +14,9 @@ export interface EngineConnection {
    * Rejects with an Error whose message can be shown to the user as it is.
    */
   get<T>(pathAndQuery: string): Promise<T>;
-  readonly onDidReceiveEvent: vscode.Event<EngineLiveEvent>;
+  /** Like `get`, plus the `rel="next"` target of the response's `Link` header (the next page). */
+  getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }>;
+  readonly onDidReceiveEvent: vscode.Event<LiveEvent>;
   /** Fires with the new value of `connected`. */
   readonly onDidChangeConnection: vscode.Event<boolean>;
 }

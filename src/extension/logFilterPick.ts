@@ -2,7 +2,7 @@
 // and keeps the current filter.
 import * as vscode from 'vscode';
 import { LOG_ACTIONS, LOG_LEVELS, type LogLevel } from '../shared/api';
-import type { LogFilter } from './logsModel';
+import type { LogFilter } from '../shared/logFilter';
 import { actionIcon } from './views/format';
 
 export async function pickLogFilter(current: LogFilter): Promise<LogFilter | undefined> {
@@ -35,10 +35,10 @@ export async function pickLogFilter(current: LogFilter): Promise<LogFilter | und
     title: 'Filter Logs (3/3): text',
     prompt: 'Words that must start words of the message (empty = any message)',
     placeHolder: 'e.g. exit code',
-    value: current.text ?? '',
+    value: current.q ?? '',
     ignoreFocusOut: true,
   });
   if (text === undefined) return undefined;
 
-  return { actions: actions.map((a) => a.action), level: level.level, text, itemId: current.itemId };
+  return { actions: actions.map((a) => a.action), level: level.level, q: text, itemId: current.itemId };
 }

@@ -1,56 +1,43 @@
 // LogsModel: the newest log entries matching the Logs view's filter. Loaded from /logs, then kept
 // live from /events `log` events (no polling). The filter survives reloads (workspaceState).
 import * as vscode from 'vscode';
-import { LOG_LEVELS, type LogAction, type LogEntry, type LogLevel } from '../shared/api';
+import type { LogEntry } from '../shared/api';
+import { isLogFilterActive, logsPath, matchesLogFilter, type LogFilter } from '../shared/logFilter';
 import { ContextKeys } from './constants';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { Throttled } from './throttle';
-
-export interface LogFilter {
-  actions?: LogAction[];
-  /** Minimum level. */
-  level?: LogLevel;
-  /** Text search, as /logs `q`. */
-  text?: string;
-  /** One item's entries. */
-  itemId?: string;
-}
 
 export const LOGS_SHOWN = 200;
 /** How long live entries are gathered before the view is updated with all of them. */
 const LIVE_BATCH_MS = 250;
 const FILTER_KEY = 'engineMonitor.logFilter';
 
-export function isFilterActive(f: LogFilter): boolean {
-  return !!(f.actions?.length || f.level || f.text || f.itemId);
-}
-
 export function describeFilter(f: LogFilter): string {
   const parts: string[] = [];
   if (f.actions?.length) parts.push(f.actions.length <= 2 ? f.actions.join(', ') : `${f.actions.length} actions`);
   if (f.level) parts.push(`≥ ${f.level}`);
-  if (f.text) parts.push(`“${f.text}”`);
+  if (f.q) parts.push(`“${f.q}”`);
   if (f.itemId) parts.push(`item ${f.itemId}`);
   return parts.join(' · ');
 }
 
-export function logsQuery(f: LogFilter, limit = LOGS_SHOWN): string {
-  const p = new URLSearchParams();
-  if (f.actions?.length) p.set('action', f.actions.join(','));
-  if (f.level) p.set('level', f.level);
-  if (f.text) p.set('q', f.text);
-  if (f.itemId) p.set('item', f.itemId);
-  p.set('limit', String(limit));
-  return `/logs?${p.toString()}`;
+/** The filter as the view keeps it: empty parts left out, the text trimmed. */
+function cleanFilter(filter: LogFilter): LogFilter {
+  const clean: LogFilter = {};
+  if (filter.actions?.length) clean.actions = [...filter.actions];
+  if (filter.level) clean.level = filter.level;
+  if (filter.q?.trim()) clean.q = filter.q.trim();
+  if (filter.itemId) clean.itemId = filter.itemId;
+  return clean;
 }
 
-/** Whether a live entry belongs in the filtered list (text filters are left to the server). */
-function matchesStructured(f: LogFilter, e: LogEntry): boolean {
-  if (f.actions?.length && !f.actions.includes(e.action)) return false;
-  if (f.level && LOG_LEVELS.indexOf(e.level) < LOG_LEVELS.indexOf(f.level)) return false;
-  if (f.itemId && e.itemId !== f.itemId) return false;
-  return true;
+/** The saved filter. Earlier builds saved its text as `text`; it is read as `q`. */
+function savedFilter(state: vscode.Memento): LogFilter {
+  const saved = state.get<LogFilter & { text?: string }>(FILTER_KEY) ?? {};
+  if (saved.text === undefined) return saved;
+  const { text, ...rest } = saved;
+  return cleanFilter({ ...rest, q: text });
 }
 
 export class LogsModel extends Disposable {
@@ -69,8 +56,8 @@ export class LogsModel extends Disposable {
     private readonly state: vscode.Memento,
   ) {
     super();
-    this._filter = state.get<LogFilter>(FILTER_KEY) ?? {};
-    void vscode.commands.executeCommand('setContext', ContextKeys.logFilterActive, isFilterActive(this._filter));
+    this._filter = savedFilter(state);
+    void vscode.commands.executeCommand('setContext', ContextKeys.logFilterActive, isLogFilterActive(this._filter));
     this.reload = this._register(new Throttled(() => this.load(), 1000));
     this._register(
       connection.onDidChangeConnection((connected) => {
@@ -85,8 +72,9 @@ export class LogsModel extends Disposable {
     this._register(
       connection.onDidReceiveEvent((e) => {
         if (e.name !== 'log') return;
-        if (this._filter.text) this.reload.trigger(); // word matching is the server's
-        else if (matchesStructured(this._filter, e.data)) this.queueLive(e.data);
+        // Text is left to the server, whose index also folds diacritics: reload instead.
+        if (this._filter.q) this.reload.trigger();
+        else if (matchesLogFilter(this._filter, e.data)) this.queueLive(e.data);
       }),
     );
     if (connection.connected) this.reload.trigger(true);
@@ -101,14 +89,10 @@ export class LogsModel extends Disposable {
   }
 
   async setFilter(filter: LogFilter): Promise<void> {
-    const clean: LogFilter = {};
-    if (filter.actions?.length) clean.actions = [...filter.actions];
-    if (filter.level) clean.level = filter.level;
-    if (filter.text?.trim()) clean.text = filter.text.trim();
-    if (filter.itemId) clean.itemId = filter.itemId;
+    const clean = cleanFilter(filter);
     this._filter = clean;
     await this.state.update(FILTER_KEY, clean);
-    void vscode.commands.executeCommand('setContext', ContextKeys.logFilterActive, isFilterActive(clean));
+    void vscode.commands.executeCommand('setContext', ContextKeys.logFilterActive, isLogFilterActive(clean));
     this._entries = [];
     this._onDidChange.fire();
     this.reload.trigger(true);
@@ -148,7 +132,7 @@ export class LogsModel extends Disposable {
     if (!this.connection.connected) return;
     const filter = this._filter;
     try {
-      const entries = await this.connection.get<LogEntry[]>(logsQuery(filter));
+      const entries = await this.connection.get<LogEntry[]>(logsPath(filter, { limit: LOGS_SHOWN }));
       if (filter !== this._filter) return; // a newer filter's load is on its way
       this._entries = entries;
       this.live = this.live.filter((e) => e.id > (entries[0]?.id ?? 0));

@@ -6,30 +6,13 @@
 // Handshake: the webview posts `ready` once its script runs (again after every reload of its
 // content); only then does the host post `init` and forward live events. Queries carry a
 // `requestId` that the host echoes in its `response`.
-import type {
-  HealthResponse,
-  IsoTime,
-  LogAction,
-  LogEntry,
-  LogLevel,
-  StatsOverview,
-  StatusResponse,
-} from './api';
-
-/** The log table's filter, mapped 1:1 onto `/logs` parameters. */
-export interface LogFilter {
-  /** Empty: every action. */
-  actions: LogAction[];
-  /** Minimum level; undefined: every level. */
-  level: LogLevel | undefined;
-  /** Text search (`q`); blank: none. */
-  q: string;
-}
+import type { HealthResponse, IsoTime, LogEntry, StatsOverview, StatusResponse } from './api';
+import type { LogFilter } from './logFilter';
 
 /**
- * Where the next page of a log query starts. Opaque to the webview: it only hands it back.
- * `link` is the API's own cursor (from the `Link` header); `before` is the fallback when the
- * connection cannot expose headers: entries older than the last one shown.
+ * Where the next page of the log table starts. Opaque to the webview: it only hands it back.
+ * `link` is the API's own cursor (the `Link` header of the page before); `before` is for a table
+ * that dropped its oldest rows while live entries came in: entries older than the last one kept.
  */
 export type LogPageToken =
   | { kind: 'link'; pathAndQuery: string }
@@ -55,13 +38,14 @@ export interface QueryMap {
   /** `/status` and `/health` together. */
   overview: { params: Record<string, never>; result: Overview };
   /** One page of `/logs`, newest first. */
-  logs: { params: { filter: LogFilter; page?: LogPageToken; limit: number }; result: LogPage };
+  logs: { params: { filter: LogFilter; page?: LogPageToken; limit: number }; result: LogTablePage };
   /** Launch attempts since `since`, oldest first. */
   timeline: { params: { since: IsoTime }; result: LaunchTimeline };
 }
 export type QueryKind = keyof QueryMap;
 
-export interface LogPage {
+/** One page of the log table, newest first. */
+export interface LogTablePage {
   entries: LogEntry[];
   next: LogPageToken | undefined;
 }
@@ -80,7 +64,7 @@ export type WebviewToHost =
   | QueryRequest
   | { type: 'runCommand'; requestId: number; command: DashboardCommand };
 
-/** A live event from `/events`, forwarded as it arrives. */
+/** A live event from `/events`: what EngineConnection receives and the panel forwards as it arrives. */
 export type LiveEvent =
   | { name: 'log'; data: LogEntry }
   | { name: 'stats'; data: StatsOverview }

@@ -13,7 +13,7 @@ import {
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
-import { readLogPage, readOverview, readTimeline, type DashboardReader } from './dashboardQueries';
+import { readLogPage, readOverview, readTimeline } from './dashboardQueries';
 
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
@@ -89,7 +89,7 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   private query(q: QueryRequest): Promise<unknown> {
-    const reader = this.connection as EngineConnection & DashboardReader;
+    const reader = this.connection;
     switch (q.kind) {
       case 'overview':
         return readOverview(reader);

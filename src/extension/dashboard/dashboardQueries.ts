@@ -1,20 +1,17 @@
 // The dashboard's reads, answered over the engine's public HTTP API. No `vscode` here: these are
 // plain functions of an EngineConnection-like reader, so they can be unit-tested in Node.
 import type { HealthResponse, LogEntry, StatusResponse } from '../../shared/api';
-import type { LaunchTimeline, LogFilter, LogPage, LogPageToken, Overview } from '../../shared/webviewProtocol';
+import { logsPath, type LogFilter } from '../../shared/logFilter';
+import { MAX_LIMIT } from '../../shared/queryParams';
+import type { LaunchTimeline, LogPageToken, LogTablePage, Overview } from '../../shared/webviewProtocol';
 
-/** What the queries need of EngineConnection; `getWithLink` is optional (see below). */
+/** What the queries need of EngineConnection. */
 export interface DashboardReader {
   get<T>(pathAndQuery: string): Promise<T>;
-  /**
-   * Like `get`, plus the `rel="next"` target of the response's `Link` header. Optional: when the
-   * connection does not offer it, pages are read by time (`until`/`since`) instead of the API's
-   * opaque cursor.
-   */
-  getWithLink?<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }>;
+  /** Like `get`, plus the `rel="next"` target of the response's `Link` header. */
+  getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }>;
 }
 
-export const MAX_LOG_LIMIT = 1000;
 /** Actions that count as a launch attempt started, and as one failed, in the chart. */
 export const TIMELINE_STARTED = ['launch_started'] as const;
 export const TIMELINE_FAILED = ['launch_failed', 'launch_interrupted'] as const;
@@ -53,16 +50,13 @@ export function healthFromStatus(status: StatusResponse): HealthResponse {
   };
 }
 
-/** `/logs` path and query for a filter (newest first). */
-export function logsQuery(filter: LogFilter, limit: number, extra: Record<string, string> = {}): string {
-  const p = new URLSearchParams();
-  if (filter.actions.length) p.set('action', filter.actions.join(','));
-  if (filter.level) p.set('level', filter.level);
-  const q = filter.q.trim();
-  if (q) p.set('q', q);
-  p.set('limit', String(Math.min(Math.max(1, Math.floor(limit)), MAX_LOG_LIMIT)));
-  for (const [k, v] of Object.entries(extra)) p.set(k, v);
-  return `/logs?${p.toString()}`;
+/** `/logs` path and query for the first page of a filter, newest first. */
+export function logsQuery(filter: LogFilter, limit: number): string {
+  return logsPath(filter, { limit: pageSize(limit) });
+}
+
+function pageSize(limit: number): number {
+  return Math.min(Math.max(1, Math.floor(limit)), MAX_LIMIT);
 }
 
 /** The path and query of a `Link` target, which may be absolute or relative. */
@@ -71,42 +65,53 @@ export function toPathAndQuery(next: string): string {
   return u.pathname + u.search;
 }
 
+function linkToken(next: string | undefined): LogPageToken | undefined {
+  return next ? { kind: 'link', pathAndQuery: toPathAndQuery(next) } : undefined;
+}
+
+/**
+ * One page of the log table: the first page of the filter, or the next one by the server's own
+ * cursor (the `Link` of the page before).
+ */
 export async function readLogPage(
   reader: DashboardReader,
   filter: LogFilter,
   limit: number,
   page?: LogPageToken,
-): Promise<LogPage> {
-  if (reader.getWithLink && (!page || page.kind === 'link')) {
-    const path = page ? page.pathAndQuery : logsQuery(filter, limit);
-    const { body, next } = await reader.getWithLink<LogEntry[]>(path);
-    return { entries: body, next: next ? { kind: 'link', pathAndQuery: toPathAndQuery(next) } : undefined };
-  }
-  if (page?.kind === 'link') {
-    // A link token from a reader that had getWithLink; read it plainly, paging then goes on by time.
-    return byTime(await reader.get<LogEntry[]>(page.pathAndQuery), limit);
-  }
-  if (!page) return byTime(await reader.get<LogEntry[]>(logsQuery(filter, limit)), limit);
-
-  // `until` is exclusive and several entries can share a millisecond, so ask up to and including
-  // the last entry's millisecond and drop what was already shown (ids only grow).
-  const until = new Date(Date.parse(page.timestamp) + 1).toISOString();
-  let ask = limit;
-  for (;;) {
-    const body = await reader.get<LogEntry[]>(logsQuery(filter, ask, { until }));
-    const fresh = body.filter((e) => e.id < page.id);
-    // All of a full page sat in the boundary millisecond: ask for more at once.
-    if (fresh.length === 0 && body.length === ask && ask < MAX_LOG_LIMIT) {
-      ask = MAX_LOG_LIMIT;
-      continue;
-    }
-    return byTime(fresh, limit, body.length === ask);
-  }
+): Promise<LogTablePage> {
+  if (page?.kind === 'before') return readBefore(reader, filter, limit, page);
+  // The token comes back from the webview, which is trusted no more than a web page: it may only
+  // continue a log query.
+  if (page && !page.pathAndQuery.startsWith('/logs?')) throw new Error('Not a page of the logs.');
+  const { body, next } = await reader.getWithLink<LogEntry[]>(page ? page.pathAndQuery : logsQuery(filter, limit));
+  return { entries: body, next: linkToken(next) };
 }
 
-function byTime(entries: LogEntry[], limit: number, full = entries.length >= limit): LogPage {
-  const last = entries[entries.length - 1];
-  return { entries, next: full && last ? { kind: 'before', id: last.id, timestamp: last.timestamp } : undefined };
+/**
+ * The entries older than one the table shows, for when it dropped its oldest rows while live
+ * entries kept coming: the server issues cursors only at the ends of the pages it served, not at
+ * an entry that arrived live. `until` is exclusive and several entries can share a millisecond,
+ * so ask up to and including the entry's millisecond and drop what is not older (ids only grow);
+ * from there on, paging follows the server's cursor again.
+ */
+async function readBefore(
+  reader: DashboardReader,
+  filter: LogFilter,
+  limit: number,
+  before: { id: number; timestamp: string },
+): Promise<LogTablePage> {
+  const until = new Date(Date.parse(before.timestamp) + 1).toISOString();
+  let ask = pageSize(limit);
+  for (;;) {
+    const { body, next } = await reader.getWithLink<LogEntry[]>(logsPath({ ...filter, until }, { limit: ask }));
+    const older = body.filter((e) => e.id < before.id);
+    // All of a full page sat in the boundary millisecond: ask for more at once.
+    if (older.length === 0 && next && ask < MAX_LIMIT) {
+      ask = MAX_LIMIT;
+      continue;
+    }
+    return { entries: older, next: linkToken(next) };
+  }
 }
 
 /** Timestamps of launch attempts started and failed since `since`, read oldest first. */
@@ -114,32 +119,17 @@ export async function readTimeline(reader: DashboardReader, since: string): Prom
   const started: number[] = [];
   const failed: number[] = [];
   const failedActions = new Set<string>(TIMELINE_FAILED);
-  const filter: LogFilter = { actions: [...TIMELINE_STARTED, ...TIMELINE_FAILED], level: undefined, q: '' };
-  let path: string | undefined = logsQuery(filter, MAX_LOG_LIMIT, { since, order: 'asc' });
+  const filter: LogFilter = { actions: [...TIMELINE_STARTED, ...TIMELINE_FAILED], since };
+  let path: string | undefined = logsPath(filter, { order: 'asc', limit: MAX_LIMIT });
   let lastId = -1;
   for (let pages = 0; path; pages++) {
     if (pages === MAX_TIMELINE_PAGES) return { started, failed, lastId, truncated: true };
-    let body: LogEntry[];
-    let next: string | undefined;
-    if (reader.getWithLink) {
-      const r: { body: LogEntry[]; next: string | undefined } = await reader.getWithLink<LogEntry[]>(path);
-      body = r.body;
-      next = r.next ? toPathAndQuery(r.next) : undefined;
-    } else {
-      body = await reader.get<LogEntry[]>(path);
-      const last = body[body.length - 1];
-      // `since` is inclusive: the boundary millisecond comes again and is skipped by id below.
-      next =
-        body.length === MAX_LOG_LIMIT && last && last.id > lastId
-          ? logsQuery(filter, MAX_LOG_LIMIT, { since: last.timestamp, order: 'asc' })
-          : undefined;
-    }
+    const { body, next }: { body: LogEntry[]; next: string | undefined } = await reader.getWithLink<LogEntry[]>(path);
     for (const e of body) {
-      if (e.id <= lastId) continue;
       lastId = e.id;
       (failedActions.has(e.action) ? failed : started).push(Date.parse(e.timestamp));
     }
-    path = next;
+    path = next ? toPathAndQuery(next) : undefined;
   }
   return { started, failed, lastId, truncated: false };
 }

@@ -5,7 +5,8 @@ import * as vscode from 'vscode';
 import { ContextKeys, Views } from '../constants';
 import { Disposable } from '../dispose';
 import type { EngineModel, ModelPart } from '../engineModel';
-import { describeFilter, isFilterActive, type LogsModel } from '../logsModel';
+import { isLogFilterActive } from '../../shared/logFilter';
+import { describeFilter, type LogsModel } from '../logsModel';
 import { healthNodes } from './healthNodes';
 import { itemNodes } from './itemNodes';
 import { logNodes } from './logNodes';
@@ -60,6 +61,6 @@ export class EngineViews extends Disposable {
   private renderLogs(): void {
     this.providers.logs.setRoots(logNodes(this.logs.entries, this.logs.error, this.logNodeCache));
     const f = this.logs.filter;
-    this.views.logs.description = isFilterActive(f) ? `Filter: ${describeFilter(f)}` : undefined;
+    this.views.logs.description = isLogFilterActive(f) ? `Filter: ${describeFilter(f)}` : undefined;
   }
 }
