@@ -105,8 +105,9 @@ describe('parseItem', () => {
   });
 
   it('rejects what is not an item object', () => {
-    for (const entry of [null, 42, 'echo', [], [{ command: 'echo' }], true]) {
-      assert.match(rejected(entry), /(^|; )an item must be a JSON object$/, JSON.stringify(entry));
+    // One reason of its own: not the schema's complaints about args and shell.
+    for (const [entry, got] of [[null, 'null'], [42, 'a number'], ['echo', 'a string'], [[], 'an array'], [[{ command: 'echo' }], 'an array'], [true, 'a boolean']] as const) {
+      assert.equal(rejected(entry), `an item must be a JSON object with at least "command"; got ${got}`, JSON.stringify(entry));
     }
   });
 
