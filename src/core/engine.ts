@@ -3,7 +3,6 @@
 // up to date on every transition, so the API never counts rows to answer /stats.
 import type {
   EngineState,
-  HealthStatus,
   ItemOutcome,
   ItemSummary,
   LaunchRecord,
@@ -15,6 +14,7 @@ import type {
   StatusResponse,
 } from '../shared/api';
 import { ENGINE_NAME } from '../shared/api';
+import { healthStatus } from '../shared/health';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
 import { definitionHash, type ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
@@ -327,12 +327,8 @@ export class Engine implements MonitoredEngine {
   }
 
   health(): HealthSnapshot {
-    const database = this.store.lastError === null ? 'ok' : 'error';
-    const engine = this.engineState();
-    let status: HealthStatus = 'healthy';
-    if (database === 'error' || engine === 'stalled') status = 'unhealthy';
-    else if (engine === 'stopped' || engine === 'restricted') status = 'degraded';
-    return { status, checks: { database, engine } };
+    const checks = { database: this.store.lastError === null ? 'ok' : 'error', engine: this.engineState() } as const;
+    return { status: healthStatus(checks), checks };
   }
 
   status(): Omit<StatusResponse, 'timestamp' | 'server'> {

@@ -1,6 +1,7 @@
 // The dashboard's reads, answered over the engine's public HTTP API. No `vscode` here: these are
 // plain functions of an EngineConnection-like reader, so they can be unit-tested in Node.
 import type { HealthResponse, LogEntry, StatusResponse } from '../../shared/api';
+import { healthStatus } from '../../shared/health';
 import type { LaunchTimeline, LogFilter, LogPage, LogPageToken, Overview } from '../../shared/webviewProtocol';
 
 /** What the queries need of EngineConnection; `getWithLink` is optional (see below). */
@@ -35,17 +36,12 @@ export async function readOverview(reader: DashboardReader): Promise<Overview> {
   };
 }
 
-/** Health as contract section 4 defines it, from the facts /status reports. */
+/** Health by the engine's own rule, from the facts /status reports. */
 export function healthFromStatus(status: StatusResponse): HealthResponse {
   const database = status.database.lastError ? 'error' : 'ok';
   const engine = status.engine.state;
   return {
-    status:
-      database === 'error' || engine === 'stalled'
-        ? 'unhealthy'
-        : engine === 'stopped' || engine === 'restricted'
-          ? 'degraded'
-          : 'healthy',
+    status: healthStatus({ database, engine }),
     engine: status.engine.name,
     version: status.engine.version,
     timestamp: status.timestamp,
