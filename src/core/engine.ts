@@ -21,6 +21,7 @@ import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from '.
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
+import { EngineEventBus } from './eventBus';
 import { LEVEL_RANK, queryLogs } from './logQuery';
 
 export interface EngineOptions {
@@ -111,7 +112,7 @@ export class Engine implements MonitoredEngine {
   private mode: Mode;
   private readonly sources: QueueDirectorySource[];
   private readonly sourceStatus: SourceStatus[];
-  private readonly listeners = new Set<(event: EngineEvent) => void>();
+  private readonly events = new EngineEventBus();
   private readonly active = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
   private readonly launcher: AttemptLauncher;
@@ -219,7 +220,7 @@ export class Engine implements MonitoredEngine {
     clearTimeout(this.pollTimer);
     clearTimeout(this.dueTimer);
     if (!wasRestricted) this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
   }
 
   /** Start (or resume) launching. Refused while restricted: trust must be granted first. */
@@ -228,7 +229,7 @@ export class Engine implements MonitoredEngine {
     if (this.mode === 'restricted') throw new Error('the workspace is not trusted: grant Workspace Trust to let the engine launch items');
     this.mode = 'running';
     this.log('engine_started', 'info', 'engine started by the user', null, { mode: this.mode });
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
     void this.poll().then(() => this.schedulePoll());
   }
 
@@ -236,7 +237,7 @@ export class Engine implements MonitoredEngine {
     if (this.mode !== 'restricted') return;
     this.mode = 'running';
     this.log('engine_started', 'info', 'workspace trusted: engine launching items', null, { mode: this.mode });
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
     void this.poll().then(() => this.schedulePoll());
   }
 
@@ -280,7 +281,7 @@ export class Engine implements MonitoredEngine {
     clearInterval(this.persistTimer);
     clearInterval(this.pruneTimer);
     this.store.close();
-    this.listeners.clear();
+    this.events.clear();
   }
 
   // ---- control --------------------------------------------------------------------------
@@ -301,7 +302,7 @@ export class Engine implements MonitoredEngine {
       this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, itemId, { previousAttempts: row.attempts });
     });
     this.store.commit();
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
     this.scheduleDispatch();
   }
 
@@ -381,8 +382,7 @@ export class Engine implements MonitoredEngine {
   }
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.subscribe(listener);
   }
 
   // ---- polling and ingestion ------------------------------------------------------------
@@ -429,7 +429,7 @@ export class Engine implements MonitoredEngine {
     // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
     // of these items waits for the disk itself.
     this.store.commit('background');
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
     this.scheduleDispatch();
   }
 
@@ -689,7 +689,7 @@ export class Engine implements MonitoredEngine {
       signal: result.signal,
       error: result.error,
     };
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
   }
 
   /** min(base × 2^(attempt−1), max) ± 20 % jitter (contract section 3). */
@@ -800,7 +800,7 @@ export class Engine implements MonitoredEngine {
         storage: this.options.storageDir,
       });
     }
-    this.emit({ type: 'stats' });
+    this.events.emit({ type: 'stats' });
   }
 
   private pruneLogs(): void {
@@ -841,19 +841,9 @@ export class Engine implements MonitoredEngine {
     const ts = Date.now();
     this.store.mutate('log_insert', [id, ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)]);
     this.store.mutate('log_fts_insert', [id, message]);
-    if (this.listeners.size === 0) return;
+    if (!this.events.hasListeners) return;
     const entry: LogEntry = { id, timestamp: new Date(ts).toISOString(), action, level, message, itemId, details };
-    this.emit({ type: 'log', entry });
-  }
-
-  private emit(event: EngineEvent): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        console.error('engine event listener failed:', err);
-      }
-    }
+    this.events.emit({ type: 'log', entry });
   }
 }
 
