@@ -22,6 +22,7 @@ import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
 import { EngineEventBus } from './eventBus';
+import { backoffDelay } from './retryPolicy';
 import { LEVEL_RANK, queryLogs } from './logQuery';
 
 export interface EngineOptions {
@@ -48,7 +49,7 @@ export interface EngineOptions {
    * snapshot it would rewrite. 0: every interval in which something changed.
    */
   snapshotMinJournalBytes?: number;
-  /** Base of the exponential backoff; the contract fixes 1 s, tests may shorten it. */
+  /** Base of the exponential backoff (1 s); tests may shorten it. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /**
@@ -666,7 +667,7 @@ export class Engine implements MonitoredEngine {
           this.counters.failed++;
           this.log('item_failed', 'error', `"${item.name}" failed for good after ${attempt} attempt(s): ${why}`, item.id, details);
         } else {
-          const delay = this.backoffDelay(attempt);
+          const delay = backoffDelay(attempt, this.options);
           const dueAt = now + delay;
           this.store.mutate('item_state', ['pending', attempt, dueAt, 0, why, now, item.id]);
           this.log('retry_scheduled', 'info', `"${item.name}" will be retried in ${delay} ms (attempt ${attempt + 1} of ${item.maxAttempts})`, item.id, {
@@ -690,14 +691,6 @@ export class Engine implements MonitoredEngine {
       error: result.error,
     };
     this.events.emit({ type: 'stats' });
-  }
-
-  /** min(base × 2^(attempt−1), max) ± 20 % jitter (contract section 3). */
-  private backoffDelay(failedAttempt: number): number {
-    const base = this.options.backoffBaseMs ?? 1000;
-    const max = this.options.backoffMaxMs ?? 60_000;
-    const nominal = Math.min(base * 2 ** (failedAttempt - 1), max);
-    return Math.round(nominal * (0.8 + Math.random() * 0.4));
   }
 
   // ---- recovery and state ---------------------------------------------------------------
