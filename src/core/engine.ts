@@ -21,6 +21,18 @@ import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from '.
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
+import {
+  launchRecord,
+  readDueItems,
+  readFailedItemIds,
+  readItem,
+  readItemSummaries,
+  readNextDueAt,
+  readRunningAttempts,
+  readStoredState,
+  type Counters,
+  type ItemRow,
+} from './records';
 import { EngineEventBus } from './eventBus';
 import { backoffDelay } from './retryPolicy';
 import { LEVEL_RANK, queryLogs } from './logQuery';
@@ -60,21 +72,6 @@ export interface EngineOptions {
 }
 
 type Mode = 'running' | 'stopped' | 'restricted';
-
-interface ItemRow {
-  seq: number;
-  id: string;
-  name: string;
-  source: string;
-  definition: string;
-  outcome: ItemOutcome;
-  attempts: number;
-  max_attempts: number;
-  due_at: number | null;
-  running: number;
-  last_error: string | null;
-  updated_at: number;
-}
 
 interface ActiveAttempt {
   attemptId: number;
@@ -118,7 +115,7 @@ export class Engine implements MonitoredEngine {
   private readonly startedAt = Date.now();
   private readonly launcher: AttemptLauncher;
 
-  private counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
+  private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
   private lastPollAt: number | null = null;
   private polls = 0;
   /** When ingestion last let the event loop run (see ingestFile). */
@@ -292,7 +289,7 @@ export class Engine implements MonitoredEngine {
   }
 
   retryItem(itemId: string): void {
-    const row = this.store.get<ItemRow>('SELECT * FROM items WHERE id = ?', [itemId]);
+    const row = readItem(this.store, itemId);
     if (!row) throw new Error(`no item with id "${itemId}"`);
     if (row.outcome !== 'failed') throw new Error(`item "${itemId}" is ${row.outcome}; only failed items can be retried`);
     this.store.batch(() => {
@@ -308,8 +305,8 @@ export class Engine implements MonitoredEngine {
   }
 
   retryAllFailed(): number {
-    const ids = this.store.all<{ id: string }>("SELECT id FROM items WHERE outcome = 'failed' ORDER BY seq");
-    for (const { id } of ids) this.retryItem(id);
+    const ids = readFailedItemIds(this.store);
+    for (const id of ids) this.retryItem(id);
     return ids.length;
   }
 
@@ -373,13 +370,9 @@ export class Engine implements MonitoredEngine {
   }
 
   listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number } {
-    const rows = filter.outcome
-      ? this.store.all<ItemRow>('SELECT * FROM items WHERE outcome = ? ORDER BY seq LIMIT ? OFFSET ?', [filter.outcome, filter.limit, filter.offset])
-      : this.store.all<ItemRow>('SELECT * FROM items ORDER BY seq LIMIT ? OFFSET ?', [filter.limit, filter.offset]);
+    const items = readItemSummaries(this.store, filter);
     const stats = this.stats();
-    const total = filter.outcome ? stats[filter.outcome] : stats.total;
-    const now = Date.now();
-    return { items: rows.map((r) => toSummary(r, now)), total };
+    return { items, total: filter.outcome ? stats[filter.outcome] : stats.total };
   }
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
@@ -531,10 +524,7 @@ export class Engine implements MonitoredEngine {
     const free = this.options.concurrency - this.active.size;
     const now = Date.now();
     if (free > 0) {
-      const due = this.store.all<ItemRow>(
-        "SELECT * FROM items WHERE outcome = 'pending' AND due_at <= ? ORDER BY due_at, seq LIMIT ?",
-        [now, free],
-      );
+      const due = readDueItems(this.store, now, free);
       if (due.length > 0) {
         const starts = this.store.batch(() => due.map((row) => this.recordLaunch(row, now)));
         this.launchWhenDurable(starts);
@@ -568,8 +558,8 @@ export class Engine implements MonitoredEngine {
   }
 
   private armDueTimer(now: number): void {
-    const next = this.store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ?", [now])?.t;
-    if (next === null || next === undefined) return;
+    const next = readNextDueAt(this.store, now);
+    if (next === null) return;
     // setTimeout overflows past ~24.8 days; re-arm in steps.
     const delay = Math.min(Math.max(next - now, 0), 2 ** 31 - 1);
     this.dueTimer = setTimeout(() => this.scheduleDispatch(), delay);
@@ -585,18 +575,7 @@ export class Engine implements MonitoredEngine {
     this.store.setMeta('total_launches', String(this.counters.totalLaunches));
     const a: ActiveAttempt = { attemptId, item, attempt, startedAt: now, run: undefined };
     this.active.set(attemptId, a);
-    this.lastLaunch = {
-      itemId: item.id,
-      name: item.name,
-      attempt,
-      startedAt: new Date(now).toISOString(),
-      finishedAt: null,
-      durationMs: null,
-      outcome: 'running',
-      exitCode: null,
-      signal: null,
-      error: null,
-    };
+    this.lastLaunch = launchRecord(item, attempt, now, null);
     this.log('launch_started', 'info', `launching "${item.name}" (attempt ${attempt} of ${item.maxAttempts})`, item.id, {
       attempt,
       maxAttempts: item.maxAttempts,
@@ -678,67 +657,34 @@ export class Engine implements MonitoredEngine {
         }
       }
     });
-    this.lastLaunch = {
-      itemId: item.id,
-      name: item.name,
-      attempt,
-      startedAt: new Date(a.startedAt).toISOString(),
-      finishedAt: new Date(result.finishedAt).toISOString(),
-      durationMs,
+    this.lastLaunch = launchRecord(item, attempt, a.startedAt, {
       outcome,
+      finishedAt: result.finishedAt,
+      durationMs,
       exitCode: result.exitCode,
       signal: result.signal,
       error: result.error,
-    };
+    });
     this.events.emit({ type: 'stats' });
   }
 
   // ---- recovery and state ---------------------------------------------------------------
 
   private loadState(): void {
-    const counts = this.store.all<{ outcome: ItemOutcome; n: number }>('SELECT outcome, COUNT(*) AS n FROM items GROUP BY outcome');
-    for (const { outcome, n } of counts) this.counters[outcome] = n;
-    this.counters.totalLaunches = Number(this.store.getMeta('total_launches') ?? 0);
-    this.counters.totalFailed = Number(this.store.getMeta('total_failed') ?? 0);
-    const lastPoll = this.store.getMeta('last_poll_at');
-    this.lastPollAt = lastPoll === undefined ? null : Number(lastPoll);
-    // Ids only grow, even when retention has pruned every entry (kept in meta at snapshot time).
-    const maxLog = this.store.get<{ m: number | null }>('SELECT MAX(id) AS m FROM logs')?.m ?? 0;
-    this.lastLogId = Math.max(maxLog, Number(this.store.getMeta('last_log_id') ?? 0));
-    this.lastAttemptId = this.store.get<{ m: number | null }>('SELECT MAX(id) AS m FROM attempts')?.m ?? 0;
-    const last = this.store.get<{ item_id: string; attempt: number; started_at: number; finished_at: number | null; outcome: string; exit_code: number | null; signal: string | null; error: string | null; name: string }>(
-      'SELECT a.*, i.name FROM attempts a JOIN items i ON i.id = a.item_id ORDER BY a.id DESC LIMIT 1',
-    );
-    if (last) {
-      this.lastLaunch = {
-        itemId: last.item_id,
-        name: last.name,
-        attempt: last.attempt,
-        startedAt: new Date(last.started_at).toISOString(),
-        finishedAt: last.finished_at === null ? null : new Date(last.finished_at).toISOString(),
-        durationMs: last.finished_at === null ? null : last.finished_at - last.started_at,
-        outcome: last.outcome as LaunchRecord['outcome'],
-        exitCode: last.exit_code,
-        signal: last.signal,
-        error: last.error,
-      };
-    }
+    const state = readStoredState(this.store);
+    this.counters = state.counters;
+    this.lastPollAt = state.lastPollAt;
+    this.lastLogId = state.lastLogId;
+    this.lastAttemptId = state.lastAttemptId;
+    this.lastLaunch = state.lastLaunch;
   }
 
   /** Attempts that were running when the last engine died: failed with error `interrupted`, retried under the usual rules. */
   private recoverInterrupted(): void {
-    const rows = this.store.all<{ id: number; item_id: string; attempt: number; started_at: number; definition: string }>(
-      "SELECT a.id, a.item_id, a.attempt, a.started_at, i.definition FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.outcome = 'running' ORDER BY a.id",
-    );
+    const rows = readRunningAttempts(this.store);
     for (const r of rows) {
-      const a: ActiveAttempt = {
-        attemptId: r.id,
-        item: JSON.parse(r.definition) as ItemDefinition,
-        attempt: r.attempt,
-        startedAt: r.started_at,
-        run: undefined,
-      };
-      this.finishAttempt(a, resultWithoutProcess(r.started_at, 'interrupted'), true);
+      const a: ActiveAttempt = { attemptId: r.id, item: r.item, attempt: r.attempt, startedAt: r.startedAt, run: undefined };
+      this.finishAttempt(a, resultWithoutProcess(r.startedAt, 'interrupted'), true);
     }
     if (rows.length > 0) this.store.commit();
   }
@@ -840,31 +786,9 @@ export class Engine implements MonitoredEngine {
   }
 }
 
-
-
 function describeFailure(r: AttemptResult): string {
   if (r.timedOut) return r.error ?? 'timed out';
   if (r.error) return r.error;
   if (r.signal) return `was killed by signal ${r.signal}`;
   return `exited with code ${r.exitCode}`;
-}
-
-function toSummary(r: ItemRow, now: number): ItemSummary {
-  let phase: ItemSummary['phase'];
-  if (r.outcome !== 'pending') phase = 'done';
-  else if (r.running) phase = 'running';
-  else if (r.due_at !== null && r.due_at > now) phase = r.attempts > 0 ? 'backoff' : 'scheduled';
-  else phase = 'waiting';
-  return {
-    id: r.id,
-    name: r.name,
-    outcome: r.outcome,
-    phase,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    nextAttemptAt: r.outcome === 'pending' && !r.running && r.due_at !== null && r.due_at > now ? new Date(r.due_at).toISOString() : null,
-    source: r.source,
-    updatedAt: new Date(r.updated_at).toISOString(),
-    lastError: r.last_error,
-  };
 }
