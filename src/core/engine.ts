@@ -9,17 +9,16 @@ import type {
   LogAction,
   LogEntry,
   LogLevel,
-  SourceStatus,
   StatsOverview,
   StatusResponse,
 } from '../shared/api';
 import { ENGINE_NAME } from '../shared/api';
 import { healthStatus } from '../shared/health';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
-import { definitionHash, type ItemDefinition } from './items';
+import type { ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
-import { QueueDirectorySource, type QueueFileRead } from './queueSource';
+import { ItemIngestion } from './ingest';
 import { Store } from './store';
 import {
   launchRecord,
@@ -101,15 +100,11 @@ const PRUNE_INTERVAL_MS = 60_000;
  * 10,000 entries a second (docs/PERFORMANCE.md).
  */
 const PRUNE_BATCH = 1_000;
-/** Ingestion works in chunks of this many entries and yields once a turn has run this long. */
-const INGEST_CHUNK = 100;
-const INGEST_SLICE_MS = 10;
 
 export class Engine implements MonitoredEngine {
   readonly version: string;
   private mode: Mode;
-  private readonly sources: QueueDirectorySource[];
-  private readonly sourceStatus: SourceStatus[];
+  private readonly ingestion: ItemIngestion;
   private readonly events = new EngineEventBus();
   private readonly active = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
@@ -118,9 +113,6 @@ export class Engine implements MonitoredEngine {
   private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
   private lastPollAt: number | null = null;
   private polls = 0;
-  /** When ingestion last let the event loop run (see ingestFile). */
-  private sliceStartedAt = 0;
-  private scanner = { lastScanAt: null as number | null, lastScanDurationMs: null as number | null, scans: 0, itemsDiscovered: 0, itemsRejected: 0 };
   private lastLaunch: LaunchRecord | null = null;
   private recovery: { at: string; message: string } | null = null;
   private lastLogId = 0;
@@ -150,20 +142,13 @@ export class Engine implements MonitoredEngine {
       entry: options.launchHelper,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
     });
-    this.sources = options.workspaceFolders.map(
-      (folder) =>
-        new QueueDirectorySource(folder, options.queueDirectory, {
-          timeoutMs: options.timeoutMs,
-          maxAttempts: options.maxAttempts,
-        }),
-    );
-    this.sourceStatus = this.sources.map((s) => ({
-      kind: s.kind,
-      location: s.location,
-      lastScanAt: null,
-      lastError: null,
-      itemsDiscovered: 0,
-    }));
+    this.ingestion = new ItemIngestion(store, options, {
+      log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
+      onItemDiscovered: () => {
+        this.counters.pending++;
+      },
+      isClosed: () => this.closed,
+    });
   }
 
   /** Opens the store, recovers from a crash if there was one, and loads the counters. */
@@ -345,14 +330,7 @@ export class Engine implements MonitoredEngine {
         running: this.active.size,
         polls: this.polls,
       },
-      scanner: {
-        sources: this.sourceStatus.map((s) => ({ ...s })),
-        lastScanAt: iso(this.scanner.lastScanAt),
-        lastScanDurationMs: this.scanner.lastScanDurationMs,
-        scans: this.scanner.scans,
-        itemsDiscovered: this.scanner.itemsDiscovered,
-        itemsRejected: this.scanner.itemsRejected,
-      },
+      scanner: this.ingestion.scannerStatus(),
       stats: this.stats(),
       lastLaunch: this.lastLaunch ? { ...this.lastLaunch } : null,
       database: {
@@ -401,103 +379,12 @@ export class Engine implements MonitoredEngine {
     this.lastPollAt = started;
     this.polls++;
     this.store.setMeta('last_poll_at', String(started));
-    this.sliceStartedAt = performance.now();
-    for (let i = 0; i < this.sources.length; i++) {
-      const source = this.sources[i];
-      const status = this.sourceStatus[i];
-      const scan = await source.scan((p) => this.knownFingerprint(p));
-      if (this.closed) return;
-      status.lastScanAt = new Date().toISOString();
-      if (scan.error !== status.lastError && scan.error !== null) {
-        this.log('source_error', 'error', scan.error, null, { source: source.location });
-      }
-      status.lastError = scan.error;
-      for (const file of scan.changed) {
-        await this.ingestFile(file, status);
-        if (this.closed) return;
-      }
-    }
-    this.scanner.scans++;
-    this.scanner.lastScanAt = Date.now();
-    this.scanner.lastScanDurationMs = this.scanner.lastScanAt - started;
+    if (!(await this.ingestion.scanSources(started))) return;
     // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
     // of these items waits for the disk itself.
     this.store.commit('background');
     this.events.emit({ type: 'stats' });
     this.scheduleDispatch();
-  }
-
-  private knownFingerprint(absPath: string): string | undefined {
-    return this.store.get<{ fingerprint: string }>('SELECT fingerprint FROM source_files WHERE path = ?', [absPath])?.fingerprint;
-  }
-
-  /**
-   * Ingests a file's entries in chunks, yielding to the event loop between them: 2,000 queued
-   * items ingested in one go blocked it for ~180 ms (docs/PERFORMANCE.md). The file's fingerprint
-   * is recorded last, so an engine stopped half way reads the file again and skips what it has.
-   */
-  private async ingestFile(file: QueueFileRead, status: SourceStatus): Promise<void> {
-    if (file.fileError) this.store.batch(() => this.reject(file.relPath, null, file.fileError!));
-    for (let start = 0; start < file.entries.length; start += INGEST_CHUNK) {
-      if (performance.now() - this.sliceStartedAt > INGEST_SLICE_MS) {
-        await new Promise((r) => setImmediate(r));
-        this.sliceStartedAt = performance.now();
-        if (this.closed) return;
-      }
-      this.store.batch(() => this.ingestEntries(file, file.entries.slice(start, start + INGEST_CHUNK), status));
-    }
-    this.store.mutate('source_file_set', [file.absPath, file.fingerprint]);
-  }
-
-  private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: SourceStatus): void {
-    for (const entry of entries) {
-      if (!entry.result.ok) {
-        this.reject(file.relPath, entry.index, entry.result.reason);
-        continue;
-      }
-      const item = entry.result.item;
-      const hash = definitionHash(item);
-      const known = this.store.get<{ def_hash: string; source: string }>('SELECT def_hash, source FROM items WHERE id = ?', [item.id]);
-      if (known) {
-        if (known.def_hash !== hash) {
-          this.reject(
-            file.relPath,
-            entry.index,
-            `id "${item.id}" is already known with a different definition (from ${known.source}); give the new item another id`,
-          );
-        }
-        continue; // the same item read again: ingestion is idempotent
-      }
-      const now = Date.now();
-      this.store.mutate('item_insert', [
-        item.id,
-        item.name,
-        file.relPath,
-        JSON.stringify(item),
-        hash,
-        item.maxAttempts,
-        item.runAt,
-        item.runAt ?? 0,
-        now,
-        now,
-      ]);
-      this.counters.pending++;
-      this.scanner.itemsDiscovered++;
-      status.itemsDiscovered++;
-      const when = item.runAt && item.runAt > now ? `, scheduled for ${new Date(item.runAt).toISOString()}` : '';
-      this.log('item_discovered', 'info', `discovered "${item.name}" in ${file.relPath}${when}`, item.id, {
-        file: file.relPath,
-        entry: entry.index,
-        command: item.command,
-        runAt: item.runAt === null ? null : new Date(item.runAt).toISOString(),
-      });
-    }
-  }
-
-  private reject(file: string, entry: number | null, reason: string): void {
-    this.scanner.itemsRejected++;
-    const where = entry === null ? file : `${file} entry ${entry}`;
-    this.log('item_rejected', 'warn', `rejected ${where}: ${reason}`, null, { file, entry, reason });
   }
 
   // ---- launching ------------------------------------------------------------------------
