@@ -19,6 +19,7 @@ import type { ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { ItemIngestion } from './ingest';
+import { PersistencePolicy } from './persistence';
 import { Store } from './store';
 import {
   launchRecord,
@@ -81,30 +82,11 @@ interface ActiveAttempt {
   run: RunningAttempt | undefined;
 }
 
-const PERSIST_INTERVAL_MS = 1000;
-/** Persist ticks a due snapshot waits for the journal to be synced before it syncs it itself. */
-const MAX_SNAPSHOT_DEFERRALS = 5;
-/**
- * A snapshot rewrites the whole database to fold the journal in, so it waits until the journal is
- * worth it: replaying 1 MiB of journal at startup takes tens of milliseconds, while a checkpoint
- * took ~270 ms of CPU at 2,000 items and seconds at 1,000,000 log entries (docs/PERFORMANCE.md,
- * fix 26). Past the floor, the journal may grow to 1/32 of the snapshot (the same rule as Redis's
- * AOF rewrite: a size floor and a growth ratio), which keeps replay a small part of startup.
- */
-const DEFAULT_SNAPSHOT_MIN_JOURNAL_BYTES = 1 << 20;
-const SNAPSHOT_JOURNAL_FRACTION = 1 / 32;
-const PRUNE_INTERVAL_MS = 60_000;
-/**
- * Entries deleted per pruning step (with their FTS rows); steps are 100 ms apart. 10,000 at once
- * blocked the event loop for ~240 ms on the benchmark machine; 1,000 take ~25 ms and still prune
- * 10,000 entries a second (docs/PERFORMANCE.md).
- */
-const PRUNE_BATCH = 1_000;
-
 export class Engine implements MonitoredEngine {
   readonly version: string;
   private mode: Mode;
   private readonly ingestion: ItemIngestion;
+  private readonly persistence: PersistencePolicy;
   private readonly events = new EngineEventBus();
   private readonly active = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
@@ -120,15 +102,10 @@ export class Engine implements MonitoredEngine {
 
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
-  private persistTimer: NodeJS.Timeout | undefined;
-  private pruneTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
-  /** Persist ticks the due snapshot has waited for the journal's fdatasync to catch up. */
-  private snapshotDeferrals = 0;
   /** Launch rounds waiting for their journal records to reach the disk. */
   private readonly launching = new Set<Promise<void>>();
   private dispatchQueued = false;
-  private lastSnapshotAt = Date.now();
   private closed = false;
   private started = false;
 
@@ -148,6 +125,16 @@ export class Engine implements MonitoredEngine {
         this.counters.pending++;
       },
       isClosed: () => this.closed,
+    });
+    this.persistence = new PersistencePolicy(store, options, {
+      lastLogId: () => this.lastLogId,
+      isClosed: () => this.closed,
+      // Launches wait while storage fails; once it is back, resume.
+      onPersisted: () => {
+        if (this.store.lastError === null && this.mode === 'running' && this.active.size < this.options.concurrency) {
+          this.scheduleDispatch();
+        }
+      },
     });
   }
 
@@ -183,11 +170,7 @@ export class Engine implements MonitoredEngine {
       pollIntervalMs: this.options.pollIntervalMs,
       concurrency: this.options.concurrency,
     });
-    this.persistTimer = setInterval(() => this.persist(), PERSIST_INTERVAL_MS);
-    this.persistTimer.unref();
-    this.pruneTimer = setInterval(() => this.pruneLogs(), PRUNE_INTERVAL_MS);
-    this.pruneTimer.unref();
-    this.pruneLogs();
+    this.persistence.start();
     // The helper also builds the periodic snapshots (in processes it starts), so a persisted
     // engine has it ready before its first snapshot even if it has launched nothing yet.
     if (this.options.storageDir) this.launcher.prepare();
@@ -261,8 +244,7 @@ export class Engine implements MonitoredEngine {
     // After `closed`, so what ends now stays recorded as running (interrupted at the next start):
     // SIGKILL after the same 1 s for what ignores SIGTERM, then the helper exits.
     await this.launcher.close(1000);
-    clearInterval(this.persistTimer);
-    clearInterval(this.pruneTimer);
+    this.persistence.stop();
     this.store.close();
     this.events.clear();
   }
@@ -585,38 +567,6 @@ export class Engine implements MonitoredEngine {
     return 'running';
   }
 
-  private persist(): void {
-    if (this.closed) return;
-    const interval = this.options.snapshotIntervalMs ?? 30_000;
-    // An idle engine does not rewrite an unchanged database: even built off the main thread, a
-    // snapshot at 1,000,000 log entries costs seconds of a core and a second copy of the database.
-    const due = Date.now() - this.lastSnapshotAt >= interval && this.store.changedSinceSnapshot && this.journalWorthFolding();
-    // Starting a checkpoint while journal records wait for the disk would take a synchronous
-    // fdatasync first (Store.snapshotInBackground), so it waits for a tick at which the thread
-    // pool has caught up; a second is nothing against the interval, and a disk that never catches
-    // up gets the synchronous path after a few tries.
-    if (due && (this.store.journalSynced || this.snapshotDeferrals >= MAX_SNAPSHOT_DEFERRALS)) {
-      this.snapshotDeferrals = 0;
-      this.store.setMeta('last_log_id', String(this.lastLogId));
-      if (this.store.snapshotInBackground()) this.lastSnapshotAt = Date.now();
-    } else {
-      if (due) this.snapshotDeferrals++;
-      // Off the event loop: nothing waits for this one (launches wait for their own).
-      this.store.commit('background');
-    }
-    // Launches wait while storage fails; once it is back, resume.
-    if (this.store.lastError === null && this.mode === 'running' && this.active.size < this.options.concurrency) {
-      this.scheduleDispatch();
-    }
-  }
-
-  private journalWorthFolding(): boolean {
-    const { journalBytes, snapshotBytes } = this.store.journalSize;
-    const floor = this.options.snapshotMinJournalBytes ?? DEFAULT_SNAPSHOT_MIN_JOURNAL_BYTES;
-    // 0 turns the policy off: every interval with a change (tests that need checkpoints to happen).
-    return floor === 0 || journalBytes >= Math.max(floor, snapshotBytes * SNAPSHOT_JOURNAL_FRACTION);
-  }
-
   private onStorageHealth(ok: boolean, error: string | null): void {
     if (ok) {
       this.log('database_recovered', 'info', 'storage is writable again; the full state was persisted', null, null);
@@ -627,38 +577,6 @@ export class Engine implements MonitoredEngine {
       });
     }
     this.events.emit({ type: 'stats' });
-  }
-
-  private pruneLogs(): void {
-    if (this.closed) return;
-    const { logMaxEntries, logMaxAgeDays } = this.options;
-    // Two subqueries: SQLite answers a lone MIN or MAX from the index, but both in one SELECT scan.
-    const { oldest, newest } = this.store.get<{ oldest: number | null; newest: number | null }>(
-      'SELECT (SELECT MIN(id) FROM logs) AS oldest, (SELECT MAX(id) FROM logs) AS newest',
-    ) ?? { oldest: null, newest: null };
-    if (oldest === null || newest === null) return;
-    // Ids only grow and pruning removes the oldest, so the log holds at most newest - oldest + 1
-    // entries, and keeping ids above newest - maxEntries keeps at most maxEntries (fewer only if a
-    // crash lost entries whose ids were taken). Both ends come from the primary key: counting
-    // with OFFSET walked every entry, a 130-270 ms stall every minute at 1,000,000 entries.
-    const byCount = newest - oldest + 1 > logMaxEntries ? newest - logMaxEntries : 0;
-    const cutoff = Date.now() - logMaxAgeDays * 86_400_000;
-    // The newest entry older than the cutoff, read from the ts index (timestamps grow with ids).
-    // MAX(id) ... WHERE ts < ? let SQLite walk the primary key down from the newest entry instead:
-    // 80-170 ms at 1,000,000 entries when none is that old.
-    const byAge = this.store.get<{ id: number }>('SELECT id FROM logs WHERE ts < ? ORDER BY ts DESC LIMIT 1', [cutoff])?.id ?? 0;
-    const limit = Math.max(byCount, byAge);
-    if (limit <= 0) return;
-    // Bounded batches keep the event loop responsive; the next round continues.
-    const upTo = Math.min(limit, oldest + PRUNE_BATCH - 1);
-    this.store.batch(() => {
-      this.store.mutate('logs_fts_prune', [upTo]);
-      this.store.mutate('logs_prune', [upTo]);
-      // Startup takes the next id from the newest entry or this; with every entry pruned (by age)
-      // only this remains, and the journal carries it even when no snapshot follows for a while.
-      this.store.setMeta('last_log_id', String(this.lastLogId));
-    });
-    if (upTo < limit) setTimeout(() => this.pruneLogs(), 100).unref();
   }
 
   private log(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
