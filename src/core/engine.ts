@@ -19,6 +19,7 @@ import type { ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
 import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
 import { ItemIngestion } from './ingest';
+import { Poller } from './poller';
 import { PersistencePolicy } from './persistence';
 import { Store } from './store';
 import {
@@ -86,6 +87,7 @@ export class Engine implements MonitoredEngine {
   readonly version: string;
   private mode: Mode;
   private readonly ingestion: ItemIngestion;
+  private readonly poller: Poller;
   private readonly persistence: PersistencePolicy;
   private readonly events = new EngineEventBus();
   private readonly active = new Map<number, ActiveAttempt>();
@@ -93,16 +95,12 @@ export class Engine implements MonitoredEngine {
   private readonly launcher: AttemptLauncher;
 
   private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
-  private lastPollAt: number | null = null;
-  private polls = 0;
   private lastLaunch: LaunchRecord | null = null;
   private recovery: { at: string; message: string } | null = null;
   private lastLogId = 0;
   private lastAttemptId = 0;
 
-  private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
   /** Launch rounds waiting for their journal records to reach the disk. */
   private readonly launching = new Set<Promise<void>>();
   private dispatchQueued = false;
@@ -125,6 +123,17 @@ export class Engine implements MonitoredEngine {
         this.counters.pending++;
       },
       isClosed: () => this.closed,
+    });
+    this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
+      isClosed: () => this.closed,
+      isStopped: () => this.mode === 'stopped',
+      // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
+      // of these items waits for the disk itself.
+      onPolled: () => {
+        this.store.commit('background');
+        this.events.emit({ type: 'stats' });
+        this.scheduleDispatch();
+      },
     });
     this.persistence = new PersistencePolicy(store, options, {
       lastLogId: () => this.lastLogId,
@@ -174,8 +183,8 @@ export class Engine implements MonitoredEngine {
     // The helper also builds the periodic snapshots (in processes it starts), so a persisted
     // engine has it ready before its first snapshot even if it has launched nothing yet.
     if (this.options.storageDir) this.launcher.prepare();
-    await this.poll();
-    this.schedulePoll();
+    await this.poller.poll();
+    this.poller.schedule();
   }
 
   /** Stop launching (running attempts finish and are recorded). */
@@ -183,7 +192,7 @@ export class Engine implements MonitoredEngine {
     if (this.mode === 'stopped') return;
     const wasRestricted = this.mode === 'restricted';
     this.mode = 'stopped';
-    clearTimeout(this.pollTimer);
+    this.poller.cancel();
     clearTimeout(this.dueTimer);
     if (!wasRestricted) this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
     this.events.emit({ type: 'stats' });
@@ -196,7 +205,7 @@ export class Engine implements MonitoredEngine {
     this.mode = 'running';
     this.log('engine_started', 'info', 'engine started by the user', null, { mode: this.mode });
     this.events.emit({ type: 'stats' });
-    void this.poll().then(() => this.schedulePoll());
+    void this.poller.poll().then(() => this.poller.schedule());
   }
 
   grantTrust(): void {
@@ -204,7 +213,7 @@ export class Engine implements MonitoredEngine {
     this.mode = 'running';
     this.log('engine_started', 'info', 'workspace trusted: engine launching items', null, { mode: this.mode });
     this.events.emit({ type: 'stats' });
-    void this.poll().then(() => this.schedulePoll());
+    void this.poller.poll().then(() => this.poller.schedule());
   }
 
   get state(): Mode {
@@ -218,7 +227,7 @@ export class Engine implements MonitoredEngine {
    */
   async shutdown(graceMs: number): Promise<void> {
     if (this.closed) return;
-    clearTimeout(this.pollTimer);
+    this.poller.cancel();
     clearTimeout(this.dueTimer);
     const wasMode = this.mode;
     this.mode = 'stopped';
@@ -237,7 +246,7 @@ export class Engine implements MonitoredEngine {
       await new Promise((r) => setImmediate(r));
       for (const a of this.active.values()) a.run?.terminate(1000);
     }
-    await this.polling;
+    await this.poller.underWay;
     this.closed = true;
     // The snapshot store.close() takes below holds everything a checkpoint in flight would.
     this.store.abandonCheckpoint();
@@ -252,7 +261,7 @@ export class Engine implements MonitoredEngine {
   // ---- control --------------------------------------------------------------------------
 
   pollNow(): Promise<void> {
-    return this.poll();
+    return this.poller.poll();
   }
 
   retryItem(itemId: string): void {
@@ -288,7 +297,7 @@ export class Engine implements MonitoredEngine {
       failed: c.failed,
       totalLaunches: c.totalLaunches,
       totalFailed: c.totalFailed,
-      lastPollAt: this.lastPollAt === null ? null : new Date(this.lastPollAt).toISOString(),
+      lastPollAt: this.poller.lastPollAt === null ? null : new Date(this.poller.lastPollAt).toISOString(),
     };
   }
 
@@ -310,7 +319,7 @@ export class Engine implements MonitoredEngine {
         pollIntervalMs: this.options.pollIntervalMs,
         concurrency: this.options.concurrency,
         running: this.active.size,
-        polls: this.polls,
+        polls: this.poller.polls,
       },
       scanner: this.ingestion.scannerStatus(),
       stats: this.stats(),
@@ -337,36 +346,6 @@ export class Engine implements MonitoredEngine {
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
     return this.events.subscribe(listener);
-  }
-
-  // ---- polling and ingestion ------------------------------------------------------------
-
-  private schedulePoll(): void {
-    clearTimeout(this.pollTimer);
-    if (this.closed || this.mode === 'stopped') return;
-    this.pollTimer = setTimeout(() => {
-      void this.poll().finally(() => this.schedulePoll());
-    }, this.options.pollIntervalMs);
-  }
-
-  private poll(): Promise<void> {
-    // A poll already under way serves whoever asks for one meanwhile.
-    this.polling ??= this.doPoll().finally(() => (this.polling = undefined));
-    return this.polling;
-  }
-
-  private async doPoll(): Promise<void> {
-    if (this.closed) return;
-    const started = Date.now();
-    this.lastPollAt = started;
-    this.polls++;
-    this.store.setMeta('last_poll_at', String(started));
-    if (!(await this.ingestion.scanSources(started))) return;
-    // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
-    // of these items waits for the disk itself.
-    this.store.commit('background');
-    this.events.emit({ type: 'stats' });
-    this.scheduleDispatch();
   }
 
   // ---- launching ------------------------------------------------------------------------
@@ -542,7 +521,7 @@ export class Engine implements MonitoredEngine {
   private loadState(): void {
     const state = readStoredState(this.store);
     this.counters = state.counters;
-    this.lastPollAt = state.lastPollAt;
+    this.poller.lastPollAt = state.lastPollAt;
     this.lastLogId = state.lastLogId;
     this.lastAttemptId = state.lastAttemptId;
     this.lastLaunch = state.lastLaunch;
@@ -560,7 +539,7 @@ export class Engine implements MonitoredEngine {
 
   private engineState(): EngineState {
     if (this.mode !== 'running') return this.mode;
-    if (this.started && this.lastPollAt !== null && Date.now() - this.lastPollAt > 3 * this.options.pollIntervalMs) {
+    if (this.started && this.poller.lastPollAt !== null && Date.now() - this.poller.lastPollAt > 3 * this.options.pollIntervalMs) {
       // A poll that has not started for three intervals means the loop is stuck.
       return 'stalled';
     }
