@@ -31,6 +31,7 @@ import {
   readNextDueAt,
   readRunningAttempts,
   readStoredState,
+  statsOverview,
   type Counters,
   type ItemRow,
 } from './records';
@@ -289,16 +290,7 @@ export class Engine implements MonitoredEngine {
   // ---- MonitoredEngine ------------------------------------------------------------------
 
   stats(): StatsOverview {
-    const c = this.counters;
-    return {
-      total: c.launched + c.pending + c.failed,
-      launched: c.launched,
-      pending: c.pending,
-      failed: c.failed,
-      totalLaunches: c.totalLaunches,
-      totalFailed: c.totalFailed,
-      lastPollAt: this.poller.lastPollAt === null ? null : new Date(this.poller.lastPollAt).toISOString(),
-    };
+    return statsOverview(this.counters, this.poller.lastPollAt);
   }
 
   health(): HealthSnapshot {
@@ -385,9 +377,9 @@ export class Engine implements MonitoredEngine {
   }
 
   /**
-   * Spawns attempts once their journal records are on disk (the contract's promise), waiting
-   * without holding the event loop: one fdatasync on the thread pool for every launch of this round
-   * and any that join it meanwhile (Store.commitDurably).
+   * Spawns attempts once their journal records are on disk, so that no process runs that a crash
+   * could leave unrecorded. The wait does not hold the event loop: one fdatasync on the thread pool
+   * for every launch of this round and any that join it meanwhile (Store.commitDurably).
    */
   private launchWhenDurable(starts: ActiveAttempt[]): void {
     const launching = this.store.commitDurably().then((durable) => {

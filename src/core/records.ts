@@ -1,6 +1,6 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { ItemOutcome, ItemSummary, LaunchOutcome, LaunchRecord } from '../shared/api';
+import type { ItemOutcome, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
 import type { ItemDefinition } from './items';
 import type { Store } from './store';
 
@@ -27,6 +27,19 @@ export interface Counters {
   failed: number;
   totalLaunches: number;
   totalFailed: number;
+}
+
+/** /stats: the counters as they are, without counting a row. */
+export function statsOverview(c: Counters, lastPollAt: number | null): StatsOverview {
+  return {
+    total: c.launched + c.pending + c.failed,
+    launched: c.launched,
+    pending: c.pending,
+    failed: c.failed,
+    totalLaunches: c.totalLaunches,
+    totalFailed: c.totalFailed,
+    lastPollAt: lastPollAt === null ? null : new Date(lastPollAt).toISOString(),
+  };
 }
 
 /** What a starting engine takes over from the database. */
