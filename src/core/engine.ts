@@ -1,6 +1,8 @@
 // The launch engine: polls its sources, ingests items, launches due items within the concurrency
 // limit, retries failures with backoff and records every outcome in the store. Counters are kept
-// up to date on every transition, so the API never counts rows to answer /stats.
+// up to date on every transition, so the API never counts rows to answer /stats. This file holds
+// the lifecycle, dispatch and outcomes; when to poll is in poller.ts, turning queue files into
+// items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts.
 import type {
   EngineState,
   ItemOutcome,
