@@ -4,6 +4,7 @@ import type { HealthResponse, LogEntry, StatusResponse } from '../../shared/api'
 import { logsPath, type LogFilter } from '../../shared/logFilter';
 import { MAX_LIMIT } from '../../shared/queryParams';
 import type { LaunchTimeline, LogPageToken, LogTablePage, Overview } from '../../shared/webviewProtocol';
+import { healthStatus } from '../../shared/health';
 
 /** What the queries need of EngineConnection. */
 export interface DashboardReader {
@@ -32,17 +33,12 @@ export async function readOverview(reader: DashboardReader): Promise<Overview> {
   };
 }
 
-/** Health as contract section 4 defines it, from the facts /status reports. */
+/** Health by the engine's own rule, from the facts /status reports. */
 export function healthFromStatus(status: StatusResponse): HealthResponse {
   const database = status.database.lastError ? 'error' : 'ok';
   const engine = status.engine.state;
   return {
-    status:
-      database === 'error' || engine === 'stalled'
-        ? 'unhealthy'
-        : engine === 'stopped' || engine === 'restricted'
-          ? 'degraded'
-          : 'healthy',
+    status: healthStatus({ database, engine }),
     engine: status.engine.name,
     version: status.engine.version,
     timestamp: status.timestamp,

@@ -1,0 +1,62 @@
+// When the engine polls its sources: once at start, every interval while it may launch, and on
+// demand. One poll runs at a time; a poll under way serves whoever asks for one meanwhile.
+import type { ItemIngestion } from './ingest';
+import type { Store } from './store';
+
+export interface PollerHooks {
+  /** True once the engine has closed: no poll starts, and one under way stops. */
+  isClosed(): boolean;
+  /** True while the engine is stopped: polls are taken on demand only. */
+  isStopped(): boolean;
+  /** After a complete poll: what it ingested is committed and may be launched. */
+  onPolled(): void;
+}
+
+export class Poller {
+  /** When the last poll started (epoch ms), also across restarts: /stats reports it. */
+  lastPollAt: number | null = null;
+  /** Polls since this engine started. */
+  polls = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly ingestion: ItemIngestion,
+    private readonly intervalMs: number,
+    private readonly hooks: PollerHooks,
+  ) {}
+
+  /** The poll under way, if any: a shutdown waits for it. */
+  get underWay(): Promise<void> | undefined {
+    return this.polling;
+  }
+
+  poll(): Promise<void> {
+    this.polling ??= this.doPoll().finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  /** The next poll, an interval from now (and the next after it), unless stopped or closed. */
+  schedule(): void {
+    clearTimeout(this.timer);
+    if (this.hooks.isClosed() || this.hooks.isStopped()) return;
+    this.timer = setTimeout(() => {
+      void this.poll().finally(() => this.schedule());
+    }, this.intervalMs);
+  }
+
+  cancel(): void {
+    clearTimeout(this.timer);
+  }
+
+  private async doPoll(): Promise<void> {
+    if (this.hooks.isClosed()) return;
+    const started = Date.now();
+    this.lastPollAt = started;
+    this.polls++;
+    this.store.setMeta('last_poll_at', String(started));
+    if (!(await this.ingestion.scanSources(started))) return;
+    this.hooks.onPolled();
+  }
+}
