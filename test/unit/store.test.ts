@@ -40,6 +40,15 @@ function recordSnapshotStarts(store: Store): number[] {
   return started;
 }
 
+
+/**
+ * Copies a live storage folder as a crash at this moment would leave it. Temporary snapshot files
+ * are left out: a start removes them unread, and a background delete of a replaced snapshot
+ * (engine.sqlite.tmp-*.old) can make one vanish between cpSync's readdir and its lstat.
+ */
+function copyAsCrashed(from: string, to: string): void {
+  cpSync(from, to, { recursive: true, filter: (src) => !path.basename(src).includes('.tmp-') });
+}
 describe('store: snapshot, journal, recovery on a real disk', function () {
   this.timeout(30_000);
   let ws: TempWorkspace;
@@ -397,7 +406,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     // A kill -9 now: what is on disk (snapshot + journal) must be the live state.
     const crashed = path.join(ws.root, 'crashed');
-    cpSync(ws.storage, crashed, { recursive: true });
+    copyAsCrashed(ws.storage, crashed);
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store));
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
@@ -420,7 +429,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(readFileSync(path.join(ws.storage, JOURNAL_NEXT_FILE), 'utf8').trim().split('\n').length, 40, 'the 20 unwritten entries (+ FTS rows) went to the continuation');
     assert.equal(await store.whenCheckpointed(), true);
     const crashed = path.join(ws.root, 'crashed');
-    cpSync(ws.storage, crashed, { recursive: true });
+    copyAsCrashed(ws.storage, crashed);
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 520);
@@ -462,7 +471,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     }
     // A kill -9 before the install: the old snapshot and both journals.
     const before = path.join(ws.root, 'before-install');
-    cpSync(ws.storage, before, { recursive: true });
+    copyAsCrashed(ws.storage, before);
     assert.equal(store.commit(), true);
     addLogs(store, 521, 10);
     assert.equal(store.commit(), true);
@@ -475,7 +484,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.deepEqual(JSON.parse(readFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), { bytes: snapshot.length, crc32: zlib.crc32(snapshot) });
     // After it: the new snapshot, and a journal that repeats the 20 entries it already holds.
     const after = path.join(ws.root, 'after-install');
-    cpSync(ws.storage, after, { recursive: true });
+    copyAsCrashed(ws.storage, after);
     const reopened = await openStore(after);
     assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 530);
@@ -517,7 +526,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     // Synchronous from here to the copy: the worker cannot have been installed in between, since
     // installing happens on this thread.
     const crashed = path.join(ws.root, 'crashed');
-    cpSync(ws.storage, crashed, { recursive: true });
+    copyAsCrashed(ws.storage, crashed);
     assert.ok(existsSync(path.join(crashed, JOURNAL_NEXT_FILE)));
     const notes: StoreNote[] = [];
     const reopened = await openStore(crashed, notes);
@@ -540,7 +549,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(store.lastSnapshot?.background, false);
     assert.equal(notes.length, 1);
     assert.match(notes[0].message, /background snapshot failed \(the journal on disk ends at record 10000000, not \d+\); wrote the snapshot from memory instead/);
-    cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+    copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
     const fromDisk = await openStore(path.join(ws.root, 'copy'));
     assert.deepEqual(dump(fromDisk), dump(store));
     assert.equal(fromDisk.getMeta('bogus'), undefined, 'the bogus record is not in the state');
@@ -557,7 +566,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(await done, false, 'abandoned');
     await waitFor('the abandoned temporary files to go', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
     assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)));
-    cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+    copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
     assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
   });
 
@@ -618,7 +627,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       await waitFor('the checkpoint process to exit', () => !processAlive(pid), 5000);
       store.commit();
       const crashed = path.join(ws.root, 'crashed');
-      cpSync(ws.storage, crashed, { recursive: true });
+      copyAsCrashed(ws.storage, crashed);
       const reopened = await openStore(crashed);
       assert.deepEqual(dump(reopened), dump(store));
       assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
@@ -641,7 +650,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.match(notes[0].message, /background snapshot failed \(the checkpoint process ended \(signal SIGKILL\)\); wrote the snapshot from memory instead/);
       assert.equal(notes[0].details?.builtIn, `process ${victim.pid}`);
       await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
-      cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
       assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), dump(store));
     });
 
@@ -662,7 +671,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.equal(await done, false, 'abandoned');
       await waitFor('the checkpoint process to end', () => !processAlive(child.pid), 5000);
       await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
-      cpSync(ws.storage, path.join(ws.root, 'copy'), { recursive: true });
+      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
       assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
     });
 
@@ -688,7 +697,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     // A valid database the checksum does not describe: quick_check decides, and it passes.
     writeFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), JSON.stringify({ bytes: 1, crc32: 1 }));
     const copy = path.join(ws.root, 'copy');
-    cpSync(ws.storage, copy, { recursive: true });
+    copyAsCrashed(ws.storage, copy);
     assert.equal((dump(await openStore(copy)) as { logs: unknown[] }).logs.length, 200);
     // Damaged pages inside a file whose header is intact: only the integrity check can see it.
     const bytes = readFileSync(file);
@@ -748,7 +757,7 @@ describe('store: loading sql.js and a snapshot, in a fresh process', function ()
     addLogs(40_001, 2_000);
     assert.equal(store.commit(), true);
     const crashed = path.join(ws.root, 'crashed');
-    cpSync(ws.storage, crashed, { recursive: true });
+    copyAsCrashed(ws.storage, crashed);
     store.close();
     const size = statSync(path.join(crashed, SNAPSHOT_FILE)).size;
     const journal = statSync(path.join(crashed, JOURNAL_FILE)).size;
