@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer } from '../../src/server/server';
 import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
-import type { AttemptLauncher } from '../../src/core/launchHelper';
+import type { AttemptLauncher } from '../../src/core/launchHelperClient';
 
 interface Config {
   root: string;

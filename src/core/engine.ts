@@ -17,8 +17,8 @@ import type {
 import { ENGINE_NAME } from '../shared/api';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
 import { definitionHash, type ItemDefinition } from './items';
-import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
-import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
+import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
+import { AttemptLauncher, type LaunchHelperEntry } from './launchHelperClient';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import { Store } from './store';
 import { LEVEL_RANK, queryLogs } from './logQuery';
@@ -52,7 +52,7 @@ export interface EngineOptions {
   backoffMaxMs?: number;
   /**
    * Where attempts are spawned: undefined, a launch helper process found beside the engine
-   * (src/core/launchHelper.ts); an entry, that helper; null, the engine's own process.
+   * (src/core/launchHelperClient.ts); an entry, that helper; null, the engine's own process.
    */
   launchHelper?: LaunchHelperEntry | null;
 }

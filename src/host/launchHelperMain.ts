@@ -1,4 +1,4 @@
-// The launch helper: a small, long-lived process the engine forks (src/core/launchHelper.ts) to
+// The launch helper: a small, long-lived process the engine forks (src/core/launchHelperClient.ts) to
 // spawn attempts on its behalf. child_process.spawn() blocks the calling thread while libuv forks
 // and waits for the exec, and fork's cost grows with the parent's memory; the engine host holds
 // 100–800 MB (sql.js, logs), this process a few tens, so each spawn is cheaper and none of it
@@ -12,10 +12,10 @@
 // It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
-// Bundled alone to dist/launch-helper.js: import nothing beyond the launcher.
+// Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/launcher';
-import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchProtocol';
+import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/attemptProcess';
+import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
 const ORPHAN_GRACE_MS = 2000;
@@ -23,7 +23,7 @@ const ORPHAN_GRACE_MS = 2000;
 const runs = new Map<number, RunningAttempt>();
 /**
  * Process groups that may still hold processes: running attempts, and finished ones for as long
- * as the launcher may still be reaping what they left behind.
+ * as launchAttempt may still be reaping what they left behind.
  */
 const groups = new Set<number>();
 let ending = false;

@@ -1,5 +1,5 @@
 // The launch helper (src/host/launchHelperMain.ts) and the engine's client of it
-// (src/core/launchHelper.ts), with real processes and the real IPC channel: launches, the helper
+// (src/core/launchHelperClient.ts), with real processes and the real IPC channel: launches, the helper
 // killed under running attempts, a helper that cannot start, engine shutdown, and an engine
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
-import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/core/launchHelper';
+import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/core/launchHelperClient';
 import { serve } from './support/cli';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 

@@ -7,7 +7,7 @@ import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
-import { AttemptLauncher } from '../../src/core/launchHelper';
+import { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** Counts the synchronous fdatasyncs the store makes (it calls them through the fs module) until restored. */

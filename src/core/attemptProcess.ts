@@ -24,7 +24,7 @@ export interface AttemptResult {
 }
 
 export interface RunningAttempt {
-  /** null while a launch helper has not reported it yet (src/core/launchHelper.ts), or when the spawn failed. */
+  /** null while a launch helper has not reported it yet (src/core/launchHelperClient.ts), or when the spawn failed. */
   readonly pid: number | null;
   readonly done: Promise<AttemptResult>;
   /** Ends the attempt early (engine shutdown): SIGTERM to the group, SIGKILL after the grace. */

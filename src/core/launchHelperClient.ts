@@ -1,4 +1,4 @@
-// The engine's side of the launch helper (src/host/launchHelperMain.ts): a small process forked
+// The engine's client of the launch helper (src/host/launchHelperMain.ts): a small process forked
 // once per engine that spawns attempts for it, so the engine's event loop never blocks in
 // child_process.spawn() (a fork of a 100–800 MB process, docs/PERFORMANCE.md).
 //
@@ -14,8 +14,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ItemDefinition } from './items';
-import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
-import type { FromLaunchHelper, ToLaunchHelper } from './launchProtocol';
+import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
+import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
