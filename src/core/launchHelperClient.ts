@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
+import { endGroup } from './processGroup';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
@@ -365,7 +366,7 @@ export class AttemptLauncher {
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
-        if (a.pid !== null && signal === 'SIGKILL') endGroup(a.pid);
+        if (a.pid !== null && signal === 'SIGKILL') endAttemptGroup(a.pid);
         a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
@@ -378,7 +379,7 @@ export class AttemptLauncher {
     // Its attempts' processes live on in their own process groups; nobody would reap or time
     // them out now, so end them, and let the engine retry the attempts as failed.
     for (const a of h.attempts.values()) {
-      if (a.pid !== null) endGroup(a.pid);
+      if (a.pid !== null) endAttemptGroup(a.pid);
       a.finish({
         ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
@@ -420,20 +421,7 @@ export class AttemptLauncher {
   }
 }
 
-
 /** SIGTERM to the attempt's process group, SIGKILL after the usual grace if anything is left. */
-function endGroup(pgid: number): void {
-  if (process.platform === 'win32') return;
-  const signal = (s: NodeJS.Signals | 0) => {
-    try {
-      process.kill(-pgid, s);
-      return true;
-    } catch {
-      return false; // ESRCH: the group is gone
-    }
-  };
-  if (!signal('SIGTERM')) return;
-  setTimeout(() => {
-    if (signal(0)) signal('SIGKILL');
-  }, KILL_GRACE_MS).unref();
+function endAttemptGroup(pgid: number): void {
+  if (process.platform !== 'win32') endGroup(pgid, KILL_GRACE_MS);
 }

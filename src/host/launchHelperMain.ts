@@ -12,10 +12,12 @@
 // It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
-// Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts.
+// Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
+// src/core/processGroup.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/attemptProcess';
+import { KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
+import { groupAlive, signalGroup } from '../core/processGroup';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
 const ORPHAN_GRACE_MS = 2000;
@@ -85,11 +87,7 @@ function checkpoint(checkpointId: number, args: string[]): void {
 
 function signalGroups(signal: NodeJS.Signals): void {
   for (const pgid of groups) {
-    try {
-      process.kill(-pgid, signal);
-    } catch {
-      groups.delete(pgid); // ESRCH: nothing left in it
-    }
+    if (!signalGroup(pgid, signal)) groups.delete(pgid); // nothing left in it
   }
 }
 
