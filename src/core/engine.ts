@@ -51,8 +51,9 @@ export interface EngineOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /**
-   * Where attempts are spawned: undefined, a launch helper process found beside the engine
-   * (src/core/launchHelperClient.ts); an entry, that helper; null, the engine's own process.
+   * Where attempts are spawned: an entry, in that launch helper process (found by the host,
+   * src/host/launchHelperEntry.ts); null, in the engine's own process; undefined, none was found:
+   * in the engine's own process after one warning.
    */
   launchHelper?: LaunchHelperEntry | null;
 }

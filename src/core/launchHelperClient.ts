@@ -9,10 +9,11 @@
 //   helper, later and later if it keeps dying;
 // - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
 // - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
+//
+// Which file the helper is, and with which Node options it runs, is the host's knowledge
+// (src/host/launchHelperEntry.ts): it passes the entry in, and this file only forks it.
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
@@ -25,43 +26,11 @@ export interface LaunchHelperEntry {
   execArgv: string[];
 }
 
-/**
- * The helper's V8 heap limits. It holds a few attempts and their output tails, so small heaps
- * cost nothing and keep a long-lived helper from growing: fork cost grows with memory. Measured
- * on the 2-core benchmark machine after 2,000 launches, three runs each: 62 MB RSS instead of 75,
- * spawn 1.74 ms instead of 1.89 (medians); adding --jitless --single-threaded saved 3 MB more and
- * no measurable time. Explicit, too, so the helper never inherits the engine's own options
- * (--cpu-prof, inspector flags).
- */
-export const LAUNCH_HELPER_NODE_OPTIONS = ['--max-old-space-size=64', '--max-semi-space-size=1'];
-
-/**
- * Finds the helper's entry:
- * 1. `launch-helper.js` beside the running bundle (dist/cli.js → dist/launch-helper.js);
- * 2. running from TypeScript sources (tests, tsx): the .ts entry under tsx's loader, so what runs
- *    is the source being tested, never a stale build;
- * 3. the repository's dist/launch-helper.js (another bundle, e.g. the benchmark's, two levels down).
- * Undefined when none exists: the engine then launches in-process.
- */
-export function locateLaunchHelper(dir = __dirname): LaunchHelperEntry | undefined {
-  const beside = path.join(dir, 'launch-helper.js');
-  if (existsSync(beside)) return { file: beside, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
-  const source = path.join(dir, '..', 'host', 'launchHelperMain.ts');
-  if (__filename.endsWith('.ts') && existsSync(source)) {
-    try {
-      const tsx = createRequire(__filename).resolve('tsx/cjs');
-      return { file: source, execArgv: [...LAUNCH_HELPER_NODE_OPTIONS, '--require', tsx] };
-    } catch {
-      // tsx is not installed: try a build below.
-    }
-  }
-  const built = path.join(dir, '..', '..', 'dist', 'launch-helper.js');
-  if (existsSync(built)) return { file: built, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
-  return undefined;
-}
-
 export interface AttemptLauncherOptions {
-  /** undefined: locateLaunchHelper(); null: always launch in-process. */
+  /**
+   * The helper to fork; null: always launch in-process (by choice, without a warning);
+   * undefined: none was found, so launch in-process after one warning.
+   */
   entry?: LaunchHelperEntry | null;
   /** Warnings worth a log entry (the fallback to in-process launching). */
   warn?: (message: string, details: Record<string, unknown>) => void;
@@ -136,10 +105,8 @@ export class AttemptLauncher {
   private nextCheckpointId = 0;
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
-    this.entry = options.entry === undefined ? locateLaunchHelper() : (options.entry ?? undefined);
-    // Windows has no process groups to end when the helper or the engine dies (the helper's
-    // cleanup is POSIX-only): launch in-process there, as before, unless a helper is asked for.
-    if (options.entry === null || (options.entry === undefined && process.platform === 'win32')) this.inProcess = true;
+    this.entry = options.entry ?? undefined;
+    if (options.entry === null) this.inProcess = true;
   }
 
   /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */

@@ -4,12 +4,16 @@
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';
+import type { LaunchHelperEntry } from '../core/launchHelperClient';
 import { startHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock, FromHostMessage, ToHostMessage } from '../shared/hostProtocol';
+import { locateLaunchHelper } from './launchHelperEntry';
 import { acquireLock, writeAtomically } from './lock';
 
-export interface HostOptions extends Omit<EngineOptions, 'storageDir'> {
+export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
   storageDir: string;
+  /** The launch helper the engine forks; undefined: the one locateLaunchHelper() finds. */
+  launchHelper?: LaunchHelperEntry | null;
   host: string;
   port: number;
   token?: string;
@@ -41,7 +45,8 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
 
   let engine: Engine | undefined;
   try {
-    engine = await Engine.create({ ...options, storageDir: options.storageDir });
+    const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
+    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper });
     // The first poll completes before the server accepts a request (contract section 3).
     await engine.start();
     const server = await startHttpServer(engine, {
