@@ -11,7 +11,7 @@ import { hostArgsFor, onDidChangeConfig, parseRemoteUrl, readConfig } from './co
 import { ContextKeys, REMOTE_TOKEN_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
-import type { EngineHost, HostExit, HostStartResult } from './engineHost';
+import type { HostExit, HostProcess, HostStartResult } from './hostProcess';
 import type { QueueFolders } from './queue';
 
 /**
@@ -57,7 +57,7 @@ export class EngineController extends Disposable {
 
   constructor(
     private readonly context: vscode.ExtensionContext,
-    private readonly host: EngineHost,
+    private readonly host: HostProcess,
     private readonly client: EngineClient,
     private readonly queueFolders: QueueFolders,
     private readonly output: vscode.LogOutputChannel,
