@@ -7,7 +7,7 @@ import { endGroup, signalGroup } from './processGroup';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
-/** Between SIGTERM and SIGKILL when an attempt times out (contract section 3). */
+/** Between SIGTERM and SIGKILL when an attempt times out: time for its command to clean up. */
 export const KILL_GRACE_MS = 5000;
 
 export interface AttemptResult {

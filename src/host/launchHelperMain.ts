@@ -58,9 +58,9 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
 }
 
 /**
- * Starts a checkpoint process for the engine. Forking here costs this small process a few ms;
- * in the engine host (up to 1 GB at 1,000,000 log entries) the same fork blocked its event loop
- * for 16-30 ms. The process lowers its own priority (checkpointWorker.ts).
+ * Starts a checkpoint process for the engine. Forking here costs this small process a few ms; the
+ * same fork from the engine host, whose memory grows with its logs, stalls the engine's event loop
+ * for longer (docs/PERFORMANCE.md). The process lowers its own priority (checkpointWorker.ts).
  */
 function checkpoint(checkpointId: number, args: string[]): void {
   let answered = false;
