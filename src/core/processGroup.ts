@@ -1,7 +1,7 @@
 // Signals to an attempt's process group. Each attempt is spawned as the leader of a group of its
 // own, so one signal to the group reaches every process the attempt started, including the ones
-// its command left running in the background. POSIX only: Windows has no process groups, and its
-// callers end the attempt's own process instead.
+// its command left running in the background. POSIX only: Windows has no process groups, so the
+// callers check the platform first.
 
 /**
  * Sends `signal` to every process of the group `pgid` (signal 0 only asks whether any exists).
