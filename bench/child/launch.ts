@@ -6,7 +6,8 @@ import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer } from '../../src/server/server';
 import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
-import type { AttemptLauncher } from '../../src/core/launchHelper';
+import type { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 
 interface Config {
   root: string;
@@ -88,6 +89,8 @@ async function main(): Promise<void> {
     // A snapshot at every interval with a change: the engine's default waits for 1 MiB of journal,
     // more than a whole run writes, and scenario 3 asks for the loop delay with snapshots included.
     snapshotMinJournalBytes: 0,
+    // The bundle beside this one, as the engine host finds it beside dist/cli.js.
+    launchHelper: locateLaunchHelper(),
   });
   const workerMs: number[] = [];
   const snapshotParts: { part: string; ms: number; at: number }[] = [];

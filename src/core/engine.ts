@@ -18,8 +18,8 @@ import { ENGINE_NAME } from '../shared/api';
 import { healthStatus } from '../shared/health';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
 import type { ItemDefinition } from './items';
-import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
-import { AttemptLauncher, type LaunchHelperEntry } from './launchHelper';
+import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
+import { AttemptLauncher, type LaunchHelperEntry } from './launchHelperClient';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
 import { PersistencePolicy } from './persistence';
@@ -69,8 +69,9 @@ export interface EngineOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /**
-   * Where attempts are spawned: undefined, a launch helper process found beside the engine
-   * (src/core/launchHelper.ts); an entry, that helper; null, the engine's own process.
+   * Where attempts are spawned: an entry, in that launch helper process (found by the host,
+   * src/host/launchHelperEntry.ts); null, in the engine's own process; undefined, none was found:
+   * in the engine's own process after one warning.
    */
   launchHelper?: LaunchHelperEntry | null;
 }

@@ -7,7 +7,7 @@ import { registerDashboard } from './dashboard/dashboard';
 import { Disposable } from './dispose';
 import { EngineClient } from './engineClient';
 import { EngineController } from './engineController';
-import { EngineHost } from './engineHost';
+import { HostProcess } from './hostProcess';
 import { EngineModel } from './engineModel';
 import { LiveLog } from './liveLog';
 import { LogsModel } from './logsModel';
@@ -20,7 +20,7 @@ export class Container extends Disposable {
   readonly output: vscode.LogOutputChannel;
   readonly client: EngineClient;
   readonly queue: QueueFolders;
-  readonly host: EngineHost;
+  readonly host: HostProcess;
   readonly model: EngineModel;
   readonly logs: LogsModel;
   readonly controller: EngineController;
@@ -34,7 +34,7 @@ export class Container extends Disposable {
     this.output = this._register(vscode.window.createOutputChannel('Engine Monitor', { log: true }));
     this.client = this._register(new EngineClient());
     this.queue = this._register(new QueueFolders());
-    this.host = this._register(new EngineHost(this.output));
+    this.host = this._register(new HostProcess(this.output));
     this.model = this._register(new EngineModel(this.client));
     this.logs = this._register(new LogsModel(this.client, context.workspaceState));
     this.controller = this._register(

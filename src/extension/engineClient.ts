@@ -1,6 +1,6 @@
 // EngineClient: the HTTP API plus one /events stream, behind the EngineConnection interface that
 // every view and the dashboard read through. It knows nothing about how the engine was started;
-// EngineHost tells it where the engine is (setEndpoint).
+// EngineController tells it where the engine is (setEndpoint).
 import * as vscode from 'vscode';
 import type { ErrorBody, HealthResponse, LogEntry, StatsOverview } from '../shared/api';
 import { Disposable, toDisposable } from './dispose';

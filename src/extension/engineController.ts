@@ -1,24 +1,21 @@
 // EngineController: the policy around the engine host process. When to start it (auto-start only
 // with a queue folder and engine.autoStart), restarts after a crash (with backoff, telling the
 // user once), restarts when a setting the host reads changes, Workspace Trust, attaching to
-// another window's engine when the storage folder is locked, remote mode (monitoring a headless
-// engine at engineMonitor.remote.url instead of forking one), and the control commands.
+// another window's engine when the storage folder is locked, and the control commands. It owns
+// the window's mode (engineMode.ts); remote mode, monitoring a headless engine at
+// engineMonitor.remote.url instead of forking one, is in remoteEngine.ts.
 import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
-import type { ControlCommand, EngineLock } from '../shared/hostProtocol';
-import { hostArgsFor, onDidChangeConfig, parseRemoteUrl, readConfig } from './config';
-import { ContextKeys, REMOTE_TOKEN_SECRET } from './constants';
+import type { ControlCommand } from '../shared/hostProtocol';
+import { hostArgsFor, onDidChangeConfig, readConfig } from './config';
+import { ContextKeys } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
-import type { EngineHost, HostExit, HostStartResult } from './engineHost';
+import { hostStateOf, type EngineMode, type HostState } from './engineMode';
+import type { HostExit, HostProcess, HostStartResult } from './hostProcess';
 import type { QueueFolders } from './queue';
-
-/**
- * off: no engine; starting; running: our own host; attached: another window's engine; remote: a
- * headless engine at engineMonitor.remote.url; failed: gave up (or a bad remote URL).
- */
-export type HostState = 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed';
+import { RemoteEngine } from './remoteEngine';
 
 /**
  * A control command (start, stop, retry…) that this window cannot send: control travels over the
@@ -35,14 +32,8 @@ const STABLE_UPTIME_MS = 60_000;
 const ATTACH_RETRY_MS = 3000;
 
 export class EngineController extends Disposable {
-  private _state: HostState = 'off';
-  private _lastError: string | undefined;
-  private attachedTo: EngineLock | undefined;
-  /** The remote engine's base URL while in remote mode. */
-  private remoteUrl: string | undefined;
-  /** engineMonitor.remote.url is set but is not a usable URL (state failed). */
-  private remoteInvalid = false;
-  private argsKey: string | undefined;
+  private mode: EngineMode = { kind: 'local', state: 'off' };
+  private readonly remoteEngine: RemoteEngine;
   private crashes = 0;
   private toldAboutCrash = false;
   private toldAboutPort = new Set<number>();
@@ -50,6 +41,7 @@ export class EngineController extends Disposable {
   private attachTimer: NodeJS.Timeout | undefined;
   /** Serialises start/stop/restart so two commands never fork two hosts. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** deactivate() has begun: whatever mode this window is in, nothing starts or restarts now. */
   private shuttingDown = false;
 
   private readonly _onDidChangeState = this._register(new vscode.EventEmitter<HostState>());
@@ -57,7 +49,7 @@ export class EngineController extends Disposable {
 
   constructor(
     private readonly context: vscode.ExtensionContext,
-    private readonly host: EngineHost,
+    private readonly host: HostProcess,
     private readonly client: EngineClient,
     private readonly queueFolders: QueueFolders,
     private readonly output: vscode.LogOutputChannel,
@@ -65,6 +57,9 @@ export class EngineController extends Disposable {
     private readonly engineState: () => EngineState | undefined,
   ) {
     super();
+    this.remoteEngine = this._register(
+      new RemoteEngine({ mode: () => this.mode, setMode: (m) => this.setMode(m), stopLocal: (why) => this.stopLocal(why) }, context.secrets, client, output),
+    );
     this._register(host.onDidExit((e) => this.onHostExit(e)));
     this._register(onDidChangeConfig(() => void this.onConfigChanged()));
     this._register(vscode.workspace.onDidChangeWorkspaceFolders(() => void this.onConfigChanged()));
@@ -72,41 +67,36 @@ export class EngineController extends Disposable {
     this._register(queueFolders.onDidChange(() => void this.onQueueFoldersChanged()));
     this._register(client.onDidChangeConnection((connected) => this.onConnectionChanged(connected)));
     this._register(
-      context.secrets.onDidChange((e) => {
-        if (e.key === REMOTE_TOKEN_SECRET) void this.onRemoteTokenChanged();
-      }),
-    );
-    this._register(
       toDisposable(() => {
         clearTimeout(this.restartTimer);
         clearTimeout(this.attachTimer);
       }),
     );
-    void vscode.commands.executeCommand('setContext', ContextKeys.hostState, this._state);
+    void vscode.commands.executeCommand('setContext', ContextKeys.hostState, this.state);
   }
 
   get state(): HostState {
-    return this._state;
+    return hostStateOf(this.mode);
   }
 
-  /** Why the last start failed, for the views' welcome text. */
+  /** Why the engine failed (state failed), for the status bar. */
   get lastError(): string | undefined {
-    return this._lastError;
+    return 'error' in this.mode ? this.mode.error : undefined;
   }
 
   /** Pid of the engine host we talk to: our child, or the owner we attached to (none for a remote engine). */
   get enginePid(): number | undefined {
-    if (this._state === 'remote') return undefined;
-    return this._state === 'attached' ? this.attachedTo?.pid : this.host.pid;
+    if (this.state === 'remote') return undefined;
+    return this.mode.kind === 'attached' ? this.mode.lock.pid : this.host.pid;
   }
 
   /** The remote engine's base URL while this window monitors one (engineMonitor.remote.url). */
   get remote(): string | undefined {
-    return this._state === 'remote' ? this.remoteUrl : undefined;
+    return this.remoteEngine.url;
   }
 
   get isOwner(): boolean {
-    return this._state === 'running' && this.host.isRunning;
+    return this.state === 'running' && this.host.isRunning;
   }
 
   /**
@@ -123,7 +113,7 @@ export class EngineController extends Disposable {
   /** Command "Start Engine": fork the host if needed, else tell a stopped engine to launch again. */
   async start(): Promise<void> {
     this.throwIfRemote('start');
-    if (this._state === 'attached') return this.notOwner();
+    if (this.mode.kind === 'attached') return this.notOwner();
     if (this.isOwner) {
       await this.control({ command: 'start' });
       return;
@@ -134,7 +124,7 @@ export class EngineController extends Disposable {
   /** Command "Stop Engine": the engine stops launching; the server keeps answering (state "stopped"). */
   async stop(): Promise<void> {
     this.throwIfRemote('stop');
-    if (this._state === 'attached') return this.notOwner();
+    if (this.mode.kind === 'attached') return this.notOwner();
     if (!this.isOwner) {
       void vscode.window.showInformationMessage('The engine is not running.');
       return;
@@ -145,7 +135,7 @@ export class EngineController extends Disposable {
   /** Command "Restart Engine": a fresh host process, keeping a user's "stopped". */
   async restart(): Promise<void> {
     this.throwIfRemote('restart');
-    if (this._state === 'attached') {
+    if (this.mode.kind === 'attached') {
       this.client.reconnectNow();
       return;
     }
@@ -154,7 +144,7 @@ export class EngineController extends Disposable {
 
   async control(command: ControlCommand): Promise<unknown> {
     this.throwIfRemote(command.command);
-    if (this._state === 'attached') {
+    if (this.mode.kind === 'attached') {
       this.notOwner();
       return undefined;
     }
@@ -168,27 +158,27 @@ export class EngineController extends Disposable {
     clearTimeout(this.attachTimer);
     this.client.setEndpoint(undefined, undefined);
     await this.host.shutdown();
-    this.setState('off');
+    this.setMode({ kind: 'local', state: 'off' });
   }
 
   private throwIfRemote(what: string): void {
-    if (this._state !== 'remote') return;
-    throw new ControlUnavailableError(
-      `This window monitors the remote engine at ${this.remoteUrl}; its HTTP API is read-only, so "${what}" cannot be sent from here. ` +
-        'Control a remote engine where it runs (its terminal, service or container), or clear engineMonitor.remote.url to run an engine in this window.',
-    );
+    const refusal = this.remoteEngine.controlRefusal(what);
+    if (refusal) throw new ControlUnavailableError(refusal);
   }
 
   private notOwner(): void {
-    const pid = this.attachedTo?.pid;
+    const pid = this.mode.kind === 'attached' ? this.mode.lock.pid : undefined;
     void vscode.window.showInformationMessage(
       `This window shows the engine started by another VS Code window (pid ${pid ?? '?'}). Control it from that window.`,
     );
   }
 
-  private setState(state: HostState): void {
-    if (this._state === state) return;
-    this._state = state;
+  /** Listeners hear of a new state only; a mode's data may change under the same state. */
+  private setMode(mode: EngineMode): void {
+    const before = this.state;
+    this.mode = mode;
+    const state = this.state;
+    if (state === before) return;
     void vscode.commands.executeCommand('setContext', ContextKeys.hostState, state);
     this._onDidChangeState.fire(state);
   }
@@ -219,15 +209,14 @@ export class EngineController extends Disposable {
     const storage = this.context.storageUri;
     const folders = this.queueFolders.workspaceFolderPaths();
     if (!storage || folders.length === 0) {
-      this._lastError = 'Open a folder to run the engine.';
-      this.setState('failed');
+      this.setMode({ kind: 'local', state: 'failed', error: 'Open a folder to run the engine.' });
       return;
     }
     await fs.mkdir(storage.fsPath, { recursive: true });
     const config = readConfig();
     const args = hostArgsFor(config);
-    this.argsKey = JSON.stringify([args, folders]);
-    this.setState('starting');
+    const argsKey = JSON.stringify([args, folders]);
+    this.setMode({ kind: 'local', state: 'starting' });
     const result = await this.host.start({
       cliPath: vscode.Uri.joinPath(this.context.extensionUri, 'dist', 'cli.js').fsPath,
       storageDir: storage.fsPath,
@@ -236,61 +225,29 @@ export class EngineController extends Disposable {
       restricted: !vscode.workspace.isTrusted,
       stopped,
     });
-    this.onStartResult(result, config.server.token);
+    this.onStartResult(result, config.server.token, argsKey);
   }
 
-  /**
-   * Remote mode: stop our own host if one runs (a remote engine replaces it), then point the
-   * client at engineMonitor.remote.url with the token from SecretStorage.
-   */
   private useRemote(): Promise<void> {
     return this.serialize(async () => {
       if (this.shuttingDown || this.isDisposed) return;
-      const parsed = parseRemoteUrl(readConfig().remote.url);
-      if (!parsed.url) return this.leaveRemoteOrFail(parsed.error);
-      clearTimeout(this.restartTimer);
-      clearTimeout(this.attachTimer);
-      this.attachedTo = undefined;
-      if (this.host.isRunning) {
-        this.output.info('engineMonitor.remote.url is set: stopping this window\'s engine host.');
-        await this.host.shutdown();
-      }
-      const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
-      this._lastError = undefined;
-      this.remoteInvalid = false;
-      this.remoteUrl = parsed.url;
-      this.output.info(`Monitoring the remote engine at ${parsed.url} (${token ? 'with' : 'without'} a token).`);
-      this.client.setEndpoint(parsed.url, token);
-      this.setState('remote');
+      await this.remoteEngine.use();
     });
   }
 
-  /** A remote URL that is not one: say so (state failed) instead of silently running locally. */
-  private async leaveRemoteOrFail(error: string | undefined): Promise<void> {
-    if (!error) return;
-    if (this.host.isRunning) await this.host.shutdown();
-    this.remoteUrl = undefined;
-    this.remoteInvalid = true;
-    this.client.setEndpoint(undefined, undefined);
-    this._lastError = error;
-    this.setState('failed');
-    void vscode.window.showErrorMessage(`Engine Monitor: ${error}`, 'Open Settings').then((choice) => {
-      if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'engineMonitor.remote.url');
-    });
+  /** A remote engine (or a bad remote URL) replaces this window's own engine host. */
+  private async stopLocal(why?: string): Promise<void> {
+    clearTimeout(this.restartTimer);
+    clearTimeout(this.attachTimer);
+    if (!this.host.isRunning) return;
+    if (why) this.output.info(why);
+    await this.host.shutdown();
   }
 
-  private async onRemoteTokenChanged(): Promise<void> {
-    if (this._state !== 'remote') return;
-    const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
-    if (this._state === 'remote') this.client.setEndpoint(this.remoteUrl, token);
-  }
-
-  private onStartResult(result: HostStartResult, token: string): void {
+  private onStartResult(result: HostStartResult, token: string, argsKey: string): void {
     switch (result.kind) {
       case 'ready':
-        this._lastError = undefined;
-        this.attachedTo = undefined;
-        this.setState('running');
+        this.setMode({ kind: 'local', state: 'running', argsKey });
         this.client.setEndpoint(result.url, token);
         if (result.requestedPort !== undefined && !this.toldAboutPort.has(result.requestedPort)) {
           this.toldAboutPort.add(result.requestedPort);
@@ -300,17 +257,14 @@ export class EngineController extends Disposable {
         }
         break;
       case 'locked':
-        this._lastError = undefined;
-        this.attachedTo = result.lock;
-        this.setState('attached');
+        this.setMode({ kind: 'attached', lock: result.lock });
         this.client.setEndpoint(result.lock.url, token);
         // If the owner does not answer either, try again to take over (onConnectionChanged).
         if (!this.client.connected) this.onConnectionChanged(false);
         break;
       case 'failed':
-        this._lastError = result.message;
         this.client.setEndpoint(undefined, undefined);
-        this.setState('failed');
+        this.setMode({ kind: 'local', state: 'failed', error: result.message });
         void vscode.window
           .showErrorMessage(`Engine Monitor could not start the engine: ${result.message}`, 'Show Output', 'Open Settings')
           .then((choice) => {
@@ -331,14 +285,14 @@ export class EngineController extends Disposable {
     this.crashes++;
     const how = e.signal ?? `exit code ${e.code}`;
     if (delay === undefined) {
-      this._lastError = `The engine host kept exiting (${how}).`;
-      this.setState('failed');
-      void vscode.window.showErrorMessage(`Engine Monitor: ${this._lastError} It was not restarted again.`, 'Show Output')
+      const error = `The engine host kept exiting (${how}).`;
+      this.setMode({ kind: 'local', state: 'failed', error });
+      void vscode.window.showErrorMessage(`Engine Monitor: ${error} It was not restarted again.`, 'Show Output')
         .then((c) => c && this.output.show(true));
       return;
     }
     this.output.warn(`Engine host exited unexpectedly (${how}); restarting in ${delay} ms.`);
-    this.setState('starting');
+    this.setMode({ kind: 'local', state: 'starting' });
     if (!this.toldAboutCrash) {
       this.toldAboutCrash = true;
       void vscode.window.showWarningMessage(`The engine stopped unexpectedly (${how}). Engine Monitor is restarting it.`, 'Show Output')
@@ -352,37 +306,34 @@ export class EngineController extends Disposable {
     const config = readConfig();
     if (config.remote.url) {
       // Switch to (or between) remote engines without a reload.
-      if (this._state !== 'remote' || parseRemoteUrl(config.remote.url).url !== this.remoteUrl) await this.useRemote();
+      if (!this.remoteEngine.monitors(config.remote.url)) await this.useRemote();
       return;
     }
-    if (this._state === 'remote' || this.remoteInvalid) {
+    if (this.mode.kind === 'remote') {
       // The remote URL was cleared: back to this window's own engine.
-      this.output.info('engineMonitor.remote.url was cleared: running the engine in this window again.');
-      this.remoteUrl = undefined;
-      this.remoteInvalid = false;
-      this.client.setEndpoint(undefined, undefined);
-      this._lastError = undefined;
-      this.setState('off');
+      this.remoteEngine.leave();
       await this.autoStart();
       return;
     }
-    if (this._state === 'attached') {
-      this.client.setEndpoint(this.attachedTo?.url, config.server.token);
+    if (this.mode.kind === 'attached') {
+      this.client.setEndpoint(this.mode.lock.url, config.server.token);
       return;
     }
-    if (this.isOwner) {
+    const mode = this.mode;
+    if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
+      // This window owns the engine (isOwner): restart it if what it was started with changed.
       const key = JSON.stringify([hostArgsFor(config), this.queueFolders.workspaceFolderPaths()]);
-      if (key !== this.argsKey) {
+      if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
         await this.restartHost(this.engineState() === 'stopped');
       }
       return;
     }
-    if (this._state === 'off' || this._state === 'failed') await this.autoStart();
+    if (this.state === 'off' || this.state === 'failed') await this.autoStart();
   }
 
   private async onQueueFoldersChanged(): Promise<void> {
-    if (this._state === 'off') await this.autoStart();
+    if (this.state === 'off') await this.autoStart();
   }
 
   private async onTrustGranted(): Promise<void> {
@@ -398,11 +349,11 @@ export class EngineController extends Disposable {
   /** Attached to another window's engine and it went away: take over (or attach to its successor). */
   private onConnectionChanged(connected: boolean): void {
     clearTimeout(this.attachTimer);
-    if (connected || this._state !== 'attached' || this.shuttingDown) return;
+    if (connected || this.mode.kind !== 'attached' || this.shuttingDown) return;
     this.attachTimer = setTimeout(() => {
-      if (this._state !== 'attached' || this.client.connected) return;
+      if (this.mode.kind !== 'attached' || this.client.connected) return;
       this.output.info('The engine this window was attached to is gone; starting one here.');
-      this.setState('off');
+      this.setMode({ kind: 'local', state: 'off' });
       void this.startHost(false);
     }, ATTACH_RETRY_MS);
   }

@@ -1,9 +1,11 @@
-// `engine-monitor serve …`: the engine and its HTTP API without VS Code (contract section 7).
-// The VS Code extension forks this same file, so headless and embedded engines are one program.
+// `engine-monitor serve …`: the engine and its HTTP API without VS Code. Its flags, its output and
+// its exit codes are a public interface that scripts rely on. The VS Code extension forks this
+// same file, so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
 import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
 import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
-import { serveControlChannel, startEngineHost } from './engineHost';
+import { serveControlChannel } from './controlChannel';
+import { startEngineHost } from './engineHost';
 
 const processStartedAt = Date.now() - Math.round(process.uptime() * 1000);
 

@@ -1,15 +1,20 @@
 // The engine host: wires the engine core to the HTTP server in one process of its own, so the
 // VS Code extension host never runs engine work. Used by `engine-monitor serve` and forked by the
-// extension like a language server (control messages then arrive over the IPC channel).
+// extension like a language server (control messages then arrive over the IPC channel,
+// controlChannel.ts).
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';
+import type { LaunchHelperEntry } from '../core/launchHelperClient';
 import { startHttpServer } from '../server/server';
-import type { EndpointFile, EngineLock, FromHostMessage, ToHostMessage } from '../shared/hostProtocol';
+import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
+import { locateLaunchHelper } from './launchHelperEntry';
 import { acquireLock, writeAtomically } from './lock';
 
-export interface HostOptions extends Omit<EngineOptions, 'storageDir'> {
+export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
   storageDir: string;
+  /** The launch helper the engine forks; undefined: the one locateLaunchHelper() finds. */
+  launchHelper?: LaunchHelperEntry | null;
   host: string;
   port: number;
   token?: string;
@@ -41,8 +46,10 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
 
   let engine: Engine | undefined;
   try {
-    engine = await Engine.create({ ...options, storageDir: options.storageDir });
-    // The first poll completes before the server accepts a request (contract section 3).
+    const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
+    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper });
+    // The first poll completes before the server accepts a request, so no client ever sees an
+    // engine that has not looked at its queue yet.
     await engine.start();
     const server = await startHttpServer(engine, {
       host: options.host,
@@ -84,42 +91,4 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
     lock.release();
     throw err;
   }
-}
-
-/** Serves control requests from a parent process (the VS Code extension) over the IPC channel. */
-export function serveControlChannel(host: RunningHost, send: (m: FromHostMessage) => void): void {
-  process.on('message', (raw: unknown) => {
-    const message = raw as ToHostMessage;
-    if (!message || message.type !== 'control') return;
-    const reply = (result: { ok: true; result?: unknown } | { ok: false; error: string }) =>
-      send({ type: 'controlResult', requestId: message.requestId, ...result });
-    void (async () => {
-      try {
-        const engine = host.engine;
-        switch (message.command) {
-          case 'start':
-            engine.startLaunching();
-            return reply({ ok: true });
-          case 'stop':
-            engine.stopLaunching();
-            return reply({ ok: true });
-          case 'pollNow':
-            await engine.pollNow();
-            return reply({ ok: true });
-          case 'retryItem':
-            engine.retryItem(message.itemId);
-            return reply({ ok: true });
-          case 'retryAllFailed':
-            return reply({ ok: true, result: engine.retryAllFailed() });
-          case 'grantTrust':
-            engine.grantTrust();
-            return reply({ ok: true });
-          default:
-            return reply({ ok: false, error: `unknown control command ${(message as { command: string }).command}` });
-        }
-      } catch (err) {
-        reply({ ok: false, error: (err as Error).message });
-      }
-    })();
-  });
 }

@@ -1,4 +1,4 @@
-// The launch helper: a small, long-lived process the engine forks (src/core/launchHelper.ts) to
+// The launch helper: a small, long-lived process the engine forks (src/core/launchHelperClient.ts) to
 // spawn attempts on its behalf. child_process.spawn() blocks the calling thread while libuv forks
 // and waits for the exec, and fork's cost grows with the parent's memory; the engine host holds
 // 100–800 MB (sql.js, logs), this process a few tens, so each spawn is cheaper and none of it
@@ -12,10 +12,12 @@
 // It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
-// Bundled alone to dist/launch-helper.js: import nothing beyond the launcher.
+// Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
+// src/core/processGroup.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { groupAlive, KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/launcher';
-import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchProtocol';
+import { KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/attemptProcess';
+import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
+import { groupAlive, signalGroup } from '../core/processGroup';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
 const ORPHAN_GRACE_MS = 2000;
@@ -23,7 +25,7 @@ const ORPHAN_GRACE_MS = 2000;
 const runs = new Map<number, RunningAttempt>();
 /**
  * Process groups that may still hold processes: running attempts, and finished ones for as long
- * as the launcher may still be reaping what they left behind.
+ * as launchAttempt may still be reaping what they left behind.
  */
 const groups = new Set<number>();
 let ending = false;
@@ -56,9 +58,9 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
 }
 
 /**
- * Starts a checkpoint process for the engine. Forking here costs this small process a few ms;
- * in the engine host (up to 1 GB at 1,000,000 log entries) the same fork blocked its event loop
- * for 16-30 ms. The process lowers its own priority (checkpointWorker.ts).
+ * Starts a checkpoint process for the engine. Forking here costs this small process a few ms; the
+ * same fork from the engine host, whose memory grows with its logs, stalls the engine's event loop
+ * for longer (docs/PERFORMANCE.md). The process lowers its own priority (checkpointWorker.ts).
  */
 function checkpoint(checkpointId: number, args: string[]): void {
   let answered = false;
@@ -85,11 +87,7 @@ function checkpoint(checkpointId: number, args: string[]): void {
 
 function signalGroups(signal: NodeJS.Signals): void {
   for (const pgid of groups) {
-    try {
-      process.kill(-pgid, signal);
-    } catch {
-      groups.delete(pgid); // ESRCH: nothing left in it
-    }
+    if (!signalGroup(pgid, signal)) groups.delete(pgid); // nothing left in it
   }
 }
 

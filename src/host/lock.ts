@@ -1,4 +1,4 @@
-// One engine per storage folder (contract section 5): `engine.lock` holds the owner's pid and URL.
+// One engine per storage folder: `engine.lock` holds the owner's pid and URL.
 // A second engine (another VS Code window on the same workspace, or a second `serve`) finds the
 // lock held by a live process and attaches to that engine instead of starting its own.
 import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';

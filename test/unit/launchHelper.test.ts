@@ -1,5 +1,5 @@
 // The launch helper (src/host/launchHelperMain.ts) and the engine's client of it
-// (src/core/launchHelper.ts), with real processes and the real IPC channel: launches, the helper
+// (src/core/launchHelperClient.ts), with real processes and the real IPC channel: launches, the helper
 // killed under running attempts, a helper that cannot start, engine shutdown, and an engine
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
@@ -8,7 +8,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
-import { AttemptLauncher, LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/core/launchHelper';
+import { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { serve } from './support/cli';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
@@ -35,7 +36,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     });
 
     it('runs attempts in the helper with the launcher semantics: output, exit codes, env, ENOENT', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const ok = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2).done;
       assert.equal(launcher.mode, 'helper');
       const helper = launcher.helperPid!;
@@ -56,7 +57,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     });
 
     it('reports the pid once the helper started the process, and terminate() ends its group', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG] }), 1);
       const pid = await waitFor('the pid', () => run.pid ?? undefined);
       await waitFor('the process to run', () => processAlive(pid));
@@ -68,7 +69,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     });
 
     it('times out an attempt in the helper (SIGTERM to the group, the output kept)', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const started = Date.now();
       const r = await launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 500 }), 1).done;
       assert.equal(r.timedOut, true);
@@ -78,7 +79,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     });
 
     it('when the helper is killed: its attempts fail with a clear error, their processes are ended, the next launch gets a new helper', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const runs = [1, 2].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', HANG] }), 1));
       const pids = await waitFor('both pids', () => runs.every((r) => r.pid !== null) && runs.map((r) => r.pid!));
       const helper = launcher.helperPid!;
@@ -99,7 +100,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
     });
 
     it('restarts a helper that keeps dying later and later', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const gaps: number[] = [];
       for (let i = 0; i < 4; i++) {
         const t = Date.now();

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/launcher';
+import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/attemptProcess';
 import { isAlive } from '../../src/host/lock';
 import { itemDefinition, waitFor } from './support/workspace';
 

@@ -7,7 +7,8 @@ import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
-import { AttemptLauncher } from '../../src/core/launchHelper';
+import { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** Counts the synchronous fdatasyncs the store makes (it calls them through the fs module) until restored. */
@@ -579,7 +580,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     /** A store whose checkpoints go through a ready launch helper, as the engine wires it. */
     async function openWithHelper(notes: StoreNote[] = []): Promise<{ store: Store; helperPid: number }> {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const l = launcher;
       // The helper starts with the first launch; a checkpoint asked for before that runs on a thread.
       assert.equal((await l.launch(1, itemDefinition({}), 1).done).succeeded, true);
@@ -676,7 +677,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     });
 
     it('without a ready helper the checkpoint runs on a thread, and the helper is started for the next one', async () => {
-      launcher = new AttemptLauncher();
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const l = launcher;
       const { store } = await Store.open({ storageDir: ws.storage, runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
       open.push(store);

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../../../src/core/engine';
 import type { ItemDefinition } from '../../../src/core/items';
+import { locateLaunchHelper } from '../../../src/host/launchHelperEntry';
 import type { LogEntry } from '../../../src/shared/api';
 
 export const NODE = process.execPath;
@@ -47,6 +48,8 @@ export class TempWorkspace {
       version: '0.0.0-test',
       backoffBaseMs: 20,
       backoffMaxMs: 200,
+      // As the engine host does: the helper's source under tsx, so tests run what they test.
+      launchHelper: locateLaunchHelper(),
       ...overrides,
     };
   }

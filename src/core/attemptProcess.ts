@@ -3,10 +3,11 @@
 // every process it started, not just the first one.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ItemDefinition } from './items';
+import { endGroup, signalGroup } from './processGroup';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
-/** Between SIGTERM and SIGKILL when an attempt times out (contract section 3). */
+/** Between SIGTERM and SIGKILL when an attempt times out: time for its command to clean up. */
 export const KILL_GRACE_MS = 5000;
 
 export interface AttemptResult {
@@ -24,7 +25,7 @@ export interface AttemptResult {
 }
 
 export interface RunningAttempt {
-  /** null while a launch helper has not reported it yet (src/core/launchHelper.ts), or when the spawn failed. */
+  /** null while a launch helper has not reported it yet (src/core/launchHelperClient.ts), or when the spawn failed. */
   readonly pid: number | null;
   readonly done: Promise<AttemptResult>;
   /** Ends the attempt early (engine shutdown): SIGTERM to the group, SIGKILL after the grace. */
@@ -69,19 +70,15 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
   let timeoutTimer: NodeJS.Timeout | undefined;
   const pid = child?.pid ?? null;
 
-  const signalGroup = (signal: NodeJS.Signals) => {
+  const signalAttempt = (signal: NodeJS.Signals) => {
     if (pid === null) return;
-    try {
-      if (isWindows) child.kill(signal);
-      else process.kill(-pid, signal);
-    } catch {
-      // ESRCH: the group is already gone.
-    }
+    if (isWindows) child.kill(signal);
+    else signalGroup(pid, signal);
   };
   const terminate = (graceMs = KILL_GRACE_MS) => {
-    signalGroup('SIGTERM');
+    signalAttempt('SIGTERM');
     if (!killTimer) {
-      killTimer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+      killTimer = setTimeout(() => signalAttempt('SIGKILL'), graceMs);
       killTimer.unref();
     }
   };
@@ -91,11 +88,7 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
       clearTimeout(timeoutTimer);
       // Whatever the leader left behind in its group (daemonised grandchildren holding our pipes)
       // belongs to this attempt: end it too so attempts never leak processes.
-      if (pid !== null && !isWindows && groupAlive(pid)) {
-        signalGroup('SIGTERM');
-        const reaper = setTimeout(() => groupAlive(pid) && signalGroup('SIGKILL'), KILL_GRACE_MS);
-        reaper.unref();
-      }
+      if (pid !== null && !isWindows) endGroup(pid, KILL_GRACE_MS);
       clearTimeout(killTimer);
       child?.stdout?.destroy();
       child?.stderr?.destroy();
@@ -176,16 +169,6 @@ export function resultWithoutProcess(startedAt: number, error: string): AttemptR
     stderrTail: '',
     pid: null,
   };
-}
-
-/** True while any process of the group `pgid` exists. */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Keeps the last `limit` bytes written to it, whatever arrives. */

@@ -1,7 +1,7 @@
 // Messages between the engine and its launch helper (src/host/launchHelperMain.ts) over the IPC
 // channel of child_process.fork. Types only: the helper's bundle must stay small.
 import type { ItemDefinition } from './items';
-import type { AttemptResult } from './launcher';
+import type { AttemptResult } from './attemptProcess';
 import type { CheckpointMessage } from './store';
 
 /** Engine → helper. */

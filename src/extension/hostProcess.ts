@@ -1,7 +1,9 @@
-// EngineHost: the engine host process (dist/cli.js serve), forked like a language server so the
-// extension host's own thread never does engine work (contract section 1). It owns the process's
-// life: spawn, the IPC handshake (ready / locked / fatal), control requests, crash detection and
-// a clean shutdown. Policy (when to start, restart on settings, attach) lives in EngineController.
+// HostProcess: the extension's side of the engine host process (dist/cli.js serve, whose main is
+// src/host/cli.ts), forked like a language server so the extension host's own thread never does
+// engine work: launching, the database and the HTTP API stay out of the editor. It owns the
+// process's life: spawn, the IPC handshake (ready / locked / fatal), control requests, crash
+// detection and a clean shutdown. Policy (when to start, restart on settings, attach) lives in
+// EngineController.
 import { fork, type ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ENGINE_HOST_NODE_OPTIONS, EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type FromHostMessage, type ToHostMessage } from '../shared/hostProtocol';
@@ -43,7 +45,7 @@ const HOST_GRACE_MS = 2_000;
 /** After SIGTERM, how long the host gets (grace + ending attempts + persisting) before SIGKILL. */
 const SHUTDOWN_GRACE_MS = 4_500;
 
-export class EngineHost extends Disposable {
+export class HostProcess extends Disposable {
   private child: ChildProcess | undefined;
   private readyAt = 0;
   private expectingExit = false;

@@ -1,4 +1,4 @@
-// The engine's side of the launch helper (src/host/launchHelperMain.ts): a small process forked
+// The engine's client of the launch helper (src/host/launchHelperMain.ts): a small process forked
 // once per engine that spawns attempts for it, so the engine's event loop never blocks in
 // child_process.spawn() (a fork of a 100–800 MB process, docs/PERFORMANCE.md).
 //
@@ -9,13 +9,15 @@
 //   helper, later and later if it keeps dying;
 // - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
 // - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
+//
+// Which file the helper is, and with which Node options it runs, is the host's knowledge
+// (src/host/launchHelperEntry.ts): it passes the entry in, and this file only forks it.
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import type { ItemDefinition } from './items';
-import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './launcher';
-import type { FromLaunchHelper, ToLaunchHelper } from './launchProtocol';
+import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
+import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
+import { endGroup } from './processGroup';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
@@ -24,43 +26,11 @@ export interface LaunchHelperEntry {
   execArgv: string[];
 }
 
-/**
- * The helper's V8 heap limits. It holds a few attempts and their output tails, so small heaps
- * cost nothing and keep a long-lived helper from growing: fork cost grows with memory. Measured
- * on the 2-core benchmark machine after 2,000 launches, three runs each: 62 MB RSS instead of 75,
- * spawn 1.74 ms instead of 1.89 (medians); adding --jitless --single-threaded saved 3 MB more and
- * no measurable time. Explicit, too, so the helper never inherits the engine's own options
- * (--cpu-prof, inspector flags).
- */
-export const LAUNCH_HELPER_NODE_OPTIONS = ['--max-old-space-size=64', '--max-semi-space-size=1'];
-
-/**
- * Finds the helper's entry:
- * 1. `launch-helper.js` beside the running bundle (dist/cli.js → dist/launch-helper.js);
- * 2. running from TypeScript sources (tests, tsx): the .ts entry under tsx's loader, so what runs
- *    is the source being tested, never a stale build;
- * 3. the repository's dist/launch-helper.js (another bundle, e.g. the benchmark's, two levels down).
- * Undefined when none exists: the engine then launches in-process.
- */
-export function locateLaunchHelper(dir = __dirname): LaunchHelperEntry | undefined {
-  const beside = path.join(dir, 'launch-helper.js');
-  if (existsSync(beside)) return { file: beside, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
-  const source = path.join(dir, '..', 'host', 'launchHelperMain.ts');
-  if (__filename.endsWith('.ts') && existsSync(source)) {
-    try {
-      const tsx = createRequire(__filename).resolve('tsx/cjs');
-      return { file: source, execArgv: [...LAUNCH_HELPER_NODE_OPTIONS, '--require', tsx] };
-    } catch {
-      // tsx is not installed: try a build below.
-    }
-  }
-  const built = path.join(dir, '..', '..', 'dist', 'launch-helper.js');
-  if (existsSync(built)) return { file: built, execArgv: LAUNCH_HELPER_NODE_OPTIONS };
-  return undefined;
-}
-
 export interface AttemptLauncherOptions {
-  /** undefined: locateLaunchHelper(); null: always launch in-process. */
+  /**
+   * The helper to fork; null: always launch in-process (by choice, without a warning);
+   * undefined: none was found, so launch in-process after one warning.
+   */
   entry?: LaunchHelperEntry | null;
   /** Warnings worth a log entry (the fallback to in-process launching). */
   warn?: (message: string, details: Record<string, unknown>) => void;
@@ -135,10 +105,8 @@ export class AttemptLauncher {
   private nextCheckpointId = 0;
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
-    this.entry = options.entry === undefined ? locateLaunchHelper() : (options.entry ?? undefined);
-    // Windows has no process groups to end when the helper or the engine dies (the helper's
-    // cleanup is POSIX-only): launch in-process there, as before, unless a helper is asked for.
-    if (options.entry === null || (options.entry === undefined && process.platform === 'win32')) this.inProcess = true;
+    this.entry = options.entry ?? undefined;
+    if (options.entry === null) this.inProcess = true;
   }
 
   /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */
@@ -365,7 +333,7 @@ export class AttemptLauncher {
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
-        if (a.pid !== null && signal === 'SIGKILL') endGroup(a.pid);
+        if (a.pid !== null && signal === 'SIGKILL') endAttemptGroup(a.pid);
         a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
@@ -378,7 +346,7 @@ export class AttemptLauncher {
     // Its attempts' processes live on in their own process groups; nobody would reap or time
     // them out now, so end them, and let the engine retry the attempts as failed.
     for (const a of h.attempts.values()) {
-      if (a.pid !== null) endGroup(a.pid);
+      if (a.pid !== null) endAttemptGroup(a.pid);
       a.finish({
         ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
@@ -420,20 +388,7 @@ export class AttemptLauncher {
   }
 }
 
-
 /** SIGTERM to the attempt's process group, SIGKILL after the usual grace if anything is left. */
-function endGroup(pgid: number): void {
-  if (process.platform === 'win32') return;
-  const signal = (s: NodeJS.Signals | 0) => {
-    try {
-      process.kill(-pgid, s);
-      return true;
-    } catch {
-      return false; // ESRCH: the group is gone
-    }
-  };
-  if (!signal('SIGTERM')) return;
-  setTimeout(() => {
-    if (signal(0)) signal('SIGKILL');
-  }, KILL_GRACE_MS).unref();
+function endAttemptGroup(pgid: number): void {
+  if (process.platform !== 'win32') endGroup(pgid, KILL_GRACE_MS);
 }

@@ -1,0 +1,34 @@
+// Which engine this window shows, with the data each kind needs: its own engine host (local),
+// another window's engine that owns the storage folder (attached), or a headless engine at
+// engineMonitor.remote.url (remote). The state the status bar, the views and the
+// `engineMonitor.hostState` context key use is derived from it.
+import type { EngineLock } from '../shared/hostProtocol';
+
+/**
+ * off: no engine; starting; running: our own host; attached: another window's engine; remote: a
+ * headless engine at engineMonitor.remote.url; failed: gave up (or a bad remote URL).
+ */
+export type HostState = 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed';
+
+export type EngineMode =
+  | { kind: 'local'; state: 'off' | 'starting' }
+  /** `argsKey`: the settings and folders it was started with; a change to them restarts it. */
+  | { kind: 'local'; state: 'running'; argsKey: string }
+  /** It could not start, or kept exiting; `error` says why. */
+  | { kind: 'local'; state: 'failed'; error: string }
+  /** Control goes to the window that owns `lock`; this one only reads the engine. */
+  | { kind: 'attached'; lock: EngineLock }
+  | { kind: 'remote'; url: string }
+  /** engineMonitor.remote.url is set but is not a usable URL: state failed, and no engine runs here. */
+  | { kind: 'remote'; url: undefined; error: string };
+
+export function hostStateOf(mode: EngineMode): HostState {
+  switch (mode.kind) {
+    case 'local':
+      return mode.state;
+    case 'attached':
+      return 'attached';
+    case 'remote':
+      return mode.url === undefined ? 'failed' : 'remote';
+  }
+}
