@@ -170,7 +170,9 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const now = helpersOf(process.pid);
       assert.equal(now.length, 1, 'a fresh helper');
       assert.notEqual(now[0], helper);
-      assert.equal(engine.health().status, 'healthy');
+      // At a 100 ms poll interval a loaded machine can let one poll slip past 3 intervals ("stalled"
+      // for a moment); what matters is that the engine runs on, healthy.
+      await waitFor('the engine healthy', () => engine!.health().status === 'healthy', 5000);
     });
 
     it('launches in-process with one warn entry when the helper cannot be started', async () => {

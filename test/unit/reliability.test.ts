@@ -92,13 +92,15 @@ describe('reliability: crashes and bad input', function () {
   });
 
   it('leaks no process: output floods, orphaned grandchildren, SIGTERM-deaf and self-signalling items', async () => {
+    // The marker is this run's own: another test run on the machine has leak probes too.
+    const marker = `engine-leak-probe-${process.pid}-${Date.now()}`;
     const countMine = () =>
       execFileSync('ps', ['-e', '-o', 'ppid=,pgid=,args='])
         .toString()
         .split('\n')
-        .filter((l) => l.includes('engine-leak-probe')).length;
+        .filter((l) => l.includes(marker)).length;
     const before = countMine();
-    const probe = `// engine-leak-probe`;
+    const probe = `// ${marker}`;
     ws.enqueue('nasty.json', [
       nodeItem('flood', `const s='y'.repeat(65536);for(let i=0;i<200;i++)process.stdout.write(s) ${probe}`),
       nodeItem(

@@ -601,7 +601,9 @@ async function findPaletteEntry(page: Page, title: string, seen: string[], settl
   for (let attempt = 1; ; attempt++) {
     try {
       if (!(await input.isVisible())) {
-        // Focus the workbench so the key binding reaches it, then open the palette.
+        // Take focus out of a webview first: a key pressed inside its iframe (the dashboard, just
+        // opened) only reaches the workbench once the webview forwards it, if it does.
+        await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur()).catch(() => undefined);
         await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
         await page.keyboard.press('F1');
         await input.waitFor({ state: 'visible', timeout: 5000 });
