@@ -5,6 +5,7 @@ import type { LogEntry } from '../shared/api';
 import { Commands } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
+import { escapeControls } from '../shared/format';
 
 /** Entries older than this are history replayed on reconnect, not news worth a notification. */
 const NOTIFY_MAX_AGE_MS = 60_000;
@@ -39,7 +40,8 @@ export class LiveLog extends Disposable {
   }
 
   private mirror(e: LogEntry): void {
-    this.lines.push({ level: e.level, text: `${e.action}${e.itemId ? ` [${e.itemId}]` : ''}: ${e.message}` });
+    // Escaped: a message with a newline would otherwise read as a second, forged entry.
+    this.lines.push({ level: e.level, text: escapeControls(`${e.action}${e.itemId ? ` [${e.itemId}]` : ''}: ${e.message}`) });
     this.mirrorTimer ??= setTimeout(() => this.flush(), MIRROR_BATCH_MS);
   }
 
@@ -88,7 +90,7 @@ export class LiveLog extends Disposable {
     if (batch.length === 0) return;
     if (batch.length === 1) {
       const e = batch[0];
-      void vscode.window.showErrorMessage(`Engine Monitor: ${e.message}`, 'Show Logs', 'Retry').then((choice) => {
+      void vscode.window.showErrorMessage(`Engine Monitor: ${escapeControls(e.message)}`, 'Show Logs', 'Retry').then((choice) => {
         if (choice === 'Show Logs') void vscode.commands.executeCommand(Commands.showItemLogs, e.itemId);
         if (choice === 'Retry' && e.itemId) void vscode.commands.executeCommand(Commands.retryItem, e.itemId);
       });

@@ -2,6 +2,7 @@
 // its exit codes are a public interface that scripts rely on. The VS Code extension forks this
 // same file, so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
+import { escapeControls } from '../shared/format';
 import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
 import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
@@ -82,7 +83,8 @@ async function main(argv: string[]): Promise<number> {
 
 function printLog(entry: LogEntry): void {
   if (entry.level === 'debug') return;
-  process.stdout.write(`${entry.timestamp} ${entry.level.padEnd(5)} ${entry.action.padEnd(18)} ${entry.message}\n`);
+  // One entry is one line, whatever an item's name or output holds.
+  process.stdout.write(`${entry.timestamp} ${entry.level.padEnd(5)} ${entry.action.padEnd(18)} ${escapeControls(entry.message)}\n`);
 }
 
 main(process.argv.slice(2)).then(

@@ -1,13 +1,41 @@
 // Durations as people read them, shared by the tree views and the dashboard webview so both say
-// the same thing ("1.5 s", "3 min 20 s", "2 d 4 h").
+// the same thing ("1.5 s", "3 min 20 s", "2 d 4 h"), and engine strings made safe to print.
+
+const HOUR_MS = 3_600_000;
 
 export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  // Round first, then pick the unit: 59.6 s is "1 min 0 s", never "60 s" or "0 min 60 s".
+  if (Math.round(ms) < 1000) return `${Math.round(ms)} ms`;
+  const tenths = Math.round(ms / 100);
+  if (tenths < 100) return `${(tenths / 10).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  // From an hour on, what is smaller than the last unit is cut off; just below an hour the
+  // rounded seconds already made it one.
+  const m = Math.floor((ms < HOUR_MS ? seconds * 1000 : ms) / 60_000);
   const h = Math.floor(m / 60);
   if (h < 24) return `${h} h ${m % 60} min`;
   return `${Math.floor(h / 24)} d ${h % 24} h`;
+}
+
+/**
+ * Control characters (C0, DEL, C1), line and paragraph separators and bidirectional overrides,
+ * written as visible escapes. For every engine string printed where people read lines (the CLI's
+ * log, the Output channel, notifications): an item name with a newline cannot forge a log line,
+ * and one with ANSI escapes or a bell cannot move the cursor, recolour the terminal or ring.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    switch (c) {
+      case '\n':
+        return '\\n';
+      case '\r':
+        return '\\r';
+      case '\t':
+        return '\\t';
+      default:
+        return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+    }
+  });
 }

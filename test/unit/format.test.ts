@@ -1,7 +1,7 @@
 // formatDuration: the one way the tree views and the dashboard say how long something took.
 import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { formatDuration } from '../../src/shared/format';
+import { escapeControls, formatDuration } from '../../src/shared/format';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -42,6 +42,12 @@ describe('formatDuration', () => {
       [DAY, '1 d 0 h'],
       [2 * DAY + 4 * HOUR + 30 * MINUTE, '2 d 4 h'],
       [400 * DAY, '400 d 0 h'],
+      // Rounded before the unit is picked: never "1000 ms", "60 s" or "3 min 60 s".
+      [999.6, '1.0 s'],
+      [9_960, '10 s'],
+      [59_600, '1 min 0 s'],
+      [239_600, '4 min 0 s'],
+      [HOUR - 400, '1 h 0 min'],
     ];
     for (const [ms, text] of cases) assert.equal(formatDuration(ms), text, `${ms} ms`);
   });
@@ -59,6 +65,22 @@ describe('formatDuration', () => {
         return back >= ms - below - 1e-9 && back <= ms + above + 1e-9;
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe('escapeControls', () => {
+  it('writes control characters, separators and bidi overrides as escapes, and leaves the rest', () => {
+    assert.equal(escapeControls('build "nightly"\n2026-01-01T00:00:00.000Z info  launch_succeeded   forged'), 'build "nightly"\\n2026-01-01T00:00:00.000Z info  launch_succeeded   forged');
+    assert.equal(escapeControls('\u001b[31mred\u001b[0m\u0007\r\t'), '\\u001b[31mred\\u001b[0m\\u0007\\r\\t');
+    assert.equal(escapeControls('a\u2028b\u202ec\u0085d'), 'a\\u2028b\\u202ec\\u0085d');
+    assert.equal(escapeControls('café 😀 – ok'), 'café 😀 – ok');
+  });
+
+  it('never leaves a character that starts a new line or an escape sequence', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(escapeControls(text))),
+      { numRuns: 500 },
     );
   });
 });
