@@ -114,7 +114,7 @@ async function build(): Promise<void> {
     entryPoints: {
       ...Object.fromEntries(['seed', 'server', 'launch', 'startup'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
-      'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'checkpointWorker.ts'),
+      'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.
       'launch-helper': path.join(__dirname, '..', 'src', 'host', 'launchHelperMain.ts'),
     },

@@ -1,0 +1,2 @@
+// The engine's store: what the rest of the engine imports as './store'.
+export * from './store';
