@@ -18,9 +18,11 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import * as zlib from 'node:zlib';
-import initSqlJs, { type Database, type SqlJsStatic, type SqlValue, type Statement } from 'sql.js';
+import type { Database, SqlJsStatic, SqlValue } from 'sql.js';
+import { applyPragmas, migrate, MUTATIONS, readJournalSeq, SCHEMA_VERSION, schemaVersion, writeJournalSeq, type MutationKey } from './schema';
+import { loadSqlJs, SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 1;
+
 export const SNAPSHOT_FILE = 'engine.sqlite';
 export const JOURNAL_FILE = 'engine.journal';
 /** Where the journal continues while a checkpoint folds engine.journal into a new snapshot. */
@@ -32,77 +34,6 @@ const SNAPSHOT_TMP_PREFIX = `${SNAPSHOT_FILE}.tmp-`;
 /** While storage fails, how often a persist is retried. */
 const RETRY_INTERVAL_MS = 1000;
 
-const SCHEMA_V1 = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE items (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  name TEXT NOT NULL,
-  source TEXT NOT NULL,
-  definition TEXT NOT NULL,
-  def_hash TEXT NOT NULL,
-  outcome TEXT NOT NULL,
-  attempts INTEGER NOT NULL,
-  max_attempts INTEGER NOT NULL,
-  run_at INTEGER,
-  due_at INTEGER,
-  running INTEGER NOT NULL,
-  last_error TEXT,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
-);
-CREATE INDEX items_due ON items (outcome, due_at);
-CREATE TABLE attempts (
-  id INTEGER PRIMARY KEY,
-  item_id TEXT NOT NULL,
-  attempt INTEGER NOT NULL,
-  started_at INTEGER NOT NULL,
-  finished_at INTEGER,
-  outcome TEXT NOT NULL,
-  exit_code INTEGER,
-  signal TEXT,
-  error TEXT,
-  stdout_tail TEXT,
-  stderr_tail TEXT
-);
-CREATE INDEX attempts_item ON attempts (item_id, id);
-CREATE INDEX attempts_running ON attempts (outcome) WHERE outcome = 'running';
-CREATE TABLE logs (
-  id INTEGER PRIMARY KEY,
-  ts INTEGER NOT NULL,
-  action TEXT NOT NULL,
-  level INTEGER NOT NULL,
-  message TEXT NOT NULL,
-  item_id TEXT,
-  details TEXT
-);
-CREATE INDEX logs_action ON logs (action, id);
-CREATE INDEX logs_item ON logs (item_id, id);
-CREATE INDEX logs_ts ON logs (ts);
-CREATE INDEX logs_level ON logs (level, id);
--- sql.js ships FTS3/FTS4 (no FTS5). An external-content table indexes logs.message without a
--- second copy of the text; prefix queries ("exit*") serve the API's "words start words" search.
-CREATE VIRTUAL TABLE logs_fts USING fts4 (content="logs", message, tokenize=unicode61);
-CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
-`;
-
-/** Every statement that changes state, by the name the journal records. */
-const MUTATIONS = {
-  meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  item_insert: `INSERT INTO items (id, name, source, definition, def_hash, outcome, attempts, max_attempts, run_at, due_at, running, last_error, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0, NULL, ?, ?)`,
-  item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
-  attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
-  attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
-  log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
-  // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.
-  logs_fts_prune: 'DELETE FROM logs_fts WHERE docid IN (SELECT id FROM logs WHERE id <= ?)',
-  logs_prune: 'DELETE FROM logs WHERE id <= ?',
-  source_file_set:
-    'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
-} as const;
-export type MutationKey = keyof typeof MUTATIONS;
 
 export interface StoreNote {
   level: 'info' | 'warn' | 'error';
@@ -201,28 +132,7 @@ interface Checkpoint {
   settled: boolean;
 }
 
-let sqlJs: Promise<SqlJsStatic> | undefined;
-function loadSqlJs(): Promise<SqlJsStatic> {
-  if (sqlJs) return sqlJs;
-  // A WebAssembly compile holds nothing on the event loop. When nothing else does either (an engine
-  // host starting), Node leaves the loop and runs what follows the compile inside
-  // NodePlatform::DrainTasks, which afterwards blocks until every background V8 job is done,
-  // including the TurboFan tier-up of the sql.js functions that startup made hot. No timer or I/O
-  // callback ran for 110–220 ms after each start (docs/PERFORMANCE.md, fix 21). A referenced
-  // timer keeps the loop alive, so the rest of startup runs on it and tier-up stays in the background.
-  const keepLoopAlive = setInterval(() => undefined, 60_000);
-  // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
-  sqlJs = initSqlJs({
-    locateFile: (file: string) => {
-      const beside = path.join(__dirname, file);
-      return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
-    },
-  }).finally(() => clearInterval(keepLoopAlive));
-  return sqlJs;
-}
-
 export class Store {
-  private statements = new Map<string, Statement>();
   private journalFd: number | null = null;
   private journalIdentity: string | null = null;
   private pending: string[] = [];
@@ -234,7 +144,6 @@ export class Store {
   private error: string | null = null;
   private lastFailureAt = 0;
   private lastPersistAt: number | null = null;
-  private inBatch = false;
   /** The journal file `journalFd` appends to: JOURNAL_NEXT_FILE while a checkpoint runs. */
   private journalFile = JOURNAL_FILE;
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
@@ -258,7 +167,7 @@ export class Store {
   private snapshotFileBytes = 0;
 
   private constructor(
-    private db: Database,
+    private readonly sql: SqlDatabase,
     private readonly options: StoreOptions,
   ) {}
 
@@ -273,12 +182,12 @@ export class Store {
       db = openSnapshot(SQL, dir, notes);
     }
     db ??= new SQL.Database();
-    const store = new Store(db, options);
-    store.applyPragmas();
-    store.migrate();
+    const store = new Store(new SqlDatabase(db), options);
+    applyPragmas(db);
+    migrate(db);
     if (dir) {
       removeStaleTemporaries(dir);
-      store.seq = Number(store.getMeta('journal_seq') ?? 0);
+      store.seq = readJournalSeq(store.sql);
       store.snapshotSeq = store.seq;
       // A crash during a checkpoint leaves the journal in two parts: the old one (records up to the
       // checkpoint) and its continuation. Replay skips whatever the snapshot already holds.
@@ -333,7 +242,7 @@ export class Store {
   // ---- mutations -------------------------------------------------------------------------
 
   mutate(key: MutationKey, params: SqlValue[]): void {
-    this.statement(MUTATIONS[key]).run(params);
+    this.sql.statement(MUTATIONS[key]).run(params);
     if (this.options.storageDir && !this.needsSnapshot) {
       this.pending.push(JSON.stringify([++this.seq, key, params]));
     }
@@ -341,60 +250,23 @@ export class Store {
 
   /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
   batch<T>(fn: () => T): T {
-    if (this.inBatch) return fn();
-    this.inBatch = true;
-    this.db.run('BEGIN');
-    try {
-      const result = fn();
-      this.db.run('COMMIT');
-      return result;
-    } catch (err) {
-      this.db.run('ROLLBACK');
-      throw err;
-    } finally {
-      this.inBatch = false;
-    }
+    return this.sql.batch(fn);
   }
 
   // ---- queries ---------------------------------------------------------------------------
 
   /** Rows as objects. Statements are prepared once and cached by SQL text. */
   all<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T[] {
-    const stmt = this.statement(sql);
-    try {
-      stmt.bind(params);
-      const rows: T[] = [];
-      while (stmt.step()) rows.push(stmt.getAsObject() as T);
-      return rows;
-    } finally {
-      stmt.reset();
-    }
+    return this.sql.all<T>(sql, params);
   }
 
-  /**
-   * Rows as arrays in column order: for large result pages. sql.js's getAsObject() re-reads every
-   * column name on every row, which tripled the cost of a 100-entry /logs page.
-   */
+  /** Rows as arrays in column order: for large result pages (see SqlDatabase.rows). */
   rows(sql: string, params: SqlValue[] = []): SqlValue[][] {
-    const stmt = this.statement(sql);
-    try {
-      stmt.bind(params);
-      const rows: SqlValue[][] = [];
-      while (stmt.step()) rows.push(stmt.get());
-      return rows;
-    } finally {
-      stmt.reset();
-    }
+    return this.sql.rows(sql, params);
   }
 
   get<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T | undefined {
-    const stmt = this.statement(sql);
-    try {
-      stmt.bind(params);
-      return stmt.step() ? (stmt.getAsObject() as T) : undefined;
-    } finally {
-      stmt.reset();
-    }
+    return this.sql.get<T>(sql, params);
   }
 
   getMeta(key: string): string | undefined {
@@ -581,10 +453,10 @@ export class Store {
     this.abandonCheckpoint();
     const started = performance.now();
     try {
-      this.setMetaUnjournaled('journal_seq', String(this.seq));
+      writeJournalSeq(this.sql, this.seq);
       // sql.js (1.16+) exports through SQLite's backup API without closing the connection, so
       // prepared statements and pragmas survive.
-      const bytes = this.db.export();
+      const bytes = this.sql.db.export();
       const tmp = this.temporaryName();
       writeSnapshotFiles(tmp, bytes);
       // A closed store leaves nothing running on its folder: whoever copies, moves or deletes the
@@ -674,8 +546,8 @@ export class Store {
   private exportCheckpoint(job: CheckpointJob): CheckpointRun {
     const started = performance.now();
     job.throughSeq = this.seq;
-    this.setMetaUnjournaled('journal_seq', String(this.seq));
-    const bytes = this.db.export();
+    writeJournalSeq(this.sql, this.seq);
+    const bytes = this.sql.db.export();
     let cancelled = false;
     const done = writeSnapshotFilesInBackground(job.tmp, bytes).then(
       (): CheckpointMessage => (cancelled ? { ok: false, error: 'cancelled' } : { ok: true, bytes: bytes.length, ms: performance.now() - started }),
@@ -709,21 +581,21 @@ export class Store {
     const started = performance.now();
     const SQL = await loadSqlJs();
     const { db, verified } = loadVerified(SQL, job.dir);
-    const store = new Store(db, { storageDir: null });
+    const store = new Store(new SqlDatabase(db), { storageDir: null });
     try {
       if (!verified) {
-        const check = String(store.db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
+        const check = String(db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
         if (check !== 'ok') throw new Error(`the snapshot on disk fails its integrity check (${check})`);
       }
-      store.applyPragmas();
-      store.migrate();
-      store.seq = Number(store.getMeta('journal_seq') ?? 0);
+      applyPragmas(db);
+      migrate(db);
+      store.seq = readJournalSeq(store.sql);
       const complete = store.replayJournal(path.join(job.dir, JOURNAL_FILE), []);
       if (!complete || store.seq !== job.throughSeq) {
         throw new Error(`the journal on disk ends at record ${store.seq}${complete ? '' : ' (with unreadable records)'}, not ${job.throughSeq}`);
       }
-      store.setMetaUnjournaled('journal_seq', String(job.throughSeq));
-      const out = store.db.export();
+      writeJournalSeq(store.sql, job.throughSeq);
+      const out = db.export();
       writeSnapshotFiles(job.tmp, out);
       return { bytes: out.length, ms: performance.now() - started };
     } finally {
@@ -739,21 +611,10 @@ export class Store {
     }
     if (this.journalFd !== null) closeSync(this.journalFd);
     this.journalFd = null;
-    for (const s of this.statements.values()) s.free();
-    this.statements.clear();
-    this.db.close();
+    this.sql.close();
   }
 
   // ---- internals -------------------------------------------------------------------------
-
-  private statement(sql: string): Statement {
-    let stmt = this.statements.get(sql);
-    if (!stmt) {
-      stmt = this.db.prepare(sql);
-      this.statements.set(sql, stmt);
-    }
-    return stmt;
-  }
 
   private temporaryName(): string {
     return path.join(this.options.storageDir!, `${SNAPSHOT_TMP_PREFIX}${process.pid}-${++this.tmpCounter}`);
@@ -817,29 +678,6 @@ export class Store {
     cp.run.cancel();
   }
 
-  private applyPragmas(): void {
-    // The database lives in memory and durability comes from our journal, so SQLite's own
-    // rollback journal only needs to support ROLLBACK, not crashes.
-    this.db.run('PRAGMA journal_mode = MEMORY');
-    this.db.run('PRAGMA synchronous = OFF');
-    this.db.run('PRAGMA temp_store = MEMORY');
-  }
-
-  private migrate(): void {
-    const version = Number(this.db.exec('PRAGMA user_version')[0].values[0][0]);
-    if (version === 0) {
-      this.db.run('BEGIN');
-      this.db.run(SCHEMA_V1);
-      this.db.run(`PRAGMA user_version = ${SCHEMA_VERSION}`);
-      this.db.run('COMMIT');
-    }
-    // Future migrations: `if (version < 2) { … }`, each in its own transaction.
-  }
-
-  private setMetaUnjournaled(key: string, value: string): void {
-    this.statement(MUTATIONS.meta_set).run([key, value]);
-  }
-
   /** Applies the journal; true when new records can be appended to it as it is (no torn or unreadable record). */
   private replayJournal(file: string, notes: StoreNote[]): boolean {
     if (!existsSync(file)) return true;
@@ -878,7 +716,7 @@ export class Store {
           continue;
         }
         try {
-          this.statement(sql).run(params);
+          this.sql.statement(sql).run(params);
           applied++;
         } catch {
           skipped++;
@@ -986,7 +824,7 @@ function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]): Databa
         const check = String(db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
         if (check !== 'ok') throw new Error(`integrity check failed: ${check}`);
       }
-      const version = Number(db.exec('PRAGMA user_version')[0].values[0][0]);
+      const version = schemaVersion(db);
       if (version > SCHEMA_VERSION) {
         throw new Error(`it was written by a newer Engine Monitor (schema ${version}, this one reads up to ${SCHEMA_VERSION}); update the extension`);
       }
