@@ -12,15 +12,15 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
 // one code path for "do it" and "redo it".
-import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, ftruncateSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import type { Database, SqlValue } from 'sql.js';
 import type { StoreNote } from './backend';
-import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, writeFully } from './files';
+import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
+import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE } from './files';
+import { Journal, replayJournal } from './journal';
 import { applyPragmas, migrate, MUTATIONS, readJournalSeq, writeJournalSeq, type MutationKey } from './schema';
-import { installSnapshot, loadVerified, openSnapshot, removeSnapshotTemporary, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles, writeSnapshotFilesInBackground } from './snapshotFiles';
+import { installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
 import { loadSqlJs, SqlDatabase } from './sqlJs';
 
 /** While storage fails, how often a persist is retried. */
@@ -48,9 +48,6 @@ export interface StoreOptions {
   exportCheckpointMaxBytes?: number;
 }
 
-/** See StoreOptions.exportCheckpointMaxBytes (docs/PERFORMANCE.md, fix 27). */
-const DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES = 2 << 20;
-
 export interface SnapshotInfo {
   /** Built off the main thread (true) or exported on the main thread (false). */
   background: boolean;
@@ -64,61 +61,9 @@ export interface SnapshotInfo {
   at: number;
 }
 
-/** What the main thread asks the checkpoint worker to build. */
-export interface CheckpointJob {
-  dir: string;
-  /** The last journal record the new snapshot must hold (all of engine.journal). */
-  throughSeq: number;
-  /** Where to write it (and `<tmp>.sum`); the main thread renames it into place. */
-  tmp: string;
-}
-
-export interface CheckpointBuilt {
-  bytes: number;
-  ms: number;
-  /** A checkpoint process's peak RSS in bytes (its copy of the database): for the benchmark. */
-  peakRss?: number;
-}
-
-export type CheckpointMessage = ({ ok: true } & CheckpointBuilt) | { ok: false; error: string };
-
-/** A checkpoint being built somewhere off the main thread. */
-export interface CheckpointRun {
-  /** Where it runs, for the logs: "worker thread" or "process <pid>". */
-  readonly where: string;
-  /** Settles once, with the builder's answer or with why there is none (it died, it was cancelled). */
-  readonly done: Promise<CheckpointMessage>;
-  /** Stops the builder; `done` then settles with ok: false. Safe to call at any time. */
-  cancel(): void;
-}
-
-export type CheckpointRunner = (job: CheckpointJob) => CheckpointRun | undefined;
-
-/**
- * How a checkpoint process is started: `node <args…>`, where the last argument is the job as
- * JSON. Bundled: dist/checkpoint-worker.js beside this code; from sources (unit tests) through tsx.
- */
-export function checkpointProcessArgs(job: CheckpointJob): string[] {
-  const bundled = path.join(__dirname, 'checkpoint-worker.js');
-  // The same small young generation as the worker thread's: the snapshot's read buffer dies young.
-  const heap = '--max-semi-space-size=1';
-  if (existsSync(bundled)) return [heap, bundled, JSON.stringify(job)];
-  const source = path.join(__dirname, 'checkpointWorker.ts');
-  if (existsSync(source)) return [heap, '--require', createRequire(__filename).resolve('tsx/cjs'), source, JSON.stringify(job)];
-  throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
-}
-
-interface Checkpoint {
-  run: CheckpointRun;
-  job: CheckpointJob;
-  done: Promise<boolean>;
-  resolve: (ok: boolean) => void;
-  settled: boolean;
-}
-
 export class Store {
-  private journalFd: number | null = null;
-  private journalIdentity: string | null = null;
+  private readonly journal: Journal;
+  /** Journal records of the mutations since the last commit, not written yet. */
   private pending: string[] = [];
   private seq = 0;
   /** `seq` as of the last snapshot: everything up to it is in engine.sqlite. */
@@ -128,32 +73,28 @@ export class Store {
   private error: string | null = null;
   private lastFailureAt = 0;
   private lastPersistAt: number | null = null;
-  /** The journal file `journalFd` appends to: JOURNAL_NEXT_FILE while a checkpoint runs. */
-  private journalFile = JOURNAL_FILE;
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
   /** Set by close(): the final snapshot frees the old one synchronously. */
   private closing = false;
-  /** Background fdatasyncs of the journal in flight (commit('background')). */
-  private backgroundSyncs = 0;
-  /** Journal writes so far, and how many of them are known to be on disk (fdatasync done). */
-  private writeSeq = 0;
-  private syncedSeq = 0;
-  /** Bumped whenever the journal descriptor changes, so a late fdatasync knows it is stale. */
-  private journalGeneration = 0;
-  /** commitDurably() calls waiting for their journal write (`seq`) to be on disk. */
-  private durableWaiters: { seq: number; resolve: (durable: boolean) => void }[] = [];
   private snapshotInfo: SnapshotInfo | null = null;
-  /** Bytes in the journal file records are appended to: what the next checkpoint would fold in. */
-  private journalFileBytes = 0;
   /** Size of the snapshot on disk (loaded or last written). */
   private snapshotFileBytes = 0;
 
   private constructor(
     private readonly sql: SqlDatabase,
     private readonly options: StoreOptions,
-  ) {}
+  ) {
+    this.journal = new Journal(options.storageDir, {
+      synced: () => {
+        // Synced records are persisted state as much as a snapshot is (and far more frequent).
+        this.lastPersistAt = Date.now();
+        this.setHealthy();
+      },
+      failed: (message) => this.fail(message),
+    });
+  }
 
   /** Opens (or creates) the store; `notes` says what recovery did, for the engine to log. */
   static async open(options: StoreOptions): Promise<{ store: Store; notes: StoreNote[] }> {
@@ -175,11 +116,11 @@ export class Store {
       store.snapshotSeq = store.seq;
       // A crash during a checkpoint leaves the journal in two parts: the old one (records up to the
       // checkpoint) and its continuation. Replay skips whatever the snapshot already holds.
-      let appendable = store.replayJournal(path.join(dir, JOURNAL_FILE), notes);
+      let appendable = store.replay(path.join(dir, JOURNAL_FILE), notes);
       const next = path.join(dir, JOURNAL_NEXT_FILE);
       const split = existsSync(next);
-      if (split) appendable = store.replayJournal(next, notes) && appendable;
-      store.openJournal();
+      if (split) appendable = store.replay(next, notes) && appendable;
+      store.journal.open();
       const snapshotFile = path.join(dir, SNAPSHOT_FILE);
       if (!appendable || split || !existsSync(snapshotFile)) {
         // A torn or unreadable record must not have new records appended after it, a split journal
@@ -273,7 +214,7 @@ export class Store {
    * against the size of the snapshot it would rewrite: for the engine's checkpoint policy.
    */
   get journalSize(): { journalBytes: number; snapshotBytes: number } {
-    return { journalBytes: this.journalFileBytes, snapshotBytes: this.snapshotFileBytes };
+    return { journalBytes: this.journal.bytes, snapshotBytes: this.snapshotFileBytes };
   }
 
   /** True when mutations are waiting to be journaled. */
@@ -292,7 +233,7 @@ export class Store {
    * Launches use commitDurably(), which waits for the disk without blocking the event loop.
    */
   commit(mode: 'sync' | 'background' = 'sync'): boolean {
-    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journalFd !== null) {
+    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journal.isOpen) {
       return this.commitInBackground();
     }
     if (!this.options.storageDir) return true;
@@ -304,18 +245,12 @@ export class Store {
     }
     if (this.pending.length === 0 && this.journalSynced) return this.error === null;
     try {
-      this.checkJournalIdentity();
-      if (this.pending.length > 0) {
-        this.appendRecords();
-        this.writeSeq++;
-      }
+      this.journal.write(this.pending);
       // Also what a background commit wrote and has not synced yet: a spawn must not wait on it.
-      fdatasyncSync(this.journalFd!);
-      this.syncedSeq = this.writeSeq;
+      this.journal.syncNow();
       this.lastPersistAt = Date.now();
       this.pending = [];
       this.setHealthy();
-      this.settleDurableWaiters();
       return true;
     } catch (err) {
       this.fail(`journal write failed: ${(err as Error).message}`);
@@ -325,12 +260,12 @@ export class Store {
 
   /** Whether a background fdatasync of the journal is still running (for tests). */
   get journalSyncPending(): boolean {
-    return this.backgroundSyncs > 0;
+    return this.journal.syncPending;
   }
 
   /** Whether every record written to the journal is on disk (mutations not written yet aside). */
   get journalSynced(): boolean {
-    return this.syncedSeq === this.writeSeq;
+    return this.journal.synced;
   }
 
   /**
@@ -346,83 +281,28 @@ export class Store {
   commitDurably(): Promise<boolean> {
     if (!this.options.storageDir) return Promise.resolve(true);
     // Recovery (a full snapshot) and a journal that is not open take the synchronous path.
-    if (this.needsSnapshot || this.journalFd === null) return Promise.resolve(this.commit());
+    if (this.needsSnapshot || !this.journal.isOpen) return Promise.resolve(this.commit());
     if (!this.writePending()) return Promise.resolve(false);
-    if (this.journalSynced) return Promise.resolve(this.error === null);
-    const seq = this.writeSeq;
-    return new Promise((resolve) => {
-      this.durableWaiters.push({ seq, resolve });
-      this.startBackgroundSync();
-    });
+    if (this.journal.synced) return Promise.resolve(this.error === null);
+    return this.journal.whenDurable();
   }
 
   private commitInBackground(): boolean {
     if (!this.writePending()) return false;
-    this.startBackgroundSync();
+    this.journal.syncInBackground();
     return this.error === null;
-  }
-
-  /** Writes the pending records to the journal (no fdatasync; the callers handle errors). */
-  private appendRecords(): void {
-    const text = this.pending.join('\n') + '\n';
-    writeFully(this.journalFd!, text);
-    // Characters, not bytes: records are mostly ASCII, and this only weighs when to checkpoint.
-    this.journalFileBytes += text.length;
   }
 
   /** Appends pending mutations to the journal, without syncing. False (recorded) when that fails. */
   private writePending(): boolean {
     if (this.pending.length === 0) return true;
     try {
-      this.checkJournalIdentity();
-      this.appendRecords();
-      this.writeSeq++;
+      this.journal.write(this.pending);
       this.pending = [];
       return true;
     } catch (err) {
       this.fail(`journal write failed: ${(err as Error).message}`);
       return false;
-    }
-  }
-
-  /**
-   * One fdatasync on the thread pool at a time, covering every write made before it started; what
-   * is written meanwhile is synced by the next one, started at once if a launch waits for it and
-   * otherwise by the next once-a-second commit.
-   */
-  private startBackgroundSync(): void {
-    if (this.backgroundSyncs > 0 || this.journalSynced || this.journalFd === null) return;
-    const fd = this.journalFd;
-    const generation = this.journalGeneration;
-    const upTo = this.writeSeq;
-    this.backgroundSyncs++;
-    fdatasync(fd, (err) => {
-      this.backgroundSyncs--;
-      // Rotated or closed meanwhile: a rotation happens only once the old journal's records are on
-      // disk (synced already, or by a synchronous commit or a full snapshot first), so an error on
-      // the old descriptor means nothing.
-      if (generation === this.journalGeneration) {
-        if (err) this.fail(`journal fsync failed: ${err.message}`);
-        else {
-          this.syncedSeq = Math.max(this.syncedSeq, upTo);
-          // Synced records are persisted state as much as a snapshot is (and far more frequent).
-          this.lastPersistAt = Date.now();
-          this.setHealthy();
-        }
-      }
-      this.settleDurableWaiters();
-      if (this.durableWaiters.length > 0) this.startBackgroundSync();
-    });
-  }
-
-  /** Resolves the commitDurably() calls whose records are on disk; after a failure, all of them (false). */
-  private settleDurableWaiters(): void {
-    if (this.durableWaiters.length === 0) return;
-    const waiting = this.durableWaiters;
-    this.durableWaiters = [];
-    for (const w of waiting) {
-      if (w.seq <= this.syncedSeq) w.resolve(true);
-      else this.durableWaiters.push(w);
     }
   }
 
@@ -449,7 +329,7 @@ export class Store {
       installSnapshot(dir, tmp, this.closing ? 'now' : 'background');
       // Everything up to `seq` is in the snapshot now; the journal starts over.
       this.pending = [];
-      this.openJournal(true);
+      this.journal.open(JOURNAL_FILE, true);
       removeIfPresent(path.join(dir, JOURNAL_NEXT_FILE));
       this.snapshotFileBytes = bytes.length;
       this.snapshotSeq = this.seq;
@@ -494,7 +374,7 @@ export class Store {
       throughSeq = this.seq;
     }
     try {
-      this.openJournal(true, JOURNAL_NEXT_FILE);
+      this.journal.open(JOURNAL_NEXT_FILE, true);
     } catch (err) {
       this.fail(`journal rotation failed: ${(err as Error).message}`);
       return false;
@@ -514,9 +394,7 @@ export class Store {
       });
       return this.snapshot();
     }
-    let resolve!: (ok: boolean) => void;
-    const done = new Promise<boolean>((r) => (resolve = r));
-    const cp: Checkpoint = { run, job, done, resolve, settled: false };
+    const cp = new Checkpoint(run, job);
     this.checkpoint = cp;
     void run.done.then((m) => this.finishCheckpoint(cp, m));
     return true;
@@ -525,25 +403,13 @@ export class Store {
   /**
    * A small database's checkpoint: the live database exported now (it holds every record up to
    * `seq`, those not written yet included, which the next journal then repeats and replay skips),
-   * and written, fdatasynced and checksummed on the thread pool. Installed like any other.
+   * and written on the thread pool. Installed like any other.
    */
   private exportCheckpoint(job: CheckpointJob): CheckpointRun {
     const started = performance.now();
     job.throughSeq = this.seq;
     writeJournalSeq(this.sql, this.seq);
-    const bytes = this.sql.db.export();
-    let cancelled = false;
-    const done = writeSnapshotFilesInBackground(job.tmp, bytes).then(
-      (): CheckpointMessage => (cancelled ? { ok: false, error: 'cancelled' } : { ok: true, bytes: bytes.length, ms: performance.now() - started }),
-      (err: unknown): CheckpointMessage => ({ ok: false, error: `writing ${job.tmp} failed: ${(err as Error).message}` }),
-    );
-    return {
-      where: 'the engine (exported from memory)',
-      done,
-      cancel: () => {
-        cancelled = true;
-      },
-    };
+    return writeExportedCheckpoint(job, this.sql.db.export(), started);
   }
 
   /** Resolves when the checkpoint in flight (if any) is installed (true) or abandoned/failed (false). */
@@ -556,45 +422,13 @@ export class Store {
     return this.snapshotInfo;
   }
 
-  /**
-   * Runs inside the checkpoint worker: loads the last snapshot, replays engine.journal (every
-   * record up to `throughSeq`, which the main thread committed before rotating) and writes the
-   * result to `job.tmp` for the main thread to install. Nothing here touches the live database.
-   */
-  static async buildCheckpoint(job: CheckpointJob): Promise<CheckpointBuilt> {
-    const started = performance.now();
-    const SQL = await loadSqlJs();
-    const { db, verified } = loadVerified(SQL, job.dir);
-    const store = new Store(new SqlDatabase(db), { storageDir: null });
-    try {
-      if (!verified) {
-        const check = String(db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
-        if (check !== 'ok') throw new Error(`the snapshot on disk fails its integrity check (${check})`);
-      }
-      applyPragmas(db);
-      migrate(db);
-      store.seq = readJournalSeq(store.sql);
-      const complete = store.replayJournal(path.join(job.dir, JOURNAL_FILE), []);
-      if (!complete || store.seq !== job.throughSeq) {
-        throw new Error(`the journal on disk ends at record ${store.seq}${complete ? '' : ' (with unreadable records)'}, not ${job.throughSeq}`);
-      }
-      writeJournalSeq(store.sql, job.throughSeq);
-      const out = db.export();
-      writeSnapshotFiles(job.tmp, out);
-      return { bytes: out.length, ms: performance.now() - started };
-    } finally {
-      store.close();
-    }
-  }
-
   /** Persists what is pending and releases the database. */
   close(): void {
     this.closing = true;
     if (this.options.storageDir) {
       this.snapshot() || this.commit();
     }
-    if (this.journalFd !== null) closeSync(this.journalFd);
-    this.journalFd = null;
+    this.journal.close();
     this.sql.close();
   }
 
@@ -605,13 +439,11 @@ export class Store {
   }
 
   private finishCheckpoint(cp: Checkpoint, m: CheckpointMessage): void {
-    if (cp.settled) return;
-    cp.settled = true;
-    cp.run.cancel();
+    if (!cp.takeAnswer()) return;
     if (this.checkpoint !== cp) {
       // Abandoned: a synchronous snapshot since holds everything this one would, and more.
-      removeSnapshotTemporary(cp.job.tmp);
-      cp.resolve(false);
+      cp.discardFiles();
+      cp.end(false);
       return;
     }
     this.checkpoint = null;
@@ -619,14 +451,14 @@ export class Store {
     if (!m.ok) {
       // The live database can still write it, at the main thread's expense; say why, because a
       // worker that cannot rebuild the state from disk points at a problem worth a look.
-      removeSnapshotTemporary(cp.job.tmp);
+      cp.discardFiles();
       this.options.onNote?.({
         level: 'warn',
         action: 'database_error',
         message: `background snapshot failed (${m.error}); wrote the snapshot from memory instead`,
         details: { error: m.error, builtIn: cp.run.where },
       });
-      cp.resolve(this.snapshot());
+      cp.end(this.snapshot());
       return;
     }
     try {
@@ -635,15 +467,15 @@ export class Store {
       // descriptor follows the file through the rename.
       renameSync(path.join(dir, JOURNAL_NEXT_FILE), path.join(dir, JOURNAL_FILE));
       fsyncDir(dir);
-      this.journalFile = JOURNAL_FILE;
+      this.journal.renamed(JOURNAL_FILE);
       this.snapshotSeq = cp.job.throughSeq;
       this.snapshotFileBytes = m.bytes;
       this.lastPersistAt = Date.now();
       this.snapshotInfo = { background: true, builtIn: cp.run.where, builderPeakRss: m.peakRss, ms: m.ms, bytes: m.bytes, at: this.lastPersistAt };
-      cp.resolve(true);
+      cp.end(true);
     } catch (err) {
       this.fail(`snapshot failed: ${(err as Error).message}`);
-      cp.resolve(false);
+      cp.end(false);
     }
   }
 
@@ -660,105 +492,11 @@ export class Store {
     cp.run.cancel();
   }
 
-  /** Applies the journal; true when new records can be appended to it as it is (no torn or unreadable record). */
-  private replayJournal(file: string, notes: StoreNote[]): boolean {
-    if (!existsSync(file)) return true;
-    const text = readFileSync(file, 'utf8');
-    const lines = text.split('\n');
-    const last = lines.length - 1;
-    let applied = 0;
-    let skipped = 0;
-    this.batch(() => {
-      for (let i = 0; i <= last; i++) {
-        const line = lines[i];
-        if (!line) continue;
-        let record: [number, MutationKey, SqlValue[]];
-        try {
-          record = JSON.parse(line);
-        } catch {
-          if (i === last) {
-            // A crash in the middle of an append leaves a torn final record; it was never
-            // acknowledged (the fsync did not return), so dropping it loses nothing.
-            notes.push({
-              level: 'warn',
-              action: 'database_recovered',
-              message: `journal ended in a torn record (${line.length} bytes), left by an interrupted write; ignored it`,
-              details: { file, bytes: line.length },
-            });
-          } else {
-            skipped++;
-          }
-          continue;
-        }
-        const [seq, key, params] = record;
-        if (seq <= this.seq) continue; // already in the snapshot
-        const sql = MUTATIONS[key];
-        if (!sql) {
-          skipped++;
-          continue;
-        }
-        try {
-          this.sql.statement(sql).run(params);
-          applied++;
-        } catch {
-          skipped++;
-        }
-        this.seq = seq;
-      }
-    });
-    if (skipped > 0) {
-      notes.push({
-        level: 'error',
-        action: 'database_recovered',
-        message: `journal replay skipped ${skipped} unreadable record(s); applied ${applied}`,
-        details: { file, applied, skipped },
-      });
-    }
-    return skipped === 0 && (text.length === 0 || text.endsWith('\n'));
-  }
-
-  private openJournal(truncate = false, name = JOURNAL_FILE): void {
-    const file = path.join(this.options.storageDir!, name);
-    // A new descriptor: the old one had nothing unsynced, or the caller made it durable (a
-    // synchronous commit before a rotation, or a full snapshot).
-    this.journalGeneration++;
-    this.syncedSeq = this.writeSeq;
-    if (this.journalFd !== null) {
-      try {
-        closeSync(this.journalFd);
-      } catch {
-        // already unusable
-      }
-      this.journalFd = null;
-    }
-    const fd = openSync(file, 'a');
-    // A leftover with records in it must be empty on disk before new records follow; a new or
-    // empty file needs no fdatasync (one waited behind the disk for tens of milliseconds).
-    if (truncate && fstatSync(fd).size > 0) {
-      ftruncateSync(fd, 0);
-      fdatasyncSync(fd);
-    }
-    this.journalFd = fd;
-    this.journalFile = name;
-    const st = fstatSync(fd);
-    this.journalFileBytes = st.size;
-    this.journalIdentity = `${st.dev}:${st.ino}`;
-    this.settleDurableWaiters();
-  }
-
-  /**
-   * An open descriptor keeps writing into a journal whose folder was deleted or replaced, and
-   * those writes would be lost silently; so every commit checks that the path is still our file.
-   */
-  private checkJournalIdentity(): void {
-    const file = path.join(this.options.storageDir!, this.journalFile);
-    let st;
-    try {
-      st = statSync(file);
-    } catch (err) {
-      throw new Error(`journal ${file} is gone (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-    }
-    if (`${st.dev}:${st.ino}` !== this.journalIdentity) throw new Error(`journal ${file} was replaced`);
+  /** Replays a journal file into the live database; true when new records can be appended to it as it is. */
+  private replay(file: string, notes: StoreNote[]): boolean {
+    const { seq, appendable } = replayJournal(file, this.sql, this.seq, notes);
+    this.seq = seq;
+    return appendable;
   }
 
   private fail(message: string): void {
@@ -768,7 +506,7 @@ export class Store {
     this.needsSnapshot = true;
     this.lastFailureAt = Date.now();
     // Launches waiting for their journal records: those records may never reach the disk.
-    for (const w of this.durableWaiters.splice(0)) w.resolve(false);
+    this.journal.failWaiters();
     if (this.error === null) {
       this.error = message;
       this.options.onHealthChange?.(false, message);
@@ -784,42 +522,3 @@ export class Store {
     }
   }
 }
-
-
-
-/** The worker's heap: a small young generation, as the checkpoint's garbage (replayed journal records) is short-lived. */
-const CHECKPOINT_WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
-
-/**
- * The checkpoint on a worker thread of this process: dist/checkpoint-worker.js beside the bundle
- * running this code, or, when running from TypeScript sources (unit tests), checkpointWorker.ts
- * through tsx. The fallback when no checkpoint process can be started.
- */
-function startCheckpointThread(job: CheckpointJob): CheckpointRun {
-  const bundled = path.join(__dirname, 'checkpoint-worker.js');
-  const source = path.join(__dirname, 'checkpointWorker.ts');
-  let worker: Worker;
-  if (existsSync(bundled)) worker = new Worker(bundled, { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
-  else if (existsSync(source)) {
-    worker = new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { eval: true, workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
-  } else throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
-  // A checkpoint never keeps the process alive: one cut short leaves only a temporary file.
-  worker.unref();
-  const done = new Promise<CheckpointMessage>((resolve) => {
-    worker.once('message', resolve);
-    worker.once('error', (err) => resolve({ ok: false, error: err.message }));
-    worker.once('exit', (code) => resolve({ ok: false, error: `the worker exited with code ${code}` }));
-  });
-  return { where: 'worker thread', done, cancel: () => void worker.terminate() };
-}
-
-
-
-
-
-
-
-
-
-
-
