@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Database, SqlValue } from 'sql.js';
-import type { StoreNote } from './backend';
+import type { StoreBackend, StoreNote } from './backend';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
 import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE } from './files';
 import { Journal, replayJournal } from './journal';
@@ -61,7 +61,8 @@ export interface SnapshotInfo {
   at: number;
 }
 
-export class Store {
+/** The sql.js store: the engine's state in memory, persisted by a journal and snapshots. */
+export class Store implements StoreBackend {
   private readonly journal: Journal;
   /** Journal records of the mutations since the last commit, not written yet. */
   private pending: string[] = [];
