@@ -5,8 +5,8 @@
 // It runs as a process of its own, started by the launch helper (`node checkpoint-worker.js
 // <job as JSON>`, answering over the IPC channel), or, when no helper is running, as a worker
 // thread of the engine host (workerData in, parentPort out). A process is preferred: a thread
-// shares the engine's address space and V8's background threads, and while a 3 s checkpoint of a
-// 1,000,000-entry database ran on one the engine's event loop still stalled 150-400 ms.
+// shares the engine's address space and V8's background threads, and while a long checkpoint ran
+// on one the engine's event loop still stalled (docs/PERFORMANCE.md).
 import { readdirSync, readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import path from 'node:path';

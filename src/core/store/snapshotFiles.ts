@@ -25,7 +25,7 @@ export function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]):
     const bytes = readSnapshotFile(dir);
     if (bytes.length === 0) throw new Error('the file is empty (0 bytes)');
     // A snapshot that is byte for byte what we wrote (size and CRC-32 match) was a complete,
-    // checked export; the CRC costs ~30 ms where SQLite's quick_check scanned for 0.4–0.7 s.
+    // checked export; the CRC costs a small fraction of SQLite's quick_check scan.
     const verified = matchesSum(dir, bytes);
     const db = new SQL.Database(bytes);
     try {
@@ -71,13 +71,13 @@ export function loadVerified(SQL: SqlJsStatic, dir: string): { db: Database; ver
  *
  * sql.js's in-memory file system (Emscripten's MEMFS) takes the bytes with `slice()` and allocates a
  * file exactly that long, so the first page the replay appends makes it allocate 1.125 times the
- * size and copy: the snapshot's whole size twice over, until V8 happens to collect the first. The
- * engine host's RSS at 100,000 items read 185 or 285 MB depending on that timing
- * (docs/PERFORMANCE.md, fix 22). The view returned here answers a `slice()` of its whole range with
- * the whole buffer, spare room included, which MEMFS records as capacity beyond the file's size:
- * one buffer, and replay appends in place. Pages past the file's end are not touched until written,
- * so the room costs no memory until the database grows into it. Any other slice is an ordinary copy,
- * so an sql.js that took the bytes differently would still load them, only with a copy again.
+ * size and copy: the snapshot's whole size twice over, until V8 happens to collect the first, so
+ * the engine host's memory after startup depended on that timing (docs/PERFORMANCE.md). The view
+ * returned here answers a `slice()` of its whole range with the whole buffer, spare room included,
+ * which MEMFS records as capacity beyond the file's size: one buffer, and replay appends in place.
+ * Pages past the file's end are not touched until written, so the room costs no memory until the
+ * database grows into it. Any other slice is an ordinary copy, so an sql.js that took the bytes
+ * differently would still load them, only with a copy again.
  */
 function readSnapshotFile(dir: string): Uint8Array {
   const file = path.join(dir, SNAPSHOT_FILE);
@@ -134,8 +134,8 @@ function snapshotSum(bytes: Uint8Array): string | null {
 export function installSnapshot(dir: string, tmp: string, freeOld: 'now' | 'background'): void {
   const target = path.join(dir, SNAPSHOT_FILE);
   // A rename that replaces the last link to the old snapshot frees its blocks inside the system
-  // call, on this thread: ~0.1 s per 500 MB on an idle disk, over a second in the benchmark at
-  // 1,000,000 entries. Keeping it linked under a temporary name lets the thread pool delete it.
+  // call, on this thread: a second or more for a large snapshot on a busy disk. Keeping it linked
+  // under a temporary name lets the thread pool delete it.
   let old: string | undefined = `${tmp}.old`;
   try {
     linkSync(target, old);

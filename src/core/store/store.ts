@@ -4,14 +4,14 @@
 // moment loses at most what was not yet journaled, and the engine journals before every spawn.
 //
 // The engine's periodic snapshot is a checkpoint built off the main thread: the journal is rotated
-// (new records go to engine.journal.next) and a worker thread loads the last snapshot, replays the
-// old journal into it and writes the result; the main thread only renames files. Exporting the live
-// database instead blocked the event loop for 0.4 s at 100,000 items and 2.6 s at 1,000,000 log
-// entries (docs/PERFORMANCE.md). Shutdown, recovery and first start still export synchronously.
+// (new records go to engine.journal.next) and a builder loads the last snapshot, replays the old
+// journal into it and writes the result; the main thread only renames files (checkpoint.ts).
+// Exporting a large live database instead blocks the event loop for seconds (docs/PERFORMANCE.md).
+// Shutdown, recovery and first start still export synchronously.
 //
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
-// and appends `[seq, key, params]` to the journal. Replay runs the same statements, so there is
-// one code path for "do it" and "redo it".
+// (schema.ts) and appends `[seq, key, params]` to the journal (journal.ts). Replay runs the same
+// statements, so there is one code path for "do it" and "redo it".
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Database, SqlValue } from 'sql.js';
@@ -42,7 +42,7 @@ export interface StoreOptions {
   /**
    * A snapshot on disk smaller than this is checkpointed by exporting the live database (a few
    * milliseconds of the event loop) and writing it on the thread pool, rather than by a process
-   * that loads it again (~270 ms of CPU, mostly starting Node.js and sql.js). Default 2 MiB; 0
+   * that loads it again (far more CPU, mostly starting Node.js and sql.js). Default 2 MiB; 0
    * always builds off the main thread.
    */
   exportCheckpointMaxBytes?: number;
@@ -129,8 +129,8 @@ export class Store implements StoreBackend {
         store.snapshot();
       } else {
         // Otherwise the journal simply continues (replay skips what the snapshot holds) and the
-        // engine's next periodic snapshot folds it in. A full export here cost more than the rest
-        // of startup together at 100,000 items (docs/PERFORMANCE.md).
+        // engine's next periodic snapshot folds it in. A full export here costs more than the rest
+        // of startup together on a large database (docs/PERFORMANCE.md).
         const st = statSync(snapshotFile);
         store.lastPersistAt = st.mtimeMs;
         store.snapshotFileBytes = st.size;
@@ -196,7 +196,7 @@ export class Store implements StoreBackend {
   }
 
   getMeta(key: string): string | undefined {
-    return this.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+    return this.sql.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
   }
 
   setMeta(key: string, value: string): void {
@@ -230,7 +230,7 @@ export class Store implements StoreBackend {
    * `background` (the engine's once-a-second commit): the records are written at once, where a
    * crash of this process cannot lose them, and the fdatasync runs on libuv's thread pool. A
    * synchronous fdatasync waits for the file system's next journal commit, and while a checkpoint
-   * writes a 333 MB snapshot that took up to a second of the event loop (docs/PERFORMANCE.md).
+   * writes a large snapshot that can take a second of the event loop (docs/PERFORMANCE.md).
    * Launches use commitDurably(), which waits for the disk without blocking the event loop.
    */
   commit(mode: 'sync' | 'background' = 'sync'): boolean {
@@ -274,10 +274,10 @@ export class Store implements StoreBackend {
    * failed (the error is recorded and the state stays in memory, as with commit()). The records
    * are written at once and the fdatasync runs on libuv's thread pool, so the event loop goes on
    * meanwhile; calls that arrive while one runs share the next, so launches that become due
-   * together wait for one fdatasync. This is how the engine keeps the contract's promise that every
-   * attempt is on disk before its process is spawned: a synchronous fdatasync before each spawn
-   * held the event loop for 0.6-5 ms per launch, and for tens of milliseconds behind a
-   * checkpoint's writes (docs/PERFORMANCE.md, fix 23).
+   * together wait for one fdatasync. This is how the engine keeps its rule that every attempt is
+   * on disk before its process is spawned without a synchronous fdatasync before each spawn, which
+   * held the event loop on every launch, and longest behind a checkpoint's writes
+   * (docs/PERFORMANCE.md).
    */
   commitDurably(): Promise<boolean> {
     if (!this.options.storageDir) return Promise.resolve(true);
@@ -347,8 +347,8 @@ export class Store implements StoreBackend {
 
   /**
    * The engine's periodic snapshot, built off the main thread: pending records are committed, the
-   * journal continues in engine.journal.next, and a worker thread folds engine.journal into the
-   * last snapshot. The event loop pays for one commit and, when the worker is done, a few renames.
+   * journal continues in engine.journal.next, and a builder folds engine.journal into the last
+   * snapshot. The event loop pays for one commit and, when the builder is done, a few renames.
    * Returns false when nothing was started: one is already running (pending records are still
    * committed), or storage is failing and the synchronous recovery snapshot did not succeed.
    */
@@ -366,8 +366,8 @@ export class Store implements StoreBackend {
     // continued in engine.journal.next are only valid if everything before them is on disk. When
     // every record written so far is synced, that already holds: rotate without an fdatasync,
     // and the mutations not written yet go to the next journal. Otherwise commit synchronously
-    // first: an fdatasync on the event loop, which waited 167 ms behind the disk in a launch run
-    // (docs/PERFORMANCE.md, fix 25); the engine avoids it by asking only when journalSynced.
+    // first: an fdatasync on the event loop, which can wait behind the disk for a long time
+    // (docs/PERFORMANCE.md); the engine avoids it by asking only when journalSynced.
     let throughSeq: number;
     if (this.journalSynced) throughSeq = this.seq - this.pending.length;
     else {
