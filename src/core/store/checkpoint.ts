@@ -3,11 +3,12 @@
 // databases: a few milliseconds of the event loop), in a process the launch helper starts, or on a
 // worker thread of this process when no helper can. The last two load the snapshot on disk and
 // replay engine.journal into it (checkpointWorker.ts). The store installs the result.
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { removeSnapshotTemporary, writeSnapshotFilesInBackground } from './snapshotFiles';
+import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE } from './files';
+import { installSnapshot, removeSnapshotTemporary, writeSnapshotFilesInBackground } from './snapshotFiles';
 
 /** What the store asks a checkpoint builder to build. */
 export interface CheckpointJob {
@@ -65,6 +66,17 @@ export class Checkpoint {
     this.answered = true;
     this.run.cancel();
     return true;
+  }
+
+  /**
+   * Renames the built snapshot into place. engine.journal is folded into it, so its continuation
+   * becomes the journal; the store's open descriptor follows the file through the rename.
+   */
+  install(): void {
+    const dir = this.job.dir;
+    installSnapshot(dir, this.job.tmp, 'background');
+    renameSync(path.join(dir, JOURNAL_NEXT_FILE), path.join(dir, JOURNAL_FILE));
+    fsyncDir(dir);
   }
 
   /** Removes what the builder wrote: this checkpoint will not be installed. */

@@ -1,6 +1,7 @@
 // The storage folder: the names of the files the store keeps there, and durable writes to them.
-import { closeSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { open as openFile } from 'node:fs/promises';
+import path from 'node:path';
 
 export const SNAPSHOT_FILE = 'engine.sqlite';
 export const JOURNAL_FILE = 'engine.journal';
@@ -10,6 +11,19 @@ export const JOURNAL_NEXT_FILE = 'engine.journal.next';
 export const SNAPSHOT_SUM_FILE = 'engine.sqlite.sum';
 /** Temporary snapshot files: `engine.sqlite.tmp-<pid>-<n>` (and `.sum` beside them). */
 export const SNAPSHOT_TMP_PREFIX = `${SNAPSHOT_FILE}.tmp-`;
+
+/** The snapshot and the journal in `dir`, in bytes: what the status reports. */
+export function storageBytes(dir: string): number {
+  let size = 0;
+  for (const f of [SNAPSHOT_FILE, JOURNAL_FILE]) {
+    try {
+      size += statSync(path.join(dir, f)).size;
+    } catch {
+      // missing file: counts as 0
+    }
+  }
+  return size;
+}
 
 export function removeIfPresent(file: string): void {
   try {

@@ -12,12 +12,12 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // (schema.ts) and appends `[seq, key, params]` to the journal (journal.ts). Replay runs the same
 // statements, so there is one code path for "do it" and "redo it".
-import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Database, SqlValue } from 'sql.js';
 import type { StoreBackend, StoreNote } from './backend';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
-import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE } from './files';
+import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
 import { Journal, replayJournal } from './journal';
 import { applyPragmas, migrate, MUTATIONS, readJournalSeq, writeJournalSeq, type MutationKey } from './schema';
 import { installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
@@ -153,16 +153,7 @@ export class Store implements StoreBackend {
 
   /** Snapshot plus journal on disk, in bytes (0 in memory). */
   sizeBytes(): number {
-    if (!this.options.storageDir) return 0;
-    let size = 0;
-    for (const f of [SNAPSHOT_FILE, JOURNAL_FILE]) {
-      try {
-        size += statSync(path.join(this.options.storageDir, f)).size;
-      } catch {
-        // missing file: counts as 0
-      }
-    }
-    return size;
+    return this.options.storageDir ? storageBytes(this.options.storageDir) : 0;
   }
 
   // ---- mutations -------------------------------------------------------------------------
@@ -448,7 +439,6 @@ export class Store implements StoreBackend {
       return;
     }
     this.checkpoint = null;
-    const dir = cp.job.dir;
     if (!m.ok) {
       // The live database can still write it, at the main thread's expense; say why, because a
       // worker that cannot rebuild the state from disk points at a problem worth a look.
@@ -463,11 +453,7 @@ export class Store implements StoreBackend {
       return;
     }
     try {
-      installSnapshot(dir, cp.job.tmp, 'background');
-      // engine.journal is folded into the snapshot; its continuation becomes the journal. The open
-      // descriptor follows the file through the rename.
-      renameSync(path.join(dir, JOURNAL_NEXT_FILE), path.join(dir, JOURNAL_FILE));
-      fsyncDir(dir);
+      cp.install();
       this.journal.renamed(JOURNAL_FILE);
       this.snapshotSeq = cp.job.throughSeq;
       this.snapshotFileBytes = m.bytes;
