@@ -62,11 +62,11 @@ export class Journal {
   }
 
   /**
-   * Opens `name` for appending: to continue it, or `empty` to start it over. Every record written
-   * before counts as on disk: the caller made it so (a synchronous commit before a rotation, or a
-   * full snapshot), or the old descriptor had nothing unsynced.
+   * Opens `name` for appending: to continue what it holds, or emptied to start it over. Every
+   * record written before counts as on disk: the caller made it so (a synchronous commit before a
+   * rotation, or a full snapshot), or the old descriptor had nothing unsynced.
    */
-  open(name = JOURNAL_FILE, empty = false): void {
+  open(name = JOURNAL_FILE, start: 'continue' | 'empty' = 'continue'): void {
     const file = path.join(this.dir!, name);
     this.generation++;
     this.syncedSeq = this.writeSeq;
@@ -81,7 +81,7 @@ export class Journal {
     const fd = openSync(file, 'a');
     // A leftover with records in it must be empty on disk before new records follow; a new or
     // empty file needs no fdatasync (one can wait behind the disk).
-    if (empty && fstatSync(fd).size > 0) {
+    if (start === 'empty' && fstatSync(fd).size > 0) {
       ftruncateSync(fd, 0);
       fdatasyncSync(fd);
     }

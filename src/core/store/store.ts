@@ -321,7 +321,7 @@ export class Store implements StoreBackend {
       installSnapshot(dir, tmp, this.closing ? 'now' : 'background');
       // Everything up to `seq` is in the snapshot now; the journal starts over.
       this.pending = [];
-      this.journal.open(JOURNAL_FILE, true);
+      this.journal.open(JOURNAL_FILE, 'empty');
       removeIfPresent(path.join(dir, JOURNAL_NEXT_FILE));
       this.snapshotFileBytes = bytes.length;
       this.snapshotSeq = this.seq;
@@ -366,7 +366,7 @@ export class Store implements StoreBackend {
       throughSeq = this.seq;
     }
     try {
-      this.journal.open(JOURNAL_NEXT_FILE, true);
+      this.journal.open(JOURNAL_NEXT_FILE, 'empty');
     } catch (err) {
       this.fail(`journal rotation failed: ${(err as Error).message}`);
       return false;
