@@ -40,8 +40,8 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    // The engine host's snapshot worker thread (src/core/store.ts), found beside dist/cli.js.
-    entryPoints: { 'checkpoint-worker': 'src/core/checkpointWorker.ts' },
+    // The engine host's snapshot worker thread (src/core/store/), found beside dist/cli.js.
+    entryPoints: { 'checkpoint-worker': 'src/core/store/checkpointWorker.ts' },
     outdir: 'dist',
   },
   {

@@ -114,7 +114,7 @@ async function build(): Promise<void> {
     entryPoints: {
       ...Object.fromEntries(['seed', 'server', 'launch', 'startup'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
-      'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'checkpointWorker.ts'),
+      'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.
       'launch-helper': path.join(__dirname, '..', 'src', 'host', 'launchHelperMain.ts'),
     },
@@ -235,9 +235,12 @@ interface SnapshotReply {
 // ---- seeding (cached between runs: it is the slowest part and not what we measure) ---------------
 
 async function seeded(label: string, items: number, logs: number, journalRecords: number): Promise<{ dir: string; seed: SeedResult; cached: boolean }> {
-  // The key covers everything that shapes the database: the schema/statements and the seeder.
-  const hash = createHash('sha256')
-    .update(readFileSync(path.join(ROOT, 'src/core/store.ts')))
+  // The key covers everything that shapes the database: the store's sources (schema, statements,
+  // journal and snapshot formats) and the seeder.
+  const sources = createHash('sha256');
+  const storeDir = path.join(ROOT, 'src/core/store');
+  for (const f of readdirSync(storeDir).sort()) sources.update(readFileSync(path.join(storeDir, f)));
+  const hash = sources
     .update(readFileSync(path.join(__dirname, 'seed.ts')))
     .update(`${items}/${logs}/${journalRecords}`)
     .digest('hex')

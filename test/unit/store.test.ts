@@ -718,7 +718,7 @@ describe('store: loading sql.js and a snapshot, in a fresh process', function ()
   beforeEach(() => (ws = new TempWorkspace('engine-load-')));
   afterEach(() => ws.dispose());
 
-  const storeModule = path.join(__dirname, '..', '..', 'src', 'core', 'store.ts');
+  const storeModule = path.join(__dirname, '..', '..', 'src', 'core', 'store', 'index.ts');
   /** Runs `body` in a new Node process with the store's sources loaded; returns what it prints last as JSON. */
   function inFreshProcess<T>(body: string): T {
     const script = `const { Store } = require(${JSON.stringify(storeModule)});\n${body}`;

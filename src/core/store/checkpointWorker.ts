@@ -1,16 +1,22 @@
 // The checkpoint builder (dist/checkpoint-worker.js): builds the engine's next snapshot from the
 // last one and the journal, with its own copy of the database, then exits so that copy's memory
-// goes with it. See Store.snapshotInBackground.
+// goes with it. See checkpoint.ts and Store.snapshotInBackground.
 //
 // It runs as a process of its own, started by the launch helper (`node checkpoint-worker.js
 // <job as JSON>`, answering over the IPC channel), or, when no helper is running, as a worker
 // thread of the engine host (workerData in, parentPort out). A process is preferred: a thread
-// shares the engine's address space and V8's background threads, and while a 3 s checkpoint of a
-// 1,000,000-entry database ran on one the engine's event loop still stalled 150-400 ms.
+// shares the engine's address space and V8's background threads, and while a long checkpoint ran
+// on one the engine's event loop still stalled (docs/PERFORMANCE.md).
 import { readdirSync, readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { Store, type CheckpointJob, type CheckpointMessage } from './store';
+import type { CheckpointBuilt, CheckpointJob, CheckpointMessage } from './checkpoint';
+import { JOURNAL_FILE } from './files';
+import { replayJournal } from './journal';
+import { applyPragmas, migrate, readJournalSeq, writeJournalSeq } from './schema';
+import { loadVerified, writeSnapshotFiles } from './snapshotFiles';
+import { loadSqlJs, SqlDatabase } from './sqlJs';
 
 if (isMainThread) {
   runAsProcess();
@@ -40,10 +46,40 @@ function runAsProcess(): void {
 }
 
 function build(job: CheckpointJob): Promise<CheckpointMessage> {
-  return Store.buildCheckpoint(job).then(
+  return buildCheckpoint(job).then(
     (built): CheckpointMessage => ({ ok: true, ...built }),
     (err: unknown): CheckpointMessage => ({ ok: false, error: err instanceof Error ? err.message : String(err) }),
   );
+}
+
+/**
+ * Loads the last snapshot, replays engine.journal (every record up to `throughSeq`, which the engine
+ * committed before rotating) and writes the result to `job.tmp` for the engine to install. Nothing
+ * here touches the live database.
+ */
+async function buildCheckpoint(job: CheckpointJob): Promise<CheckpointBuilt> {
+  const started = performance.now();
+  const SQL = await loadSqlJs();
+  const { db, verified } = loadVerified(SQL, job.dir);
+  const sql = new SqlDatabase(db);
+  try {
+    if (!verified) {
+      const check = String(db.exec('PRAGMA quick_check')[0]?.values[0]?.[0]);
+      if (check !== 'ok') throw new Error(`the snapshot on disk fails its integrity check (${check})`);
+    }
+    applyPragmas(db);
+    migrate(db);
+    const { seq, appendable: complete } = replayJournal(path.join(job.dir, JOURNAL_FILE), sql, readJournalSeq(sql), []);
+    if (!complete || seq !== job.throughSeq) {
+      throw new Error(`the journal on disk ends at record ${seq}${complete ? '' : ' (with unreadable records)'}, not ${job.throughSeq}`);
+    }
+    writeJournalSeq(sql, job.throughSeq);
+    const out = db.export();
+    writeSnapshotFiles(job.tmp, out);
+    return { bytes: out.length, ms: performance.now() - started };
+  } finally {
+    sql.close();
+  }
 }
 
 /**

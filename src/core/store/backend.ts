@@ -1,0 +1,65 @@
+// What the engine needs from its store, apart from how the store keeps its data: the interface a
+// store for another database would implement. It is what the engine calls today, no more. Writes
+// are the named mutations of schema.ts (a name and its parameters), which a backend maps to its own
+// statements; reads are SQL text in the dialect of the engine's queries (SQLite's), which another
+// backend would have to accept or translate.
+import type { MutationKey } from './schema';
+
+/** A value in a row or a statement's parameters. */
+export type StoreValue = number | string | Uint8Array | null;
+
+/** Something the store did on its own that the engine should log: a recovery, a fallback. */
+export interface StoreNote {
+  level: 'info' | 'warn' | 'error';
+  action: 'database_recovered' | 'database_error';
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export interface StoreBackend {
+  // ---- writes: applied at once, durable once committed ----
+  mutate(key: MutationKey, params: StoreValue[]): void;
+  setMeta(key: string, value: string): void;
+  /** Runs `fn` as one transaction. */
+  batch<T>(fn: () => T): T;
+
+  // ---- reads ----
+  /** Rows as objects. */
+  all<T = Record<string, StoreValue>>(sql: string, params?: StoreValue[]): T[];
+  /** Rows as arrays in column order: for large result pages. */
+  rows(sql: string, params?: StoreValue[]): StoreValue[][];
+  get<T = Record<string, StoreValue>>(sql: string, params?: StoreValue[]): T | undefined;
+  getMeta(key: string): string | undefined;
+
+  // ---- durability ----
+  /** True when mutations are waiting to be committed. */
+  readonly hasPending: boolean;
+  /**
+   * Commits pending mutations; false (with lastError set) while storage fails, the state then
+   * staying in memory. `background` may finish making them durable after it returns.
+   */
+  commit(mode?: 'sync' | 'background'): boolean;
+  /** Commits pending mutations and resolves once they are durable: the engine spawns nothing before. */
+  commitDurably(): Promise<boolean>;
+  /** Whether everything committed so far is durable. */
+  readonly journalSynced: boolean;
+
+  // ---- snapshots: the engine decides when, the store how ----
+  /** True when something changed since the last snapshot. */
+  readonly changedSinceSnapshot: boolean;
+  /** How much a snapshot would fold in, against the size of the one it would rewrite. */
+  readonly journalSize: { journalBytes: number; snapshotBytes: number };
+  /** Starts a snapshot without blocking the engine; false when none was started. */
+  snapshotInBackground(): boolean;
+  /** Gives up a snapshot in flight: the engine is shutting down, and close() persists everything. */
+  abandonCheckpoint(): void;
+
+  // ---- status and lifetime ----
+  readonly databasePath: string;
+  readonly lastError: string | null;
+  readonly lastPersistTime: number | null;
+  /** Bytes the store takes on disk. */
+  sizeBytes(): number;
+  /** Persists what is pending and releases the database. */
+  close(): void;
+}

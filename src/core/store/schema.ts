@@ -1,0 +1,114 @@
+// The database's tables and the statements that change them. Every change the store makes is one
+// of the named MUTATIONS: the journal records the name and its parameters, and replay runs the same
+// SQL, so "do it" and "redo it" share one statement.
+import type { Database } from 'sql.js';
+import type { SqlDatabase } from './sqlJs';
+
+export const SCHEMA_VERSION = 1;
+
+const SCHEMA_V1 = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  def_hash TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  run_at INTEGER,
+  due_at INTEGER,
+  running INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX items_due ON items (outcome, due_at);
+CREATE TABLE attempts (
+  id INTEGER PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  outcome TEXT NOT NULL,
+  exit_code INTEGER,
+  signal TEXT,
+  error TEXT,
+  stdout_tail TEXT,
+  stderr_tail TEXT
+);
+CREATE INDEX attempts_item ON attempts (item_id, id);
+CREATE INDEX attempts_running ON attempts (outcome) WHERE outcome = 'running';
+CREATE TABLE logs (
+  id INTEGER PRIMARY KEY,
+  ts INTEGER NOT NULL,
+  action TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  item_id TEXT,
+  details TEXT
+);
+CREATE INDEX logs_action ON logs (action, id);
+CREATE INDEX logs_item ON logs (item_id, id);
+CREATE INDEX logs_ts ON logs (ts);
+CREATE INDEX logs_level ON logs (level, id);
+-- sql.js ships FTS3/FTS4 (no FTS5). An external-content table indexes logs.message without a
+-- second copy of the text; prefix queries ("exit*") serve the API's "words start words" search.
+CREATE VIRTUAL TABLE logs_fts USING fts4 (content="logs", message, tokenize=unicode61);
+CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+`;
+
+/** Every statement that changes state, by the name the journal records. */
+export const MUTATIONS = {
+  meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  item_insert: `INSERT INTO items (id, name, source, definition, def_hash, outcome, attempts, max_attempts, run_at, due_at, running, last_error, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0, NULL, ?, ?)`,
+  item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
+  attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
+  attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
+  log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
+  // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.
+  logs_fts_prune: 'DELETE FROM logs_fts WHERE docid IN (SELECT id FROM logs WHERE id <= ?)',
+  logs_prune: 'DELETE FROM logs WHERE id <= ?',
+  source_file_set:
+    'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
+} as const;
+export type MutationKey = keyof typeof MUTATIONS;
+
+/** The schema version a database was written with (0: a new, empty database). */
+export function schemaVersion(db: Database): number {
+  return Number(db.exec('PRAGMA user_version')[0].values[0][0]);
+}
+
+export function applyPragmas(db: Database): void {
+  // The database lives in memory and durability comes from our journal, so SQLite's own
+  // rollback journal only needs to support ROLLBACK, not crashes.
+  db.run('PRAGMA journal_mode = MEMORY');
+  db.run('PRAGMA synchronous = OFF');
+  db.run('PRAGMA temp_store = MEMORY');
+}
+
+export function migrate(db: Database): void {
+  if (schemaVersion(db) === 0) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V1);
+    db.run(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    db.run('COMMIT');
+  }
+  // Future migrations: `if (version < 2) { … }`, each in its own transaction.
+}
+
+/**
+ * The last journal record a snapshot holds, kept in the snapshot itself (meta.journal_seq): replay
+ * skips every record up to it. Written outside the journal, as it describes the journal.
+ */
+export function readJournalSeq(sql: SqlDatabase): number {
+  return Number(sql.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', ['journal_seq'])?.value ?? 0);
+}
+
+export function writeJournalSeq(sql: SqlDatabase, seq: number): void {
+  sql.statement(MUTATIONS.meta_set).run(['journal_seq', String(seq)]);
+}

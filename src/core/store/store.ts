@@ -1,0 +1,511 @@
+// The engine's state: an in-memory sql.js database, persisted as a snapshot (Database.export()
+// written to a temporary file, fsynced, renamed) plus an append-only journal of every mutation
+// since that snapshot. Startup loads the snapshot and replays the journal, so a kill -9 at any
+// moment loses at most what was not yet journaled, and the engine journals before every spawn.
+//
+// The engine's periodic snapshot is a checkpoint built off the main thread: the journal is rotated
+// (new records go to engine.journal.next) and a builder loads the last snapshot, replays the old
+// journal into it and writes the result; the main thread only renames files (checkpoint.ts).
+// Exporting a large live database instead blocks the event loop for seconds (docs/PERFORMANCE.md).
+// Shutdown, recovery and first start still export synchronously.
+//
+// Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
+// (schema.ts) and appends `[seq, key, params]` to the journal (journal.ts). Replay runs the same
+// statements, so there is one code path for "do it" and "redo it".
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Database, SqlValue } from 'sql.js';
+import type { StoreBackend, StoreNote } from './backend';
+import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
+import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
+import { Journal, replayJournal } from './journal';
+import { applyPragmas, migrate, MUTATIONS, readJournalSeq, writeJournalSeq, type MutationKey } from './schema';
+import { installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
+import { loadSqlJs, SqlDatabase } from './sqlJs';
+
+/** While storage fails, how often a persist is retried. */
+const RETRY_INTERVAL_MS = 1000;
+
+export interface StoreOptions {
+  /** Folder for engine.sqlite and its journal; null keeps everything in memory (for tests). */
+  storageDir: string | null;
+  /** Called when persisting starts or stops failing, so the engine can log and report health. */
+  onHealthChange?: (ok: boolean, error: string | null) => void;
+  /** Called for what the engine should log but that changes no health: a background snapshot that fell back. */
+  onNote?: (note: StoreNote) => void;
+  /**
+   * Runs a checkpoint in a process of its own (the engine asks its launch helper to start it).
+   * Returns undefined when that is not possible right now; the checkpoint then runs on a worker
+   * thread of this process, as it does without this option.
+   */
+  runCheckpoint?: CheckpointRunner;
+  /**
+   * A snapshot on disk smaller than this is checkpointed by exporting the live database (a few
+   * milliseconds of the event loop) and writing it on the thread pool, rather than by a process
+   * that loads it again (far more CPU, mostly starting Node.js and sql.js). Default 2 MiB; 0
+   * always builds off the main thread.
+   */
+  exportCheckpointMaxBytes?: number;
+}
+
+export interface SnapshotInfo {
+  /** Built off the main thread (true) or exported on the main thread (false). */
+  background: boolean;
+  /** For a background snapshot: where it was built ("worker thread", "process <pid>"). */
+  builtIn?: string;
+  /** For one built in a process: that process's peak RSS in bytes. */
+  builderPeakRss?: number;
+  /** Wall time: the worker's whole job, or the main thread's export and write. */
+  ms: number;
+  bytes: number;
+  at: number;
+}
+
+/** The sql.js store: the engine's state in memory, persisted by a journal and snapshots. */
+export class Store implements StoreBackend {
+  private readonly journal: Journal;
+  /** Journal records of the mutations since the last commit, not written yet. */
+  private pending: string[] = [];
+  private seq = 0;
+  /** `seq` as of the last snapshot: everything up to it is in engine.sqlite. */
+  private snapshotSeq = 0;
+  /** Set when the journal file is gone or unwritable: the next persist must be a full snapshot. */
+  private needsSnapshot = false;
+  private error: string | null = null;
+  private lastFailureAt = 0;
+  private lastPersistAt: number | null = null;
+  /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
+  private checkpoint: Checkpoint | null = null;
+  private tmpCounter = 0;
+  /** Set by close(): the final snapshot frees the old one synchronously. */
+  private closing = false;
+  private snapshotInfo: SnapshotInfo | null = null;
+  /** Size of the snapshot on disk (loaded or last written). */
+  private snapshotFileBytes = 0;
+
+  private constructor(
+    private readonly sql: SqlDatabase,
+    private readonly options: StoreOptions,
+  ) {
+    this.journal = new Journal(options.storageDir, {
+      synced: () => {
+        // Synced records are persisted state as much as a snapshot is (and far more frequent).
+        this.lastPersistAt = Date.now();
+        this.setHealthy();
+      },
+      failed: (message) => this.fail(message),
+    });
+  }
+
+  /** Opens (or creates) the store; `notes` says what recovery did, for the engine to log. */
+  static async open(options: StoreOptions): Promise<{ store: Store; notes: StoreNote[] }> {
+    const SQL = await loadSqlJs();
+    const notes: StoreNote[] = [];
+    const dir = options.storageDir;
+    let db: Database | undefined;
+    if (dir) {
+      mkdirSync(dir, { recursive: true });
+      db = openSnapshot(SQL, dir, notes);
+    }
+    db ??= new SQL.Database();
+    const store = new Store(new SqlDatabase(db), options);
+    applyPragmas(db);
+    migrate(db);
+    if (dir) {
+      removeStaleTemporaries(dir);
+      store.seq = readJournalSeq(store.sql);
+      store.snapshotSeq = store.seq;
+      // A crash during a checkpoint leaves the journal in two parts: the old one (records up to the
+      // checkpoint) and its continuation. Replay skips whatever the snapshot already holds.
+      let appendable = store.replay(path.join(dir, JOURNAL_FILE), notes);
+      const next = path.join(dir, JOURNAL_NEXT_FILE);
+      const split = existsSync(next);
+      if (split) appendable = store.replay(next, notes) && appendable;
+      store.journal.open();
+      const snapshotFile = path.join(dir, SNAPSHOT_FILE);
+      if (!appendable || split || !existsSync(snapshotFile)) {
+        // A torn or unreadable record must not have new records appended after it, a split journal
+        // is folded back into one, and a new database needs its first snapshot: snapshot now.
+        store.snapshot();
+      } else {
+        // Otherwise the journal simply continues (replay skips what the snapshot holds) and the
+        // engine's next periodic snapshot folds it in. A full export here costs more than the rest
+        // of startup together on a large database (docs/PERFORMANCE.md).
+        const st = statSync(snapshotFile);
+        store.lastPersistAt = st.mtimeMs;
+        store.snapshotFileBytes = st.size;
+      }
+    }
+    return { store, notes };
+  }
+
+  get databasePath(): string {
+    return this.options.storageDir ? path.join(this.options.storageDir, SNAPSHOT_FILE) : ':memory:';
+  }
+
+  get lastError(): string | null {
+    return this.error;
+  }
+
+  get lastPersistTime(): number | null {
+    return this.lastPersistAt;
+  }
+
+  /** Snapshot plus journal on disk, in bytes (0 in memory). */
+  sizeBytes(): number {
+    return this.options.storageDir ? storageBytes(this.options.storageDir) : 0;
+  }
+
+  // ---- mutations -------------------------------------------------------------------------
+
+  mutate(key: MutationKey, params: SqlValue[]): void {
+    this.sql.statement(MUTATIONS[key]).run(params);
+    if (this.options.storageDir && !this.needsSnapshot) {
+      this.pending.push(JSON.stringify([++this.seq, key, params]));
+    }
+  }
+
+  /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
+  batch<T>(fn: () => T): T {
+    return this.sql.batch(fn);
+  }
+
+  // ---- queries ---------------------------------------------------------------------------
+
+  /** Rows as objects. Statements are prepared once and cached by SQL text. */
+  all<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T[] {
+    return this.sql.all<T>(sql, params);
+  }
+
+  /** Rows as arrays in column order: for large result pages (see SqlDatabase.rows). */
+  rows(sql: string, params: SqlValue[] = []): SqlValue[][] {
+    return this.sql.rows(sql, params);
+  }
+
+  get<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T | undefined {
+    return this.sql.get<T>(sql, params);
+  }
+
+  getMeta(key: string): string | undefined {
+    return this.sql.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.mutate('meta_set', [key, value]);
+  }
+
+  // ---- persistence -----------------------------------------------------------------------
+
+  /** True when something changed since the last snapshot, so a new one would not be identical. */
+  get changedSinceSnapshot(): boolean {
+    return this.seq !== this.snapshotSeq || this.needsSnapshot;
+  }
+
+  /**
+   * How much a checkpoint would fold in (the journal records are appended to, about in bytes),
+   * against the size of the snapshot it would rewrite: for the engine's checkpoint policy.
+   */
+  get journalSize(): { journalBytes: number; snapshotBytes: number } {
+    return { journalBytes: this.journal.bytes, snapshotBytes: this.snapshotFileBytes };
+  }
+
+  /** True when mutations are waiting to be journaled. */
+  get hasPending(): boolean {
+    return this.pending.length > 0 || this.needsSnapshot;
+  }
+
+  /**
+   * Appends pending mutations to the journal and fdatasyncs it. Returns false (and records the
+   * error) when storage is failing; the state stays in memory and a later call retries.
+   *
+   * `background` (the engine's once-a-second commit): the records are written at once, where a
+   * crash of this process cannot lose them, and the fdatasync runs on libuv's thread pool. A
+   * synchronous fdatasync waits for the file system's next journal commit, and while a checkpoint
+   * writes a large snapshot that can take a second of the event loop (docs/PERFORMANCE.md).
+   * Launches use commitDurably(), which waits for the disk without blocking the event loop.
+   */
+  commit(mode: 'sync' | 'background' = 'sync'): boolean {
+    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journal.isOpen) {
+      return this.commitInBackground();
+    }
+    if (!this.options.storageDir) return true;
+    if (this.needsSnapshot) {
+      // Recovery is a full snapshot; while storage stays broken, try it at most once a second
+      // rather than exporting the whole database on every call.
+      if (this.error !== null && Date.now() - this.lastFailureAt < RETRY_INTERVAL_MS) return false;
+      return this.snapshot();
+    }
+    if (this.pending.length === 0 && this.journalSynced) return this.error === null;
+    try {
+      this.journal.write(this.pending);
+      // Also what a background commit wrote and has not synced yet: a spawn must not wait on it.
+      this.journal.syncNow();
+      this.lastPersistAt = Date.now();
+      this.pending = [];
+      this.setHealthy();
+      return true;
+    } catch (err) {
+      this.fail(`journal write failed: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /** Whether a background fdatasync of the journal is still running (for tests). */
+  get journalSyncPending(): boolean {
+    return this.journal.syncPending;
+  }
+
+  /** Whether every record written to the journal is on disk (mutations not written yet aside). */
+  get journalSynced(): boolean {
+    return this.journal.synced;
+  }
+
+  /**
+   * Journals pending mutations and resolves once they are on disk: true, or false when storage
+   * failed (the error is recorded and the state stays in memory, as with commit()). The records
+   * are written at once and the fdatasync runs on libuv's thread pool, so the event loop goes on
+   * meanwhile; calls that arrive while one runs share the next, so launches that become due
+   * together wait for one fdatasync. This is how the engine keeps its rule that every attempt is
+   * on disk before its process is spawned without a synchronous fdatasync before each spawn, which
+   * held the event loop on every launch, and longest behind a checkpoint's writes
+   * (docs/PERFORMANCE.md).
+   */
+  commitDurably(): Promise<boolean> {
+    if (!this.options.storageDir) return Promise.resolve(true);
+    // Recovery (a full snapshot) and a journal that is not open take the synchronous path.
+    if (this.needsSnapshot || !this.journal.isOpen) return Promise.resolve(this.commit());
+    if (!this.writePending()) return Promise.resolve(false);
+    if (this.journal.synced) return Promise.resolve(this.error === null);
+    return this.journal.whenDurable();
+  }
+
+  private commitInBackground(): boolean {
+    if (!this.writePending()) return false;
+    this.journal.syncInBackground();
+    return this.error === null;
+  }
+
+  /** Appends pending mutations to the journal, without syncing. False (recorded) when that fails. */
+  private writePending(): boolean {
+    if (this.pending.length === 0) return true;
+    try {
+      this.journal.write(this.pending);
+      this.pending = [];
+      return true;
+    } catch (err) {
+      this.fail(`journal write failed: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /**
+   * Writes the whole database atomically (temporary file, fsync, rename, fsync of the folder)
+   * and starts an empty journal. Returns false (and records the error) when storage is failing.
+   */
+  snapshot(): boolean {
+    const dir = this.options.storageDir;
+    if (!dir) return true;
+    // The live database is newer than anything a checkpoint in flight is building.
+    this.abandonCheckpoint();
+    const started = performance.now();
+    try {
+      writeJournalSeq(this.sql, this.seq);
+      // sql.js (1.16+) exports through SQLite's backup API without closing the connection, so
+      // prepared statements and pragmas survive.
+      const bytes = this.sql.db.export();
+      const tmp = this.temporaryName();
+      writeSnapshotFiles(tmp, bytes);
+      // A closed store leaves nothing running on its folder: whoever copies, moves or deletes the
+      // folder after close() must not race a background unlink. Freeing the old snapshot's blocks
+      // on this thread costs a moment at shutdown only.
+      installSnapshot(dir, tmp, this.closing ? 'now' : 'background');
+      // Everything up to `seq` is in the snapshot now; the journal starts over.
+      this.pending = [];
+      this.journal.open(JOURNAL_FILE, 'empty');
+      removeIfPresent(path.join(dir, JOURNAL_NEXT_FILE));
+      this.snapshotFileBytes = bytes.length;
+      this.snapshotSeq = this.seq;
+      this.needsSnapshot = false;
+      this.lastPersistAt = Date.now();
+      this.snapshotInfo = { background: false, ms: performance.now() - started, bytes: bytes.length, at: this.lastPersistAt };
+      this.setHealthy();
+      return true;
+    } catch (err) {
+      this.fail(`snapshot failed: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /**
+   * The engine's periodic snapshot, built off the main thread: pending records are committed, the
+   * journal continues in engine.journal.next, and a builder folds engine.journal into the last
+   * snapshot. The event loop pays for one commit and, when the builder is done, a few renames.
+   * Returns false when nothing was started: one is already running (pending records are still
+   * committed), or storage is failing and the synchronous recovery snapshot did not succeed.
+   */
+  snapshotInBackground(): boolean {
+    const dir = this.options.storageDir;
+    if (!dir) return true;
+    if (this.checkpoint) {
+      // The checkpoint is writing a snapshot: a synchronous fdatasync would wait behind it.
+      this.commit('background');
+      return false;
+    }
+    // Recovery needs the live database: the journal on disk is incomplete.
+    if (this.needsSnapshot || this.error !== null) return this.snapshot();
+    // The checkpoint replays engine.journal through `throughSeq`, and after a crash the records
+    // continued in engine.journal.next are only valid if everything before them is on disk. When
+    // every record written so far is synced, that already holds: rotate without an fdatasync,
+    // and the mutations not written yet go to the next journal. Otherwise commit synchronously
+    // first: an fdatasync on the event loop, which can wait behind the disk for a long time
+    // (docs/PERFORMANCE.md); the engine avoids it by asking only when journalSynced.
+    let throughSeq: number;
+    if (this.journalSynced) throughSeq = this.seq - this.pending.length;
+    else {
+      if (!this.commit()) return false;
+      throughSeq = this.seq;
+    }
+    try {
+      this.journal.open(JOURNAL_NEXT_FILE, 'empty');
+    } catch (err) {
+      this.fail(`journal rotation failed: ${(err as Error).message}`);
+      return false;
+    }
+    const job: CheckpointJob = { dir, throughSeq, tmp: this.temporaryName() };
+    let run: CheckpointRun;
+    try {
+      if (this.snapshotFileBytes < (this.options.exportCheckpointMaxBytes ?? DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES)) {
+        run = this.exportCheckpoint(job);
+      } else run = this.options.runCheckpoint?.(job) ?? startCheckpointThread(job);
+    } catch (err) {
+      // No worker bundle (a build without it): the synchronous snapshot keeps every promise.
+      this.options.onNote?.({
+        level: 'warn',
+        action: 'database_error',
+        message: `background snapshot unavailable (${(err as Error).message}); snapshotting on the main thread`,
+      });
+      return this.snapshot();
+    }
+    const cp = new Checkpoint(run, job);
+    this.checkpoint = cp;
+    void run.done.then((m) => this.finishCheckpoint(cp, m));
+    return true;
+  }
+
+  /**
+   * A small database's checkpoint: the live database exported now (it holds every record up to
+   * `seq`, those not written yet included, which the next journal then repeats and replay skips),
+   * and written on the thread pool. Installed like any other.
+   */
+  private exportCheckpoint(job: CheckpointJob): CheckpointRun {
+    const started = performance.now();
+    job.throughSeq = this.seq;
+    writeJournalSeq(this.sql, this.seq);
+    return writeExportedCheckpoint(job, this.sql.db.export(), started);
+  }
+
+  /** Resolves when the checkpoint in flight (if any) is installed (true) or abandoned/failed (false). */
+  whenCheckpointed(): Promise<boolean> {
+    return this.checkpoint?.done ?? Promise.resolve(true);
+  }
+
+  /** How the last snapshot went (background or not, time, size): for the benchmark and the tests. */
+  get lastSnapshot(): SnapshotInfo | null {
+    return this.snapshotInfo;
+  }
+
+  /** Persists what is pending and releases the database. */
+  close(): void {
+    this.closing = true;
+    if (this.options.storageDir) {
+      this.snapshot() || this.commit();
+    }
+    this.journal.close();
+    this.sql.close();
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  private temporaryName(): string {
+    return snapshotTemporaryName(this.options.storageDir!, ++this.tmpCounter);
+  }
+
+  private finishCheckpoint(cp: Checkpoint, m: CheckpointMessage): void {
+    if (!cp.takeAnswer()) return;
+    if (this.checkpoint !== cp) {
+      // Abandoned: a synchronous snapshot since holds everything this one would, and more.
+      cp.discardFiles();
+      cp.end(false);
+      return;
+    }
+    this.checkpoint = null;
+    if (!m.ok) {
+      // The live database can still write it, at the main thread's expense; say why, because a
+      // worker that cannot rebuild the state from disk points at a problem worth a look.
+      cp.discardFiles();
+      this.options.onNote?.({
+        level: 'warn',
+        action: 'database_error',
+        message: `background snapshot failed (${m.error}); wrote the snapshot from memory instead`,
+        details: { error: m.error, builtIn: cp.run.where },
+      });
+      cp.end(this.snapshot());
+      return;
+    }
+    try {
+      cp.install();
+      this.journal.renamed(JOURNAL_FILE);
+      this.snapshotSeq = cp.job.throughSeq;
+      this.snapshotFileBytes = m.bytes;
+      this.lastPersistAt = Date.now();
+      this.snapshotInfo = { background: true, builtIn: cp.run.where, builderPeakRss: m.peakRss, ms: m.ms, bytes: m.bytes, at: this.lastPersistAt };
+      cp.end(true);
+    } catch (err) {
+      this.fail(`snapshot failed: ${(err as Error).message}`);
+      cp.end(false);
+    }
+  }
+
+  /**
+   * Gives up the checkpoint in flight, if any: a synchronous snapshot follows (close() takes one).
+   * The engine calls it before ending its launch helper, whose exit would otherwise fail the
+   * checkpoint and make the store snapshot from memory twice during a shutdown.
+   */
+  abandonCheckpoint(): void {
+    const cp = this.checkpoint;
+    if (!cp) return;
+    this.checkpoint = null;
+    // Its end settles it and removes its temporary files.
+    cp.run.cancel();
+  }
+
+  /** Replays a journal file into the live database; true when new records can be appended to it as it is. */
+  private replay(file: string, notes: StoreNote[]): boolean {
+    const { seq, appendable } = replayJournal(file, this.sql, this.seq, notes);
+    this.seq = seq;
+    return appendable;
+  }
+
+  private fail(message: string): void {
+    // Whatever was pending will be captured by the next full snapshot; holding it would only
+    // grow memory while storage is down.
+    this.pending = [];
+    this.needsSnapshot = true;
+    this.lastFailureAt = Date.now();
+    // Launches waiting for their journal records: those records may never reach the disk.
+    this.journal.failWaiters();
+    if (this.error === null) {
+      this.error = message;
+      this.options.onHealthChange?.(false, message);
+    } else {
+      this.error = message;
+    }
+  }
+
+  private setHealthy(): void {
+    if (this.error !== null) {
+      this.error = null;
+      this.options.onHealthChange?.(true, null);
+    }
+  }
+}
