@@ -266,7 +266,7 @@ export class Engine implements MonitoredEngine {
   // ---- control --------------------------------------------------------------------------
 
   pollNow(): Promise<void> {
-    return this.poller.poll();
+    return this.poller.pollNow();
   }
 
   retryItem(itemId: string): void {

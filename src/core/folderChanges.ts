@@ -25,8 +25,9 @@ export class FolderChanges {
   /**
    * The names changed since the previous call, or 'all'. `realPath` is the folder as it resolves
    * now; the watch starts (or restarts) before the caller reads it, so nothing falls in between.
+   * `all`: the caller looks at every file this time whatever is known.
    */
-  async take(realPath: string): Promise<Set<string> | 'all'> {
+  async take(realPath: string, all = false): Promise<Set<string> | 'all'> {
     const info = await stat(realPath);
     const identity = `${info.ino}:${info.birthtimeMs}`;
     if (!this.watched || this.watched.path !== realPath || this.watched.identity !== identity) {
@@ -35,7 +36,7 @@ export class FolderChanges {
     }
     const now = Date.now();
     let result = this.changed;
-    if (!this.watcher || now - this.lastFullAt >= this.fullScanEveryMs) result = 'all';
+    if (all || !this.watcher || now - this.lastFullAt >= this.fullScanEveryMs) result = 'all';
     if (result === 'all') this.lastFullAt = now;
     this.changed = new Set();
     return result;

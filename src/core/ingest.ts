@@ -66,12 +66,12 @@ export class ItemIngestion {
    * Scans every source and ingests the files that changed since their last read. `pollStartedAt`
    * times the scan. False when the engine closed before the scan was complete.
    */
-  async scanSources(pollStartedAt: number): Promise<boolean> {
+  async scanSources(pollStartedAt: number, everyFile = false): Promise<boolean> {
     this.sliceStartedAt = performance.now();
     for (let i = 0; i < this.sources.length; i++) {
       const source = this.sources[i];
       const status = this.sourceStatus[i];
-      const scan = await source.scan((p) => this.knownFingerprint(p));
+      const scan = await source.scan((p) => this.knownFingerprint(p), everyFile);
       if (this.hooks.isClosed()) return false;
       status.lastScanAt = new Date().toISOString();
       // A source that keeps failing the same way is logged when the error first appears.

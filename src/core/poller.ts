@@ -33,7 +33,18 @@ export class Poller {
   }
 
   poll(): Promise<void> {
-    this.polling ??= this.doPoll().finally(() => (this.polling = undefined));
+    this.polling ??= this.doPoll(false).finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  /**
+   * A poll asked for (Poll Now): it sees every file written before the ask. A poll under way may
+   * have read the folder already, and the watch may not have reported a change made a moment ago,
+   * so this one starts after it and looks at every file.
+   */
+  async pollNow(): Promise<void> {
+    while (this.polling) await this.polling.catch(() => undefined);
+    this.polling = this.doPoll(true).finally(() => (this.polling = undefined));
     return this.polling;
   }
 
@@ -50,13 +61,13 @@ export class Poller {
     clearTimeout(this.timer);
   }
 
-  private async doPoll(): Promise<void> {
+  private async doPoll(everyFile: boolean): Promise<void> {
     if (this.hooks.isClosed()) return;
     const started = Date.now();
     this.lastPollAt = started;
     this.polls++;
     this.store.setMeta('last_poll_at', String(started));
-    if (!(await this.ingestion.scanSources(started))) return;
+    if (!(await this.ingestion.scanSources(started, everyFile))) return;
     this.hooks.onPolled();
   }
 }

@@ -59,8 +59,11 @@ export class QueueDirectorySource {
     this.changes.close();
   }
 
-  /** `known(absPath)` returns the fingerprint recorded when that file was last processed. */
-  async scan(known: (absPath: string) => string | undefined): Promise<SourceScan> {
+  /**
+   * `known(absPath)` returns the fingerprint recorded when that file was last processed.
+   * `everyFile`: look at every file, not only those the watch reported changed.
+   */
+  async scan(known: (absPath: string) => string | undefined, everyFile = false): Promise<SourceScan> {
     let names: string[];
     let realRoot: string;
     try {
@@ -72,7 +75,7 @@ export class QueueDirectorySource {
           error: `queue folder ${this.location} resolves outside the workspace (to ${realLocation}); nothing in it is read. Make it a real folder inside the workspace, or name the outside folder explicitly with --queue-dir`,
         };
       }
-      const changes = await this.changes.take(realLocation);
+      const changes = await this.changes.take(realLocation, everyFile);
       names = changes === 'all' ? await fs.readdir(realLocation) : [...changes];
     } catch (err) {
       this.changes.reset();

@@ -198,6 +198,18 @@ describe('engine: polling, launching, retries, outcomes', function () {
     assert.throws(() => engine!.retryItem('nope'), /no item with id "nope"/);
   });
 
+  it('Poll Now sees every file written before it, also while a poll is under way', async () => {
+    engine = await Engine.create(ws.options({ initialMode: 'stopped' }));
+    await engine.start();
+    for (let i = 0; i < 30; i++) {
+      ws.enqueue(`n${i}.json`, nodeItem(`n${i}`, '0'));
+      // Every other time a poll is already under way when Poll Now is asked for.
+      if (i % 2) void engine.pollNow();
+      await engine.pollNow();
+      assert.equal(engine.stats().total, i + 1, `n${i} was seen by the Poll Now after it was written`);
+    }
+  });
+
   it('launches nothing while restricted, until trust is granted', async () => {
     ws.enqueue('a.json', nodeItem('a', '0'));
     engine = await Engine.create(ws.options({ initialMode: 'restricted' }));

@@ -74,7 +74,7 @@ export class Checkpoint {
    */
   install(): void {
     const dir = this.job.dir;
-    installSnapshot(dir, this.job.tmp, 'background');
+    installSnapshot(dir, this.job.tmp);
     renameSync(path.join(dir, JOURNAL_NEXT_FILE), path.join(dir, JOURNAL_FILE));
     fsyncDir(dir);
   }

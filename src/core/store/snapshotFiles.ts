@@ -130,8 +130,25 @@ function snapshotSum(bytes: Uint8Array): string | null {
   return crc32 ? JSON.stringify({ bytes: bytes.length, crc32: crc32(bytes) }) : null;
 }
 
+/** Replaced snapshots being deleted on the thread pool (see installSnapshot). */
+const freeing = new Set<string>();
+
+/**
+ * Deletes on this thread what installSnapshot left being deleted in the background in `dir`, so
+ * a closed store leaves nothing happening in its folder: whoever copies, moves or deletes the
+ * folder next does not race a delete. Only at close, where a moment's wait costs nothing.
+ */
+export function finishFreeing(dir: string): void {
+  for (const old of freeing) {
+    if (path.dirname(old) !== dir) continue;
+    // If the background delete got there first this finds nothing; either way the file is gone.
+    removeIfPresent(old);
+    freeing.delete(old);
+  }
+}
+
 /** Renames a written snapshot (and its checksum) into place, durably. */
-export function installSnapshot(dir: string, tmp: string, freeOld: 'now' | 'background'): void {
+export function installSnapshot(dir: string, tmp: string): void {
   const target = path.join(dir, SNAPSHOT_FILE);
   // A rename that replaces the last link to the old snapshot frees its blocks inside the system
   // call, on this thread: a second or more for a large snapshot on a busy disk. Keeping it linked
@@ -150,8 +167,11 @@ export function installSnapshot(dir: string, tmp: string, freeOld: 'now' | 'back
   fsyncDir(dir);
   // A crash before this leaves it for removeStaleTemporaries at the next start.
   if (!old) return;
-  if (freeOld === 'now') removeIfPresent(old);
-  else void unlink(old).catch(() => undefined);
+  const replaced = old;
+  freeing.add(replaced);
+  void unlink(replaced)
+    .catch(() => undefined)
+    .finally(() => freeing.delete(replaced));
 }
 
 /** True when engine.sqlite.sum describes exactly these bytes. */

@@ -20,7 +20,7 @@ import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread,
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
 import { Journal, replayJournal } from './journal';
 import { applyPragmas, migrate, MUTATIONS, readJournalSeq, writeJournalSeq, type MutationKey } from './schema';
-import { installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
+import { finishFreeing, installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
 import { loadSqlJs, SqlDatabase } from './sqlJs';
 
 /** While storage fails, how often a persist is retried. */
@@ -77,8 +77,6 @@ export class Store implements StoreBackend {
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
-  /** Set by close(): the final snapshot frees the old one synchronously. */
-  private closing = false;
   private snapshotInfo: SnapshotInfo | null = null;
   /** Size of the snapshot on disk (loaded or last written). */
   private snapshotFileBytes = 0;
@@ -315,10 +313,7 @@ export class Store implements StoreBackend {
       const bytes = this.sql.db.export();
       const tmp = this.temporaryName();
       writeSnapshotFiles(tmp, bytes);
-      // A closed store leaves nothing running on its folder: whoever copies, moves or deletes the
-      // folder after close() must not race a background unlink. Freeing the old snapshot's blocks
-      // on this thread costs a moment at shutdown only.
-      installSnapshot(dir, tmp, this.closing ? 'now' : 'background');
+      installSnapshot(dir, tmp);
       // Everything up to `seq` is in the snapshot now; the journal starts over.
       this.pending = [];
       this.journal.open(JOURNAL_FILE, 'empty');
@@ -416,9 +411,10 @@ export class Store implements StoreBackend {
 
   /** Persists what is pending and releases the database. */
   close(): void {
-    this.closing = true;
-    if (this.options.storageDir) {
+    const dir = this.options.storageDir;
+    if (dir) {
       this.snapshot() || this.commit();
+      finishFreeing(dir);
     }
     this.journal.close();
     this.sql.close();
