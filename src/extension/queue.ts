@@ -1,4 +1,4 @@
-// The queue folders (contract section 2): `<workspace folder>/<engineMonitor.queue.directory>`.
+// The queue folders: `<workspace folder>/<engineMonitor.queue.directory>`.
 // Knows whether any exists (for auto-start and the views' welcome), watches for one appearing,
 // and implements Create Queue Folder, Open Queue Folder and Add Item….
 import * as fs from 'node:fs/promises';
@@ -158,7 +158,7 @@ export function newItemId(name: string, now = new Date()): string {
 }
 
 /**
- * Write one item file the way the contract asks scripts to: a temporary name the scanner ignores
+ * Write one item file the way scripts are asked to: a temporary name the scanner ignores
  * (not ending in .json/.jsonl), then an atomic rename.
  */
 export async function writeQueueItem(queueDir: string, item: Record<string, unknown> & { id: string }): Promise<string> {

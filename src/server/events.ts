@@ -1,4 +1,4 @@
-// /events: server-sent events for live UIs (contract section 4).
+// /events: server-sent events for live UIs.
 //
 // One EventHub per server owns the single engine subscription and the timers, so the cost of an
 // engine event is one serialisation however many clients listen. The subscription and timers
@@ -20,7 +20,7 @@ import type { HealthResponse, LogEntry } from '../shared/api';
 import type { EngineEvent, HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
 
 export interface EventHubOptions {
-  /** Minimum gap between two `stats` events to one client (contract: at most 4 per second). */
+  /** Minimum gap between two `stats` events to one client (at most 4 per second, as the API promises). */
   statsIntervalMs: number;
   /** Health is re-evaluated this often while clients are connected ("stalled" depends on the clock). */
   healthIntervalMs: number;

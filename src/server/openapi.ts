@@ -1,8 +1,8 @@
 // The OpenAPI 3.1 document served at /openapi.json. Written as a plain object (not generated) so
-// it reads like the contract it documents; the server's tests validate every response against it,
+// it reads like the promise it documents; the server's tests validate every response against it,
 // so the two cannot drift apart silently.
 //
-// Objects leave additionalProperties open on purpose: the contract allows fields to be added to
+// Objects leave additionalProperties open on purpose: the API may add fields to
 // responses, and a client validating with this document must not break when that happens.
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
@@ -430,7 +430,7 @@ function pathItems(): Record<string, PathItem> {
     '/items': {
       get: {
         operationId: 'getItems',
-        summary: 'Known items with their outcome (an addition to the contract, for the UI)',
+        summary: 'Known items with their outcome (beside the four monitoring endpoints, for the UI)',
         description: 'Paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow.',
         parameters: [
           { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },

@@ -1,4 +1,4 @@
-// Request protection (contract section 4), as plain functions run before any routing: they are on
+// Request protection (Host, Origin, token), as plain functions run before any routing: they are on
 // the hot path of every request, so they do a few string/Set lookups and allocate nothing on success.
 //
 // - Host allow-list: a web page cannot reach us through DNS rebinding, because its requests carry

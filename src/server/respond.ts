@@ -6,7 +6,7 @@ import type { ErrorBody } from '../shared/api';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** Headers every response carries (contract section 4). Frozen: shared by all requests. */
+/** Headers every response carries (no caching, no sniffing). Frozen: shared by all requests. */
 export const COMMON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'Cache-Control': 'no-store',
   'X-Content-Type-Options': 'nosniff',

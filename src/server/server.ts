@@ -1,12 +1,11 @@
-// The engine's HTTP API (contract section 4): read-only JSON endpoints plus /events, on loopback.
+// The engine's HTTP API: read-only JSON endpoints plus /events, on loopback.
 //
 // Performance: /stats must serve at least a quarter of what a bare node:http server manages with
 // the same body. Requests are routed by Express's Router (express.Router, the `router` package),
 // mounted directly as the server's request handler rather than inside an Express application:
 // `app.handle` swaps the prototypes of every req and res (Object.setPrototypeOf) to add Express's
 // helpers, which de-optimises Node's own IncomingMessage/ServerResponse code for the rest of the
-// request. Measured with the same handler (docs/PERFORMANCE.md, fix 15): an Express app answered
-// 0.18x the bare server's requests per second, the same routes on express.Router 0.85x. None of
+// request, at a fraction of the throughput (docs/PERFORMANCE.md has the figures). None of
 // those helpers is used: protection is one plain middleware doing Set lookups, handlers read
 // req.url and req.headers, serialise with JSON.stringify and write with writeHead/end
 // (respond.ts), and the handlers' parameter types are Node's, so the compiler refuses req.query,

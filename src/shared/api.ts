@@ -1,5 +1,5 @@
 // The HTTP API's types, shared by the server (which produces them), the VS Code UI and the
-// webview (which consume them). Shapes follow ../shared/contract.md section 4; fields may be
+// webview (which consume them). These shapes are the API's promise to scripts; fields may be
 // added, never removed or renamed.
 
 export const ENGINE_NAME = 'launch-engine';
@@ -128,7 +128,7 @@ export interface LogEntry {
 
 export type ItemOutcome = 'launched' | 'pending' | 'failed';
 
-/** One item as `/items` lists it (an addition to the contract's four endpoints, for the UI). */
+/** One item as `/items` lists it (beside the four monitoring endpoints, for the UI). */
 export interface ItemSummary {
   id: string;
   name: string;

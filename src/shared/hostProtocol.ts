@@ -27,17 +27,17 @@ export type FromHostMessage =
 
 /** Exit code of `serve` when another live engine holds the storage folder's lock. */
 export const EXIT_LOCKED = 3;
-/** Exit code for bad command-line arguments (contract section 7). */
+/** Exit code for bad command-line arguments. */
 export const EXIT_USAGE = 2;
 
-/** `<storage>/engine.lock`: one engine per storage folder (contract section 5). */
+/** `<storage>/engine.lock`: one engine per storage folder. */
 export interface EngineLock {
   pid: number;
   url: string;
   startedAt: string;
 }
 
-/** `<storage>/endpoint.json`, written when the host is ready (contract section 7). */
+/** `<storage>/endpoint.json`, written when the host is ready, so scripts can find the API. */
 export interface EndpointFile {
   url: string;
   pid: number;
@@ -46,15 +46,11 @@ export interface EndpointFile {
 
 /**
  * Node.js options for the engine host process (the extension's fork, `npm run demo`, the benchmark).
- * A 2 MB young generation instead of Node's 16 MB: under API load its scavenges paused the event
- * loop for a median 7 ms each (every ~90 ms), which set the p99 latency of every endpoint; at 2 MB
- * they are ~1 ms. Measured with --trace-gc under 10 connections on /stats: request p99 10 → 6 ms,
- * throughput unchanged, and less memory. (V8 reads it only at startup, so it cannot be set later.)
- *
- * One V8 background thread instead of four: they run V8's TurboFan compiles of the sql.js
- * functions startup makes hot, and their freed compile memory stayed in glibc's per-thread
- * arenas, so the engine host's RSS at 100,000 items was 191-204 MB with four and 187 MB with one
- * (3 runs each; docs/PERFORMANCE.md, fix 24). Four compile threads on a 2-core machine also took
- * the main thread's core while they ran.
+ * A 2 MB young generation instead of Node's 16 MB: under API load the larger one's scavenges paused
+ * the event loop long enough to set the p99 latency of every endpoint. (V8 reads it only at
+ * startup, so it cannot be set later.) One V8 background thread instead of four: their freed
+ * compile memory stayed in glibc's per-thread arenas and raised the host's resident memory, and on
+ * a 2-core machine four compile threads took the main thread's core while they ran.
+ * docs/PERFORMANCE.md has the measurements.
  */
 export const ENGINE_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
