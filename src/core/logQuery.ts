@@ -51,7 +51,7 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     params.push(Date.parse(q.until));
   }
   // Callers may pass words as typed (any case, with punctuation): the index's own split applies.
-  const tokens = (q.words ?? []).flatMap(searchWords);
+  const tokens = essentialWords((q.words ?? []).flatMap(searchWords));
   if (tokens.length > 0) {
     // Quoted prefix terms: implicit AND, each must start a word of the message.
     where.push('id IN (SELECT docid FROM logs_fts WHERE logs_fts MATCH ?)');
@@ -84,6 +84,16 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     lastId: ids.length > 0 ? ids[ids.length - 1] : undefined,
     json: () => (json ??= `[${texts.join(',')}]`),
   };
+}
+
+/**
+ * The words that decide a search: each only once, and none that starts another of them (a word
+ * starting with "exited" also starts with "exit"). Every word left costs the index a pass over the
+ * entries it prefixes, so `q=d d d …` costs what `q=d` does.
+ */
+export function essentialWords(words: string[]): string[] {
+  const unique = [...new Set(words)];
+  return unique.filter((w) => !unique.some((other) => other !== w && other.startsWith(w)));
 }
 
 /**

@@ -5,6 +5,7 @@
 // Objects leave additionalProperties open on purpose: the API may add fields to
 // responses, and a client validating with this document must not break when that happens.
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
+import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
 import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
@@ -407,8 +408,9 @@ function pathItems(): Record<string, PathItem> {
             name: 'q',
             in: 'query',
             description:
-              'Text search: split at white space and lower-cased; every word must start a word of `message`, case-insensitive (`q=exit code` matches "exited with code 3"). Empty: no filter.',
-            schema: { type: 'string', maxLength: MAX_Q_LENGTH },
+              'Text search: split into words (runs of letters and digits) and lower-cased; every word must start a word of `message`, case-insensitive (`q=exit code` matches "exited with code 3"). ' +
+              `At most ${MAX_Q_WORDS} words. Empty or without letters and digits: no filter.`,
+            schema: { type: 'string', maxLength: MAX_Q_LENGTH, pattern: Q_PATTERN },
           },
           { name: 'order', in: 'query', description: 'By id: `desc` (newest first) or `asc`.', schema: { type: 'string', enum: ['desc', 'asc'], default: 'desc' } },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },

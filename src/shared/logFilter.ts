@@ -18,6 +18,13 @@ export const LOGS_PARAMS = ['action', 'level', 'item', 'since', 'until', 'q', 'o
 /** Bounds for free-text parameters, so a huge query string cannot make the engine do huge work. */
 export const MAX_Q_LENGTH = 500;
 export const MAX_ITEM_LENGTH = 256;
+/**
+ * Words a search may have. Each distinct word costs the full-text index a pass over every entry
+ * it prefixes, so the length alone does not bound the work (`q=d d d …`, or `q=a b c …`).
+ */
+export const MAX_Q_WORDS = 32;
+/** The same bound as a JSON Schema pattern: at most MAX_Q_WORDS runs of letters and digits. */
+export const Q_PATTERN = `^[^\\p{L}\\p{N}]*(?:[\\p{L}\\p{N}]+(?:[^\\p{L}\\p{N}]+|$)){0,${MAX_Q_WORDS}}$`;
 
 export type LogOrder = 'asc' | 'desc';
 
@@ -164,6 +171,11 @@ export function parseLogsQueryString(queryString: string): LogsRequest {
   const q = single(params, 'q');
   if (q !== undefined) {
     if (codePoints(q) > MAX_Q_LENGTH) throw new InvalidParameterError(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);
+    // Counted on the text as given (runs of letters and digits), as the document's pattern counts.
+    const words = q.split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '').length;
+    if (words > MAX_Q_WORDS) {
+      throw new InvalidParameterError(`Parameter q has ${words} words; a search takes at most ${MAX_Q_WORDS}. Keep the words that narrow it most.`);
+    }
     filter.q = q;
   }
 

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { ServerResponse } from 'node:http';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { TurnQueue } from '../../src/server/server';
+import { essentialWords } from '../../src/core/logQuery';
 import { LOG_ACTIONS, LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import { encodeCursor, parseIsoDateTime } from '../../src/server/params';
 import { OpenApiChecker, request, type HttpResult } from './support/http';
@@ -108,6 +109,15 @@ describe('server: /logs', () => {
     for (const bad of ['2023-02-29T00:00:00Z', '2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '2024-05-01T24:00:00Z', '2024-05-01T12:60:00Z', '2024-05-01T12:00:60Z', '2024-05-01T23:59:60+01:00', '2024-05-01', '2024-05-01T12:00:00', 'yesterday', '1714564800000', '2024-05-01T12:00:00+25:00', ' 2024-05-01T12:00:00Z']) {
       assert.equal(parseIsoDateTime(bad), undefined, bad);
     }
+  });
+
+  it('q: bounds the words, not only the length; repeated and implied words cost nothing', async () => {
+    const many = await request(server.url, `/logs?q=${Array(250).fill('d').join('+')}`);
+    assert.equal(many.status, 400);
+    assert.match(String((many.json as { error: { message: string } }).error.message), /q has 250 words; a search takes at most 32/);
+    await ok(`q=${Array.from({ length: 32 }, (_, i) => `w${i}`).join('+')}`);
+    // The engine searches with the words that decide: each once, none that starts another.
+    assert.deepEqual(essentialWords(['d', 'd', 'exit', 'exited', 'code', 'co']), ['d', 'exited', 'code']);
   });
 
   it('q: every word must start a word of the message, case-insensitive', async () => {
