@@ -45,7 +45,35 @@ export class LogTable {
     private readonly onError: (message: string) => void,
   ) {
     this.filter = { actions: [...(filter.actions ?? [])], level: filter.level, q: filter.q ?? '' };
+    const picker = this.actionPicker();
+    this.levelSelect = this.levelControl();
+    this.search = this.searchControl();
+    this.clearButton = this.clearControl();
+    this.loadMore = h('button', { type: 'button', class: 'secondary' }, 'Load older entries');
+    this.loadMore.addEventListener('click', () => void this.page());
+    this.scroller = this.logScroller();
 
+    this.element = h(
+      'section',
+      { class: 'panel logs-panel', 'aria-labelledby': 'logs-title' },
+      h('h2', { id: 'logs-title' }, 'Logs'),
+      h(
+        'form',
+        { class: 'log-filter', role: 'search', 'aria-label': 'Filter logs' },
+        picker,
+        h('label', { for: 'log-level' }, 'Level ', this.levelSelect),
+        h('label', { for: 'log-search' }, 'Search ', this.search),
+        this.clearButton,
+      ),
+      this.scroller,
+      h('div', { class: 'log-footer' }, this.footer, this.loadMore),
+    );
+    this.element.querySelector('form')!.addEventListener('submit', (e) => e.preventDefault());
+    this.updateFilterControls();
+  }
+
+  /** The action multi-select: a checkbox per action in a list that opens and closes like a dropdown. */
+  private actionPicker(): HTMLDetailsElement {
     const boxes = LOG_ACTIONS.map((a) => {
       const box = h('input', { type: 'checkbox', value: a, id: `action-${a}` });
       box.checked = this.filter.actions.includes(a);
@@ -75,40 +103,52 @@ export class LogTable {
         picker.querySelector('summary')?.focus();
       }
     });
+    return picker;
+  }
 
-    this.levelSelect = h(
+  /** The minimum level. */
+  private levelControl(): HTMLSelectElement {
+    const select = h(
       'select',
       { id: 'log-level' },
       h('option', { value: '' }, 'all levels'),
       ...LOG_LEVELS.map((l) => h('option', { value: l }, `${l} and above`)),
     );
-    this.levelSelect.value = this.filter.level ?? '';
-    this.levelSelect.addEventListener('change', () => this.filterChanged());
+    select.value = this.filter.level ?? '';
+    select.addEventListener('change', () => this.filterChanged());
+    return select;
+  }
 
-    this.search = h('input', { type: 'search', id: 'log-search', placeholder: 'words in the message', spellcheck: 'false' });
-    this.search.value = this.filter.q;
-    this.search.addEventListener('input', () => {
+  /** The text search: applied 300 ms after the last keystroke, or at once on Enter. */
+  private searchControl(): HTMLInputElement {
+    const search = h('input', { type: 'search', id: 'log-search', placeholder: 'words in the message', spellcheck: 'false' });
+    search.value = this.filter.q;
+    search.addEventListener('input', () => {
       clearTimeout(this.searchTimer);
       this.searchTimer = setTimeout(() => this.filterChanged(), 300);
     });
-    this.search.addEventListener('keydown', (e) => {
+    search.addEventListener('keydown', (e) => {
       if (e.key === 'Enter') {
         clearTimeout(this.searchTimer);
         this.filterChanged();
       }
     });
+    return search;
+  }
 
-    this.clearButton = h('button', { type: 'button', class: 'secondary' }, icon('clear-all'), 'Clear filter');
-    this.clearButton.addEventListener('click', () => {
+  private clearControl(): HTMLButtonElement {
+    const button = h('button', { type: 'button', class: 'secondary' }, icon('clear-all'), 'Clear filter');
+    button.addEventListener('click', () => {
       for (const b of this.actionBoxes.values()) b.checked = false;
       this.levelSelect.value = '';
       this.search.value = '';
       this.filterChanged();
     });
+    return button;
+  }
 
-    this.loadMore = h('button', { type: 'button', class: 'secondary' }, 'Load older entries');
-    this.loadMore.addEventListener('click', () => void this.page());
-
+  /** The table of entries, newest first, in a scrolling region. */
+  private logScroller(): HTMLElement {
     const table = h(
       'table',
       { class: 'logs' },
@@ -124,25 +164,7 @@ export class LogTable {
       ),
       this.tbody,
     );
-    this.scroller = h('div', { class: 'log-scroll', tabindex: 0, role: 'region', 'aria-label': 'Log entries' }, table);
-
-    this.element = h(
-      'section',
-      { class: 'panel logs-panel', 'aria-labelledby': 'logs-title' },
-      h('h2', { id: 'logs-title' }, 'Logs'),
-      h(
-        'form',
-        { class: 'log-filter', role: 'search', 'aria-label': 'Filter logs' },
-        picker,
-        h('label', { for: 'log-level' }, 'Level ', this.levelSelect),
-        h('label', { for: 'log-search' }, 'Search ', this.search),
-        this.clearButton,
-      ),
-      this.scroller,
-      h('div', { class: 'log-footer' }, this.footer, this.loadMore),
-    );
-    this.element.querySelector('form')!.addEventListener('submit', (e) => e.preventDefault());
-    this.updateFilterControls();
+    return h('div', { class: 'log-scroll', tabindex: 0, role: 'region', 'aria-label': 'Log entries' }, table);
   }
 
   get scrollTop(): number {

@@ -2,24 +2,14 @@
 // limit, retries failures with backoff and records every outcome in the store. Counters are kept
 // up to date on every transition, so the API never counts rows to answer /stats. This file holds
 // the lifecycle, dispatch and outcomes; when to poll is in poller.ts, turning queue files into
-// items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts.
-import type {
-  EngineState,
-  ItemOutcome,
-  ItemSummary,
-  LaunchRecord,
-  LogAction,
-  LogEntry,
-  LogLevel,
-  StatsOverview,
-  StatusResponse,
-} from '../shared/api';
-import { ENGINE_NAME } from '../shared/api';
+// items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts, the
+// options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
+import type { EngineState, ItemOutcome, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
 import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
 import type { ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
-import { AttemptLauncher, type LaunchHelperEntry } from './launchHelperClient';
+import { AttemptLauncher } from './launchHelperClient';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
 import { PersistencePolicy } from './persistence';
@@ -39,44 +29,13 @@ import {
 } from './records';
 import { EngineEventBus } from './eventBus';
 import { backoffDelay } from './retryPolicy';
-import { LEVEL_RANK, queryLogs } from './logQuery';
+import { describeFailure, launchEnd, outcomeDetails } from './attemptOutcome';
+import { queryLogs } from './logQuery';
+import { EngineLog } from './engineLog';
+import type { EngineMode, EngineOptions } from './engineOptions';
+import { engineState, engineStatus } from './engineStatus';
 
-export interface EngineOptions {
-  workspaceFolders: string[];
-  /** null: memory only (tests); otherwise the folder for engine.sqlite and its journal. */
-  storageDir: string | null;
-  queueDirectory: string;
-  pollIntervalMs: number;
-  concurrency: number;
-  maxAttempts: number;
-  timeoutMs: number;
-  logMaxEntries: number;
-  logMaxAgeDays: number;
-  /** How the engine starts: launching, stopped by the user/settings, or restricted (untrusted). */
-  initialMode: 'running' | 'stopped' | 'restricted';
-  version: string;
-  /**
-   * Full snapshot cadence at most; the journal covers what happens in between. A snapshot is
-   * taken only once the journal is worth folding in (snapshotMinJournalBytes).
-   */
-  snapshotIntervalMs?: number;
-  /**
-   * The journal a snapshot waits for: at least this many bytes (default 1 MiB) and 1/32 of the
-   * snapshot it would rewrite. 0: every interval in which something changed.
-   */
-  snapshotMinJournalBytes?: number;
-  /** Base of the exponential backoff (1 s); tests may shorten it. */
-  backoffBaseMs?: number;
-  backoffMaxMs?: number;
-  /**
-   * Where attempts are spawned: an entry, in that launch helper process (found by the host,
-   * src/host/launchHelperEntry.ts); null, in the engine's own process; undefined, none was found:
-   * in the engine's own process after one warning.
-   */
-  launchHelper?: LaunchHelperEntry | null;
-}
-
-type Mode = 'running' | 'stopped' | 'restricted';
+export type { EngineOptions } from './engineOptions';
 
 interface ActiveAttempt {
   attemptId: number;
@@ -89,7 +48,7 @@ interface ActiveAttempt {
 
 export class Engine implements MonitoredEngine {
   readonly version: string;
-  private mode: Mode;
+  private mode: EngineMode;
   private readonly ingestion: ItemIngestion;
   private readonly poller: Poller;
   private readonly persistence: PersistencePolicy;
@@ -97,11 +56,11 @@ export class Engine implements MonitoredEngine {
   private readonly active = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
   private readonly launcher: AttemptLauncher;
+  private readonly entries: EngineLog;
 
   private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
   private lastLaunch: LaunchRecord | null = null;
   private recovery: { at: string; message: string } | null = null;
-  private lastLogId = 0;
   private lastAttemptId = 0;
 
   private dueTimer: NodeJS.Timeout | undefined;
@@ -117,6 +76,7 @@ export class Engine implements MonitoredEngine {
   ) {
     this.version = options.version;
     this.mode = options.initialMode;
+    this.entries = new EngineLog(store, this.events);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
@@ -140,7 +100,7 @@ export class Engine implements MonitoredEngine {
       },
     });
     this.persistence = new PersistencePolicy(store, options, {
-      lastLogId: () => this.lastLogId,
+      lastLogId: () => this.entries.lastId,
       isClosed: () => this.closed,
       // Launches wait while storage fails; once it is back, resume.
       onPersisted: () => {
@@ -206,21 +166,22 @@ export class Engine implements MonitoredEngine {
   startLaunching(): void {
     if (this.mode === 'running') return;
     if (this.mode === 'restricted') throw new Error('the workspace is not trusted: grant Workspace Trust to let the engine launch items');
-    this.mode = 'running';
-    this.log('engine_started', 'info', 'engine started by the user', null, { mode: this.mode });
-    this.events.emit({ type: 'stats' });
-    void this.poller.poll().then(() => this.poller.schedule());
+    this.resume('engine started by the user');
   }
 
   grantTrust(): void {
     if (this.mode !== 'restricted') return;
+    this.resume('workspace trusted: engine launching items');
+  }
+
+  private resume(message: string): void {
     this.mode = 'running';
-    this.log('engine_started', 'info', 'workspace trusted: engine launching items', null, { mode: this.mode });
+    this.log('engine_started', 'info', message, null, { mode: this.mode });
     this.events.emit({ type: 'stats' });
     void this.poller.poll().then(() => this.poller.schedule());
   }
 
-  get state(): Mode {
+  get state(): EngineMode {
     return this.mode;
   }
 
@@ -303,31 +264,19 @@ export class Engine implements MonitoredEngine {
   }
 
   status(): Omit<StatusResponse, 'timestamp' | 'server'> {
-    const now = Date.now();
-    const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
-    return {
-      engine: {
-        name: ENGINE_NAME,
-        version: this.version,
-        state: this.engineState(),
-        startedAt: new Date(this.startedAt).toISOString(),
-        uptimeMs: now - this.startedAt,
-        pollIntervalMs: this.options.pollIntervalMs,
-        concurrency: this.options.concurrency,
-        running: this.active.size,
-        polls: this.poller.polls,
-      },
+    return engineStatus({
+      version: this.version,
+      state: this.engineState(),
+      startedAt: this.startedAt,
+      options: this.options,
+      running: this.active.size,
+      polls: this.poller.polls,
       scanner: this.ingestion.scannerStatus(),
       stats: this.stats(),
-      lastLaunch: this.lastLaunch ? { ...this.lastLaunch } : null,
-      database: {
-        path: this.store.databasePath,
-        sizeBytes: this.store.sizeBytes(),
-        lastPersistAt: iso(this.store.lastPersistTime),
-        lastError: this.store.lastError,
-        recovery: this.recovery,
-      },
-    };
+      lastLaunch: this.lastLaunch,
+      store: this.store,
+      recovery: this.recovery,
+    });
   }
 
   queryLogs(query: LogQuery): LogPage {
@@ -446,35 +395,17 @@ export class Engine implements MonitoredEngine {
   private finishAttempt(a: ActiveAttempt, result: AttemptResult, interrupted = false): void {
     this.active.delete(a.attemptId);
     const { item, attempt } = a;
-    const durationMs = result.finishedAt - result.startedAt;
-    const outcome = result.succeeded ? 'succeeded' : 'failed';
+    const end = launchEnd(result);
     this.store.batch(() => {
-      this.store.mutate('attempt_finish', [
-        result.finishedAt,
-        outcome,
-        result.exitCode,
-        result.signal,
-        result.error,
-        result.stdoutTail,
-        result.stderrTail,
-        a.attemptId,
-      ]);
-      const details = {
-        attempt,
-        maxAttempts: item.maxAttempts,
-        exitCode: result.exitCode,
-        signal: result.signal,
-        error: result.error,
-        durationMs,
-        stdoutTail: result.stdoutTail,
-        stderrTail: result.stderrTail,
-      };
+      const { finishedAt, exitCode, signal, error, stdoutTail, stderrTail } = result;
+      this.store.mutate('attempt_finish', [finishedAt, end.outcome, exitCode, signal, error, stdoutTail, stderrTail, a.attemptId]);
+      const details = outcomeDetails(item, attempt, result);
       const now = result.finishedAt;
       if (result.succeeded) {
         this.store.mutate('item_state', ['launched', attempt, null, 0, null, now, item.id]);
         this.counters.pending--;
         this.counters.launched++;
-        this.log('launch_succeeded', 'info', `"${item.name}" succeeded (attempt ${attempt}, exited with code 0 in ${durationMs} ms)`, item.id, details);
+        this.log('launch_succeeded', 'info', `"${item.name}" succeeded (attempt ${attempt}, exited with code 0 in ${end.durationMs} ms)`, item.id, details);
       } else {
         this.counters.totalFailed++;
         this.store.setMeta('total_failed', String(this.counters.totalFailed));
@@ -501,14 +432,7 @@ export class Engine implements MonitoredEngine {
         }
       }
     });
-    this.lastLaunch = launchRecord(item, attempt, a.startedAt, {
-      outcome,
-      finishedAt: result.finishedAt,
-      durationMs,
-      exitCode: result.exitCode,
-      signal: result.signal,
-      error: result.error,
-    });
+    this.lastLaunch = launchRecord(item, attempt, a.startedAt, end);
     this.events.emit({ type: 'stats' });
   }
 
@@ -518,7 +442,7 @@ export class Engine implements MonitoredEngine {
     const state = readStoredState(this.store);
     this.counters = state.counters;
     this.poller.lastPollAt = state.lastPollAt;
-    this.lastLogId = state.lastLogId;
+    this.entries.lastId = state.lastLogId;
     this.lastAttemptId = state.lastAttemptId;
     this.lastLaunch = state.lastLaunch;
   }
@@ -534,12 +458,7 @@ export class Engine implements MonitoredEngine {
   }
 
   private engineState(): EngineState {
-    if (this.mode !== 'running') return this.mode;
-    if (this.started && this.poller.lastPollAt !== null && Date.now() - this.poller.lastPollAt > 3 * this.options.pollIntervalMs) {
-      // A poll that has not started for three intervals means the loop is stuck.
-      return 'stalled';
-    }
-    return 'running';
+    return engineState(this.mode, this.started, this.poller.lastPollAt, this.options.pollIntervalMs);
   }
 
   private onStorageHealth(ok: boolean, error: string | null): void {
@@ -555,20 +474,6 @@ export class Engine implements MonitoredEngine {
   }
 
   private log(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
-    if (this.closed) return;
-    const id = ++this.lastLogId;
-    const ts = Date.now();
-    this.store.mutate('log_insert', [id, ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)]);
-    this.store.mutate('log_fts_insert', [id, message]);
-    if (!this.events.hasListeners) return;
-    const entry: LogEntry = { id, timestamp: new Date(ts).toISOString(), action, level, message, itemId, details };
-    this.events.emit({ type: 'log', entry });
+    if (!this.closed) this.entries.write(action, level, message, itemId, details);
   }
-}
-
-function describeFailure(r: AttemptResult): string {
-  if (r.timedOut) return r.error ?? 'timed out';
-  if (r.error) return r.error;
-  if (r.signal) return `was killed by signal ${r.signal}`;
-  return `exited with code ${r.exitCode}`;
 }

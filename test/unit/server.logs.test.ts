@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { ServerResponse } from 'node:http';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
-import { TurnQueue } from '../../src/server/server';
+import { TurnQueue } from '../../src/server/turnQueue';
 import { essentialWords } from '../../src/core/logQuery';
 import { LOG_ACTIONS, LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import { encodeCursor, parseIsoDateTime } from '../../src/server/params';

@@ -1,7 +1,8 @@
 // The engine's state: an in-memory sql.js database, persisted as a snapshot (Database.export()
 // written to a temporary file, fsynced, renamed) plus an append-only journal of every mutation
-// since that snapshot. Startup loads the snapshot and replays the journal, so a kill -9 at any
-// moment loses at most what was not yet journaled, and the engine journals before every spawn.
+// since that snapshot. Startup loads the snapshot and replays the journal (recovery.ts), so a
+// kill -9 at any moment loses at most what was not yet journaled, and the engine journals before
+// every spawn.
 //
 // The engine's periodic snapshot is a checkpoint built off the main thread: the journal is rotated
 // (new records go to engine.journal.next) and a builder loads the last snapshot, replays the old
@@ -12,16 +13,16 @@
 // Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
 // (schema.ts) and appends `[seq, key, params]` to the journal (journal.ts). Replay runs the same
 // statements, so there is one code path for "do it" and "redo it".
-import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Database, SqlValue } from 'sql.js';
+import type { SqlValue } from 'sql.js';
 import type { StoreBackend, StoreNote } from './backend';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
-import { Journal, replayJournal } from './journal';
-import { applyPragmas, migrate, MUTATIONS, readJournalSeq, writeJournalSeq, type MutationKey } from './schema';
-import { finishFreeing, installSnapshot, openSnapshot, removeStaleTemporaries, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
-import { loadSqlJs, SqlDatabase } from './sqlJs';
+import { Journal } from './journal';
+import { openDatabase, replayJournals } from './recovery';
+import { MUTATIONS, writeJournalSeq, type MutationKey } from './schema';
+import { finishFreeing, installSnapshot, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
+import type { SqlDatabase } from './sqlJs';
 
 /** While storage fails, how often a persist is retried. */
 const RETRY_INTERVAL_MS = 1000;
@@ -97,44 +98,24 @@ export class Store implements StoreBackend {
 
   /** Opens (or creates) the store; `notes` says what recovery did, for the engine to log. */
   static async open(options: StoreOptions): Promise<{ store: Store; notes: StoreNote[] }> {
-    const SQL = await loadSqlJs();
     const notes: StoreNote[] = [];
-    const dir = options.storageDir;
-    let db: Database | undefined;
-    if (dir) {
-      mkdirSync(dir, { recursive: true });
-      db = openSnapshot(SQL, dir, notes);
-    }
-    db ??= new SQL.Database();
-    const store = new Store(new SqlDatabase(db), options);
-    applyPragmas(db);
-    migrate(db);
-    if (dir) {
-      removeStaleTemporaries(dir);
-      store.seq = readJournalSeq(store.sql);
-      store.snapshotSeq = store.seq;
-      // A crash during a checkpoint leaves the journal in two parts: the old one (records up to the
-      // checkpoint) and its continuation. Replay skips whatever the snapshot already holds.
-      let appendable = store.replay(path.join(dir, JOURNAL_FILE), notes);
-      const next = path.join(dir, JOURNAL_NEXT_FILE);
-      const split = existsSync(next);
-      if (split) appendable = store.replay(next, notes) && appendable;
-      store.journal.open();
-      const snapshotFile = path.join(dir, SNAPSHOT_FILE);
-      if (!appendable || split || !existsSync(snapshotFile)) {
-        // A torn or unreadable record must not have new records appended after it, a split journal
-        // is folded back into one, and a new database needs its first snapshot: snapshot now.
-        store.snapshot();
-      } else {
-        // Otherwise the journal simply continues (replay skips what the snapshot holds) and the
-        // engine's next periodic snapshot folds it in. A full export here costs more than the rest
-        // of startup together on a large database (docs/PERFORMANCE.md).
-        const st = statSync(snapshotFile);
-        store.lastPersistAt = st.mtimeMs;
-        store.snapshotFileBytes = st.size;
-      }
-    }
+    const store = new Store(await openDatabase(options.storageDir, notes), options);
+    if (options.storageDir) store.recover(options.storageDir, notes);
     return { store, notes };
+  }
+
+  /** Brings the database up to date with the journal (recovery.ts), then continues the journal or snapshots. */
+  private recover(dir: string, notes: StoreNote[]): void {
+    const { seq, snapshotSeq, snapshotFile } = replayJournals(dir, this.sql, notes);
+    this.seq = seq;
+    this.snapshotSeq = snapshotSeq;
+    this.journal.open();
+    if (snapshotFile === null) {
+      this.snapshot();
+    } else {
+      this.lastPersistAt = snapshotFile.mtimeMs;
+      this.snapshotFileBytes = snapshotFile.size;
+    }
   }
 
   get databasePath(): string {
@@ -473,13 +454,6 @@ export class Store implements StoreBackend {
     this.checkpoint = null;
     // Its end settles it and removes its temporary files.
     cp.run.cancel();
-  }
-
-  /** Replays a journal file into the live database; true when new records can be appended to it as it is. */
-  private replay(file: string, notes: StoreNote[]): boolean {
-    const { seq, appendable } = replayJournal(file, this.sql, this.seq, notes);
-    this.seq = seq;
-    return appendable;
   }
 
   private fail(message: string): void {

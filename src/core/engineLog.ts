@@ -1,0 +1,27 @@
+// Writing the engine log: every entry is a row in the store (with its full-text search row), and a
+// `log` event for the listeners if there are any. Ids only grow, so they also order entries in time.
+import type { LogAction, LogEntry, LogLevel } from '../shared/api';
+import type { EngineEventBus } from './eventBus';
+import { LEVEL_RANK } from './logQuery';
+import type { Store } from './store';
+
+export class EngineLog {
+  /** The id of the newest entry (loaded from the store at startup). */
+  lastId = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly events: EngineEventBus,
+  ) {}
+
+  write(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
+    const id = ++this.lastId;
+    const ts = Date.now();
+    this.store.mutate('log_insert', [id, ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)]);
+    this.store.mutate('log_fts_insert', [id, message]);
+    // Nobody would receive it: skip building the entry (this runs for every log entry).
+    if (!this.events.hasListeners) return;
+    const entry: LogEntry = { id, timestamp: new Date(ts).toISOString(), action, level, message, itemId, details };
+    this.events.emit({ type: 'log', entry });
+  }
+}

@@ -1,0 +1,43 @@
+// What the engine is told when it is created: where to look for items, how to launch them, how
+// much to keep and where. The host builds it from the CLI flags or the extension's settings; the
+// defaults of the optional fields live with the code that uses them (persistence.ts,
+// retryPolicy.ts).
+import type { LaunchHelperEntry } from './launchHelperClient';
+
+export interface EngineOptions {
+  workspaceFolders: string[];
+  /** null: memory only (tests); otherwise the folder for engine.sqlite and its journal. */
+  storageDir: string | null;
+  queueDirectory: string;
+  pollIntervalMs: number;
+  concurrency: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  logMaxEntries: number;
+  logMaxAgeDays: number;
+  /** How the engine starts: launching, stopped by the user/settings, or restricted (untrusted). */
+  initialMode: EngineMode;
+  version: string;
+  /**
+   * Full snapshot cadence at most; the journal covers what happens in between. A snapshot is
+   * taken only once the journal is worth folding in (snapshotMinJournalBytes).
+   */
+  snapshotIntervalMs?: number;
+  /**
+   * The journal a snapshot waits for: at least this many bytes (default 1 MiB) and 1/32 of the
+   * snapshot it would rewrite. 0: every interval in which something changed.
+   */
+  snapshotMinJournalBytes?: number;
+  /** Base of the exponential backoff (1 s); tests may shorten it. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /**
+   * Where attempts are spawned: an entry, in that launch helper process (found by the host,
+   * src/host/launchHelperEntry.ts); null, in the engine's own process; undefined, none was found:
+   * in the engine's own process after one warning.
+   */
+  launchHelper?: LaunchHelperEntry | null;
+}
+
+/** Launching items, stopped (by the user or the settings), or restricted until the workspace is trusted. */
+export type EngineMode = 'running' | 'stopped' | 'restricted';
