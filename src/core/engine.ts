@@ -98,6 +98,11 @@ export class Engine implements MonitoredEngine {
         this.events.emit({ type: 'stats' });
         this.scheduleDispatch();
       },
+      // A backoff is a delay, not a time of day: after a jump it keeps the time it had left.
+      onClockJump: (ms) => {
+        this.store.mutate('items_backoff_shift', [ms]);
+        this.scheduleDispatch();
+      },
     });
     this.persistence = new PersistencePolicy(store, options, {
       lastLogId: () => this.entries.lastId,
@@ -458,7 +463,7 @@ export class Engine implements MonitoredEngine {
   }
 
   private engineState(): EngineState {
-    return engineState(this.mode, this.started, this.poller.lastPollAt, this.options.pollIntervalMs);
+    return engineState(this.mode, this.started, this.poller.msSinceLastPoll(), this.options.pollIntervalMs);
   }
 
   private onStorageHealth(ok: boolean, error: string | null): void {

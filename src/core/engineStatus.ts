@@ -7,11 +7,12 @@ import type { Store } from './store';
 
 /**
  * `mode`, except that a running engine whose poll has not started for three intervals is
- * reported as stalled: its loop is stuck.
+ * reported as stalled: its loop is stuck. Measured on the monotonic clock (`msSinceLastPoll`), so
+ * the wall clock jumping forward is not a stall.
  */
-export function engineState(mode: EngineMode, started: boolean, lastPollAt: number | null, pollIntervalMs: number): EngineState {
+export function engineState(mode: EngineMode, started: boolean, msSinceLastPoll: number | null, pollIntervalMs: number): EngineState {
   if (mode !== 'running') return mode;
-  if (started && lastPollAt !== null && Date.now() - lastPollAt > 3 * pollIntervalMs) return 'stalled';
+  if (started && msSinceLastPoll !== null && msSinceLastPoll > 3 * pollIntervalMs) return 'stalled';
   return 'running';
 }
 

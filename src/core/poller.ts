@@ -1,6 +1,7 @@
 // When the engine polls its sources: once at start, every interval while it may launch, and on
 // demand. One poll runs at a time; a poll under way serves whoever asks for one meanwhile.
 import type { ItemIngestion } from './ingest';
+import { WallClockWatch } from './wallClock';
 import type { Store } from './store';
 
 export interface PollerHooks {
@@ -10,6 +11,8 @@ export interface PollerHooks {
   isStopped(): boolean;
   /** After a complete poll: what it ingested is committed and may be launched. */
   onPolled(): void;
+  /** The wall clock jumped by `ms` (negative: back) since the previous poll. */
+  onClockJump(ms: number): void;
 }
 
 export class Poller {
@@ -17,6 +20,9 @@ export class Poller {
   lastPollAt: number | null = null;
   /** Polls since this engine started. */
   polls = 0;
+  /** performance.now() when the last poll of this process started. */
+  private lastPollMonotonic: number | null = null;
+  private readonly wallClock = new WallClockWatch();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
 
@@ -26,6 +32,11 @@ export class Poller {
     private readonly intervalMs: number,
     private readonly hooks: PollerHooks,
   ) {}
+
+  /** Milliseconds since this process's last poll started, on the monotonic clock; null before one. */
+  msSinceLastPoll(): number | null {
+    return this.lastPollMonotonic === null ? null : performance.now() - this.lastPollMonotonic;
+  }
 
   /** The poll under way, if any: a shutdown waits for it. */
   get underWay(): Promise<void> | undefined {
@@ -63,8 +74,11 @@ export class Poller {
 
   private async doPoll(everyFile: boolean): Promise<void> {
     if (this.hooks.isClosed()) return;
+    const jump = this.wallClock.jumped();
+    if (jump !== 0) this.hooks.onClockJump(jump);
     const started = Date.now();
     this.lastPollAt = started;
+    this.lastPollMonotonic = performance.now();
     this.polls++;
     this.store.setMeta('last_poll_at', String(started));
     if (!(await this.ingestion.scanSources(started, everyFile))) return;

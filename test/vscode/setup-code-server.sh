@@ -40,6 +40,9 @@ trap 'rc=$?; [ $rc -eq 0 ] || echo "[setup-code-server] FAILED (exit $rc) at lin
 # 1. Debian packages
 # ---------------------------------------------------------------------------------------------
 APT_PACKAGES=(chromium ripgrep libkrb5-dev)
+# Not for code-server: libfaketime moves the engine's wall clock in test/unit/clock.test.ts. Here
+# because this script is where `npm test` installs what its tests need on a fresh machine.
+APT_PACKAGES+=(faketime)
 # node-gyp builds VS Code's native modules from source (their prebuilt binaries come from GitHub,
 # which is unreachable here), so a compiler, make and python3 must exist too.
 command -v make    >/dev/null 2>&1 || APT_PACKAGES+=(make)
