@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import path from 'node:path';
 import * as zlib from 'node:zlib';
@@ -286,6 +286,37 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     assert.match(note.message, /newer Engine Monitor \(schema 99/);
   });
 
+  it('moves aside a snapshot that is valid SQLite but not an Engine Monitor database, and starts every time', async () => {
+    const SQL = await initSqlJs();
+    for (const [ddl, reason] of [
+      ['CREATE TABLE items (x);', /it holds tables \(items\) but no Engine Monitor schema version/],
+      ['CREATE TABLE items (x); PRAGMA user_version = 1;', /table \w+ (is missing|has columns)/],
+    ] as const) {
+      const db = new SQL.Database();
+      db.run(ddl);
+      mkdirSync(ws.storage, { recursive: true });
+      writeFileSync(path.join(ws.storage, SNAPSHOT_FILE), db.export());
+      db.close();
+      ws.enqueue('a.json', nodeItem('a', '0'));
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      const note = allLogs(engine).find((e) => e.action === 'database_recovered')!;
+      assert.match(note.message, /not an Engine Monitor database/);
+      assert.match(note.message, reason);
+      assert.ok(readdirSync(ws.storage).some((f) => f.startsWith(`${SNAPSHOT_FILE}.corrupt-`)), 'moved aside');
+      await settled(engine);
+      assert.equal(engine.stats().launched, 1, 'and the engine works');
+      await engine.shutdown(0);
+      engine = undefined;
+      // The next start opens the engine's own snapshot.
+      engine = await Engine.create(ws.options());
+      assert.equal(engine.stats().launched, 1);
+      await engine.shutdown(0);
+      engine = undefined;
+      rmSync(ws.storage, { recursive: true, force: true });
+    }
+  });
+
   it('reports a database error while storage is gone, keeps working in memory, and recovers', async () => {
     ws.enqueue('a.json', nodeItem('a', '0'));
     engine = await Engine.create(ws.options());
@@ -378,6 +409,23 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     addLogs(store, 51, 50);
     store.close();
     assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), []);
+  });
+
+  it('a snapshot whose write fails (disk full) leaves no temporary file behind', async () => {
+    // Seen while storage was failing: one empty engine.sqlite.tmp-* left per second of retries.
+    // The next temporary names are links to /dev/full, so opening succeeds and writing fails.
+    const store = await openStore();
+    addLogs(store, 1, 20);
+    const temporaries = () => readdirSync(ws.storage).filter((f) => f.includes('.tmp-'));
+    const planted = temporaries().length;
+    for (let n = 1; n <= 50; n++) symlinkSync('/dev/full', path.join(ws.storage, `${SNAPSHOT_FILE}.tmp-${process.pid}-${n}`));
+    const before = temporaries().length;
+    assert.equal(store.snapshot(), false, 'the write failed');
+    assert.match(store.lastError ?? '', /ENOSPC|no space/i);
+    assert.equal(temporaries().length, before - 1, 'the failed temporary file was removed');
+    for (const f of temporaries()) rmSync(path.join(ws.storage, f));
+    assert.equal(store.snapshot(), true, 'and the next snapshot succeeds');
+    assert.equal(temporaries().length, planted);
   });
 
   it('builds the snapshot off the main thread; a restart from it equals the live database', async () => {

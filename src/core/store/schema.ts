@@ -85,6 +85,30 @@ export function schemaVersion(db: Database): number {
   return Number(db.exec('PRAGMA user_version')[0].values[0][0]);
 }
 
+/**
+ * Why `db` is not a database this engine can use, or undefined when it is. A snapshot can be valid
+ * SQLite and still not ours (another program's file, or one edited by hand): then its tables do not
+ * have the columns this schema version writes, and migrating or replaying into it would fail on
+ * every start. `fresh` is a new database with this schema, to compare against.
+ */
+export function schemaMismatch(db: Database, fresh: Database): string | undefined {
+  const tables = (d: Database): string[] =>
+    (d.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'logs_fts_%' ORDER BY name")[0]?.values ?? []).map((r) => String(r[0]));
+  const columns = (d: Database, table: string): string =>
+    (d.exec(`PRAGMA table_info(${JSON.stringify(table)})`)[0]?.values ?? []).map((r) => String(r[1])).join(', ');
+  const found = tables(db);
+  if (schemaVersion(db) === 0) {
+    return found.length === 0 ? undefined : `it holds tables (${found.join(', ')}) but no Engine Monitor schema version`;
+  }
+  for (const table of tables(fresh)) {
+    if (!found.includes(table)) return `table ${table} is missing`;
+    const want = columns(fresh, table);
+    const got = columns(db, table);
+    if (got !== want) return `table ${table} has columns (${got}), not (${want})`;
+  }
+  return undefined;
+}
+
 export function applyPragmas(db: Database): void {
   // The database lives in memory and durability comes from our journal, so SQLite's own
   // rollback journal only needs to support ROLLBACK, not crashes.

@@ -8,7 +8,7 @@ import * as zlib from 'node:zlib';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoreNote } from './backend';
 import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, SNAPSHOT_TMP_PREFIX, writeDurably, writeDurablyInBackground } from './files';
-import { SCHEMA_VERSION, schemaVersion } from './schema';
+import { migrate, SCHEMA_VERSION, schemaMismatch, schemaVersion } from './schema';
 
 const crc32: ((data: Uint8Array) => number) | undefined = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
 
@@ -36,6 +36,14 @@ export function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]):
       const version = schemaVersion(db);
       if (version > SCHEMA_VERSION) {
         throw new Error(`it was written by a newer Engine Monitor (schema ${version}, this one reads up to ${SCHEMA_VERSION}); update the extension`);
+      }
+      const fresh = new SQL.Database();
+      try {
+        migrate(fresh);
+        const mismatch = schemaMismatch(db, fresh);
+        if (mismatch) throw new Error(`it is not an Engine Monitor database: ${mismatch}`);
+      } finally {
+        fresh.close();
       }
       return db;
     } catch (err) {

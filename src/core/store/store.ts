@@ -21,7 +21,7 @@ import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storag
 import { Journal } from './journal';
 import { openDatabase, replayJournals } from './recovery';
 import { MUTATIONS, writeJournalSeq, type MutationKey } from './schema';
-import { finishFreeing, installSnapshot, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
+import { finishFreeing, installSnapshot, removeSnapshotTemporary, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
 import type { SqlDatabase } from './sqlJs';
 
 /** While storage fails, how often a persist is retried. */
@@ -287,12 +287,13 @@ export class Store implements StoreBackend {
     // The live database is newer than anything a checkpoint in flight is building.
     this.abandonCheckpoint();
     const started = performance.now();
+    let tmp: string | undefined;
     try {
       writeJournalSeq(this.sql, this.seq);
       // sql.js (1.16+) exports through SQLite's backup API without closing the connection, so
       // prepared statements and pragmas survive.
       const bytes = this.sql.db.export();
-      const tmp = this.temporaryName();
+      tmp = this.temporaryName();
       writeSnapshotFiles(tmp, bytes);
       installSnapshot(dir, tmp);
       // Everything up to `seq` is in the snapshot now; the journal starts over.
@@ -307,6 +308,8 @@ export class Store implements StoreBackend {
       this.setHealthy();
       return true;
     } catch (err) {
+      // A write that failed (disk full) leaves a file behind, and the engine retries every second.
+      if (tmp) removeSnapshotTemporary(tmp);
       this.fail(`snapshot failed: ${(err as Error).message}`);
       return false;
     }
