@@ -35,6 +35,8 @@ export interface SourceScan {
 export class QueueDirectorySource {
   readonly kind = 'queue-directory' as const;
   readonly location: string;
+  /** Whether the queue folder was named outside the workspace on purpose (see the constructor). */
+  private readonly allowOutsideWorkspace: boolean;
   /** Lets a poll read only the files that changed (every file when that is not known). */
   private readonly changes: FolderChanges;
 
@@ -42,15 +44,13 @@ export class QueueDirectorySource {
     readonly workspaceFolder: string,
     queueDirectory: string,
     private readonly defaults: ItemDefaults,
-    /**
-     * Whether the queue folder may resolve outside the workspace folder: only when whoever started
-     * the engine named that folder explicitly. A link planted in the workspace must not make the
-     * engine read (and launch) files from elsewhere.
-     */
-    private readonly allowOutsideWorkspace = false,
     fullScanEveryMs?: number,
   ) {
     this.location = path.resolve(workspaceFolder, queueDirectory);
+    // The queue folder may lie outside the workspace only when whoever configured it named an
+    // outside folder (`--queue-dir ../shared-queue`). A link planted inside the workspace must
+    // not make the engine read, and launch, files from elsewhere.
+    this.allowOutsideWorkspace = !isInside(workspaceFolder, this.location);
     this.changes = new FolderChanges(fullScanEveryMs);
   }
 

@@ -39,6 +39,13 @@ describe('confinement: queue folder, links and cwd by real path', function () {
     assert.match(JSON.stringify(engine.status()), /resolves outside the workspace/);
   });
 
+  it('reads a queue folder outside the workspace when it was named so on purpose', async () => {
+    writeFileSync(path.join(outside, 'run.json'), JSON.stringify(nodeItem('outside-item', '0')));
+    engine = await Engine.create(ws.options({ queueDirectory: path.relative(ws.folder, outside) }));
+    await engine.start();
+    assert.equal(engine.stats().total, 1);
+  });
+
   it('never quotes file contents in a JSON error', async () => {
     ws.enqueue('secret.json', 'AWS_SECRET=abc123');
     ws.enqueue('lines.jsonl', '{"id":"ok","command":"true"}\nTOKEN=hunter2\n');

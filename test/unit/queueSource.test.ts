@@ -74,7 +74,7 @@ describe('queue folder source: reads only what changed', function () {
 
   it('without watching (a full scan every poll) the answer is the same', async () => {
     source.close();
-    source = new QueueDirectorySource(ws.folder, '.engine/queue', { timeoutMs: 1000, maxAttempts: 1 }, false, 0);
+    source = new QueueDirectorySource(ws.folder, '.engine/queue', { timeoutMs: 1000, maxAttempts: 1 }, 0);
     writeFileSync(path.join(ws.queue, 'a.json'), item('a'));
     assert.deepEqual(await poll(), ['a.json']);
     assert.deepEqual(await poll(), []);
