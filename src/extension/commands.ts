@@ -32,6 +32,47 @@ function describeResult(result: unknown): string | undefined {
   return undefined;
 }
 
+async function copyEndpointUrl(url: string | undefined): Promise<void> {
+  if (!url) {
+    void vscode.window.showInformationMessage('The engine is not running, so there is no endpoint yet.');
+    return;
+  }
+  await vscode.env.clipboard.writeText(url);
+  void vscode.window.setStatusBarMessage(`$(check) Copied ${url}`, 3000);
+}
+
+/** Retry Item from the palette: which failed item? undefined when none failed or none was picked. */
+async function pickFailedItem(c: Container): Promise<string | undefined> {
+  const failed = (await c.client.get<{ items: ItemSummary[] }>('/items?outcome=failed&limit=200')).items;
+  if (failed.length === 0) {
+    void vscode.window.showInformationMessage('No item has failed.');
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(
+    failed.map((i) => ({ label: i.name, description: i.id, detail: i.lastError ?? undefined, id: i.id })),
+    { placeHolder: 'Retry which failed item?' },
+  );
+  return pick?.id;
+}
+
+async function setRemoteToken(c: Container): Promise<void> {
+  const { context, controller } = c;
+  const had = (await context.secrets.get(REMOTE_TOKEN_SECRET)) !== undefined;
+  const token = await vscode.window.showInputBox({
+    title: 'Remote Engine Token',
+    prompt: `The token the remote engine was started with (--token). Kept in VS Code's secret storage, never in settings.${had ? ' Leave empty to remove the stored token.' : ''}`,
+    password: true,
+    ignoreFocusOut: true,
+    validateInput: (v) => (/\s/.test(v) ? 'A token has no spaces or line breaks.' : undefined),
+  });
+  if (token === undefined) return;
+  if (token) await context.secrets.store(REMOTE_TOKEN_SECRET, token);
+  else if (had) await context.secrets.delete(REMOTE_TOKEN_SECRET);
+  else return;
+  const where = controller.remote ? ` for ${controller.remote}` : '; it is used when engineMonitor.remote.url is set';
+  void vscode.window.setStatusBarMessage(token ? `$(key) Remote engine token stored${where}` : '$(key) Remote engine token removed', 4000);
+}
+
 export function registerCommands(c: Container): vscode.Disposable[] {
   const { context, controller, client, model, logs, queue } = c;
   const afterControl = () => model.refresh(true);
@@ -66,32 +107,12 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       model.refresh(true);
       logs.refresh();
     },
-    [Commands.copyEndpointUrl]: async () => {
-      const url = client.baseUrl;
-      if (!url) {
-        void vscode.window.showInformationMessage('The engine is not running, so there is no endpoint yet.');
-        return;
-      }
-      await vscode.env.clipboard.writeText(url);
-      void vscode.window.setStatusBarMessage(`$(check) Copied ${url}`, 3000);
-    },
+    [Commands.copyEndpointUrl]: () => copyEndpointUrl(client.baseUrl),
     [Commands.openQueueFolder]: () => openQueueFolderCommand(queue),
     [Commands.createQueueFolder]: () => createQueueFolderCommand(queue),
     [Commands.addItem]: () => addItemCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
     [Commands.retryItem]: async (arg) => {
-      let itemId = itemIdOf(arg);
-      if (!itemId) {
-        const failed = (await client.get<{ items: ItemSummary[] }>('/items?outcome=failed&limit=200')).items;
-        if (failed.length === 0) {
-          void vscode.window.showInformationMessage('No item has failed.');
-          return;
-        }
-        const pick = await vscode.window.showQuickPick(
-          failed.map((i) => ({ label: i.name, description: i.id, detail: i.lastError ?? undefined, id: i.id })),
-          { placeHolder: 'Retry which failed item?' },
-        );
-        itemId = pick?.id;
-      }
+      const itemId = itemIdOf(arg) ?? (await pickFailedItem(c));
       if (!itemId) return;
       await controller.control({ command: 'retryItem', itemId });
       void vscode.window.setStatusBarMessage(`$(debug-restart) Retrying ${itemId}`, 3000);
@@ -108,22 +129,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       await logs.setFilter(itemId ? { itemId } : { actions: ['item_failed'] });
       await vscode.commands.executeCommand(`${Views.logs}.focus`);
     },
-    [Commands.setRemoteToken]: async () => {
-      const had = (await context.secrets.get(REMOTE_TOKEN_SECRET)) !== undefined;
-      const token = await vscode.window.showInputBox({
-        title: 'Remote Engine Token',
-        prompt: `The token the remote engine was started with (--token). Kept in VS Code's secret storage, never in settings.${had ? ' Leave empty to remove the stored token.' : ''}`,
-        password: true,
-        ignoreFocusOut: true,
-        validateInput: (v) => (/\s/.test(v) ? 'A token has no spaces or line breaks.' : undefined),
-      });
-      if (token === undefined) return;
-      if (token) await context.secrets.store(REMOTE_TOKEN_SECRET, token);
-      else if (had) await context.secrets.delete(REMOTE_TOKEN_SECRET);
-      else return;
-      const where = controller.remote ? ` for ${controller.remote}` : '; it is used when engineMonitor.remote.url is set';
-      void vscode.window.setStatusBarMessage(token ? `$(key) Remote engine token stored${where}` : '$(key) Remote engine token removed', 4000);
-    },
+    [Commands.setRemoteToken]: () => setRemoteToken(c),
   };
 
   return Object.entries(handlers).map(([id, handler]) =>
