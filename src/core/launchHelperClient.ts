@@ -5,8 +5,9 @@
 // Launches keep the RunningAttempt shape of in-process launching; only the pid arrives later.
 // Failure handling:
 // - the helper dies: its attempts finish as failed (the engine retries them with backoff), their
-//   process groups are ended by the pids the helper reported, and the next launch forks a fresh
-//   helper, later and later if it keeps dying;
+//   process groups are ended by the pids the helper reported, what left those groups is swept by
+//   the attempts' markers (chosen here for that reason), and the next launch forks a fresh helper,
+//   later and later if it keeps dying;
 // - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
 // - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
 //
@@ -17,6 +18,7 @@ import { existsSync } from 'node:fs';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
+import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup } from './processGroup';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
@@ -74,6 +76,9 @@ class HelperAttempt implements RunningAttempt {
   }
 
   readonly startedAt = Date.now();
+  /** Its ENGINE_MONITOR_ATTEMPT token, and when it was made in this process's clock (for a sweep). */
+  readonly marker = newAttemptMarker();
+  readonly markedAt = performance.now();
 
   terminate(graceMs = KILL_GRACE_MS): void {
     this.owner.terminate(this, graceMs);
@@ -103,6 +108,11 @@ export class AttemptLauncher {
   private restartNotBefore = 0;
   private spawnTotals = { spawns: 0, spawnMs: 0 };
   private nextCheckpointId = 0;
+  /**
+   * Leftovers of attempts launched in this process, and of a dead helper's attempts. Its own, not
+   * the process-wide one, so that closing this launcher ends only what its own attempts left.
+   */
+  private readonly sweeper = new LeftoverSweeper({ graceMs: KILL_GRACE_MS });
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry ?? undefined;
@@ -190,7 +200,7 @@ export class AttemptLauncher {
     clearTimeout(this.restartTimer);
     for (const a of this.queue.splice(0)) a.finish(resultWithoutProcess(a.startedAt, 'the engine shut down before it was launched'));
     const h = this.helper;
-    if (!h) return;
+    if (!h) return this.endLeftovers(graceMs);
     h.closing = true;
     if (h.child.connected) h.child.send({ type: 'close', graceMs } satisfies ToLaunchHelper, () => undefined);
     else h.child.kill('SIGTERM');
@@ -204,6 +214,23 @@ export class AttemptLauncher {
     });
     await Promise.race([h.exited, killed]);
     clearTimeout(timer);
+    // The helper swept its own attempts' leftovers; these are what a helper killed for hanging
+    // (or an earlier one that died) could not.
+    await this.endLeftovers(graceMs);
+  }
+
+  /**
+   * Ends everything still carrying the marker of an attempt this launcher swept for: SIGTERM,
+   * SIGKILL after `graceMs` to what is left. Shutdown only: the sweeps' timer does not hold the
+   * process open, so nothing else would.
+   */
+  private async endLeftovers(graceMs: number): Promise<void> {
+    if (this.sweeper.sweepAll('SIGTERM') > 0) {
+      const deadline = performance.now() + graceMs;
+      while (performance.now() < deadline && this.sweeper.sweep() > 0) await new Promise((r) => setTimeout(r, 100));
+      this.sweeper.sweepAll('SIGKILL');
+    }
+    this.sweeper.dispose();
   }
 
   terminate(a: HelperAttempt, graceMs: number): void {
@@ -288,7 +315,8 @@ export class AttemptLauncher {
     for (const a of this.queue.splice(0)) {
       h.attempts.set(a.attemptId, a);
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
-      h.child.send({ type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt } satisfies ToLaunchHelper, () => undefined);
+      const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
+      h.child.send(launch, () => undefined);
     }
   }
 
@@ -333,7 +361,7 @@ export class AttemptLauncher {
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
-        if (a.pid !== null && signal === 'SIGKILL') endAttemptGroup(a.pid);
+        if (signal === 'SIGKILL') this.endOrphaned(a);
         a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
@@ -346,7 +374,7 @@ export class AttemptLauncher {
     // Its attempts' processes live on in their own process groups; nobody would reap or time
     // them out now, so end them, and let the engine retry the attempts as failed.
     for (const a of h.attempts.values()) {
-      if (a.pid !== null) endAttemptGroup(a.pid);
+      this.endOrphaned(a);
       a.finish({
         ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
@@ -380,8 +408,18 @@ export class AttemptLauncher {
     this.flush();
   }
 
+  /**
+   * An attempt whose helper died: nobody reaps or times out its processes now. Its group is ended
+   * by the pid the helper reported; what left the group is swept here, in the engine, by its marker
+   * (rare enough that the /proc scan on this event loop does not matter).
+   */
+  private endOrphaned(a: HelperAttempt): void {
+    if (a.pid !== null) endAttemptGroup(a.pid);
+    this.sweeper.ended(a.marker, a.pid, a.markedAt);
+  }
+
   private launchInProcess(a: HelperAttempt): void {
-    const run = launchAttempt(a.item, a.attempt);
+    const run = launchAttempt(a.item, a.attempt, { marker: a.marker, sweeper: this.sweeper });
     a.inProcess = run;
     a.pid = run.pid;
     void run.done.then((result) => a.finish(result));

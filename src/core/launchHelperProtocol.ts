@@ -6,7 +6,11 @@ import type { CheckpointMessage } from './store';
 
 /** Engine → helper. */
 export type ToLaunchHelper =
-  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number }
+  /**
+   * `marker`: the attempt's ENGINE_MONITOR_ATTEMPT token, chosen by the engine so that it can still
+   * find the attempt's processes if this helper dies.
+   */
+  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string }
   | { type: 'terminate'; attemptId: number; graceMs: number }
   /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
   | { type: 'close'; graceMs: number }

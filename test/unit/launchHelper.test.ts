@@ -4,13 +4,14 @@
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { serve } from './support/cli';
+import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** Pids of launch helpers forked by the engine process `enginePid` (their command line names it). */
@@ -97,6 +98,40 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.notEqual(launcher.helperPid, helper);
       assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by the new helper');
       assert.equal(launcher.mode, 'helper');
+    });
+
+    describe('processes that leave an attempt\'s process group', function () {
+      before(function () {
+        if (process.platform !== 'linux') this.skip();
+      });
+      let tag = '';
+      beforeEach(() => (tag = newTag()));
+      afterEach(() => killEscapees(tag));
+
+      it('the helper ends them once the attempt has ended: setsid, a double fork through setsid, setpgrp', async () => {
+        launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+        const go = path.join(os.tmpdir(), `escapees-go-${tag}`);
+        const run = launcher.launch(1, itemDefinition({ command: escapingCommand(tag, untilFileExists(go)), shell: true, args: [] }), 1);
+        try {
+          await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+          writeFileSync(go, '');
+          const r = await run.done;
+          assert.equal(r.succeeded, true, r.stderrTail);
+          assert.equal(launcher.mode, 'helper');
+          await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+        } finally {
+          rmSync(go, { force: true });
+        }
+      });
+
+      it('when the helper is killed, the engine ends them by the attempt\'s marker', async () => {
+        launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+        const run = launcher.launch(1, itemDefinition({ command: escapingCommand(tag, 'echo ready; sleep 300'), shell: true, args: [] }), 1);
+        await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        process.kill(launcher.helperPid!, 'SIGKILL');
+        assert.match((await run.done).error ?? '', /launch helper exited unexpectedly/);
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+      });
     });
 
     it('restarts a helper that keeps dying later and later', async () => {
@@ -187,6 +222,24 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.deepEqual(helpersOf(process.pid), []);
     });
 
+    for (const how of ['through the helper', 'in-process'] as const) {
+      it(`shutdown ends what left a running attempt's process group (launched ${how})`, async function () {
+        if (process.platform !== 'linux') this.skip();
+        const tag = newTag();
+        try {
+          ws.enqueue('a.json', { id: 'escapes', command: escapingCommand(tag, 'sleep 300'), shell: true });
+          engine = await Engine.create(ws.options(how === 'in-process' ? { launchHelper: null } : {}));
+          await engine.start();
+          await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+          await engine.shutdown(0);
+          engine = undefined;
+          await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 3000);
+        } finally {
+          killEscapees(tag);
+        }
+      });
+    }
+
     it('shutdown ends running attempts and the helper: no process is left', async () => {
       const pidFile = path.join(ws.root, 'pid');
       // Deaf to SIGTERM: only the SIGKILL after the shutdown's grace ends it.
@@ -223,17 +276,25 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(code, 0, 'it ended the way an orphaned helper ends');
     });
 
-    it('kill -9 of the engine host: the helper ends the running attempt and exits', async () => {
+    it('kill -9 of the engine host: the helper ends the running attempt and what left its group, and exits', async () => {
       const pidFile = path.join(ws.root, 'pid');
-      ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
-      const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
-      const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
-      const helpers = helpersOf(run.child.pid!);
-      assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
-      run.child.kill('SIGKILL');
-      await run.exited;
-      await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
-      await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
+      const tag = newTag();
+      try {
+        ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
+        if (process.platform === 'linux') ws.enqueue('b.json', { id: 'escapes', command: escapingCommand(tag, 'sleep 300'), shell: true });
+        const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+        const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
+        if (process.platform === 'linux') await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        const helpers = helpersOf(run.child.pid!);
+        assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
+        run.child.kill('SIGKILL');
+        await run.exited;
+        await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+        await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
+      } finally {
+        killEscapees(tag);
+      }
     });
   });
 });

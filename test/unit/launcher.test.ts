@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/attemptProcess';
 import { isAlive } from '../../src/host/lock';
+import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { itemDefinition, waitFor } from './support/workspace';
 
 describe('launcher: one attempt as a real process', () => {
@@ -119,5 +120,44 @@ describe('launcher: one attempt as a real process', () => {
     // And nothing of ours is left in the process table.
     const ps = execFileSync('ps', ['-e', '-o', 'pid=']).toString();
     assert.ok(!ps.split('\n').map(Number).includes(grandchild));
+  });
+
+  describe('processes that leave the attempt\'s process group', function () {
+    // Linux only: elsewhere only the process group is ended (README, How items run).
+    before(function () {
+      if (process.platform !== 'linux') this.skip();
+    });
+    let tag = '';
+    beforeEach(() => (tag = newTag()));
+    afterEach(() => killEscapees(tag));
+
+    it('ends them once the attempt has ended: setsid, a double fork through setsid, setpgrp', async () => {
+      const go = path.join(os.tmpdir(), `escapees-go-${tag}`);
+      const run = launchAttempt(itemDefinition({ command: escapingCommand(tag, untilFileExists(go)), shell: true, args: [] }), 1);
+      try {
+        await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        writeFileSync(go, '');
+        const r = await run.done;
+        assert.equal(r.succeeded, true, r.stderrTail);
+        // The sweep runs at most once a second; sleep ends on the SIGTERM.
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+      } finally {
+        rmSync(go, { force: true });
+      }
+    });
+
+    it('SIGKILLs one deaf to SIGTERM, the grace after its SIGTERM', async function () {
+      this.timeout(30_000);
+      // SIG_IGN survives exec: the sleep ignores SIGTERM.
+      const command = `setsid sh -c "trap '' TERM; exec sleep 300.${tag}1" &
+        until pgrep -x -f "sleep 300.${tag}1" >/dev/null; do sleep 0.02; done`;
+      const r = await launchAttempt(itemDefinition({ command, shell: true, args: [] }), 1).done;
+      assert.equal(r.succeeded, true, r.stderrTail);
+      const endedAt = Date.now();
+      assert.equal(escapees(tag).length, 1, 'it was out of the group and running when the attempt ended');
+      await waitFor('the deaf escapee to be killed', () => escapees(tag).length === 0, 15_000);
+      // Its SIGTERM came within a second of the end and did nothing; the SIGKILL comes 5 s after it.
+      assert.ok(Date.now() - endedAt >= 4900, `ended ${Date.now() - endedAt} ms after the attempt: by SIGKILL after the grace`);
+    });
   });
 });
