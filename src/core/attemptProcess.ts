@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { ItemDefinition } from './items';
 import { ATTEMPT_MARKER_VARIABLE, LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup, signalGroup } from './processGroup';
+import { workingFolderProblem } from './workingFolder';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -46,6 +47,11 @@ export const leftoverSweeper = new LeftoverSweeper({ graceMs: KILL_GRACE_MS });
 export interface LaunchOptions {
   /** The attempt's marker (newAttemptMarker), when the caller needs to know it; else a new one. */
   marker?: string;
+  /**
+   * The engine's workspace folders: `cwd` must lead into the one it is spelled under, by real
+   * path, when the process starts. Without them only its existence is checked.
+   */
+  workspaceFolders?: readonly string[];
   /** Who ends the attempt's leftovers; the process-wide one unless the caller keeps its own. */
   sweeper?: LeftoverSweeper;
 }
@@ -56,6 +62,11 @@ export interface LaunchOptions {
  */
 export function launchAttempt(item: ItemDefinition, attempt: number, options: LaunchOptions = {}): RunningAttempt {
   const startedAt = Date.now();
+  // Checked before the spawn: Node reports a missing working folder as if the command were missing.
+  const folderProblem = workingFolderProblem(item.cwd, options.workspaceFolders);
+  if (folderProblem !== null) {
+    return { pid: null, done: Promise.resolve(resultWithoutProcess(startedAt, folderProblem)), terminate: () => undefined };
+  }
   const stdout = new TailBuffer(OUTPUT_TAIL_BYTES);
   const stderr = new TailBuffer(OUTPUT_TAIL_BYTES);
   const marker = options.marker ?? newAttemptMarker();

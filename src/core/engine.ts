@@ -119,6 +119,7 @@ export class Engine implements MonitoredEngine {
     this.mode = options.initialMode;
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
+      workspaceFolders: options.workspaceFolders,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
     });
     this.ingestion = new ItemIngestion(store, options, {

@@ -36,6 +36,8 @@ export interface AttemptLauncherOptions {
   entry?: LaunchHelperEntry | null;
   /** Warnings worth a log entry (the fallback to in-process launching). */
   warn?: (message: string, details: Record<string, unknown>) => void;
+  /** The engine's workspace folders: an attempt's `cwd` must lead into one of them when it starts. */
+  workspaceFolders?: readonly string[];
 }
 
 /** A helper that started but never became ready this many times in a row: launch in-process. */
@@ -316,6 +318,7 @@ export class AttemptLauncher {
       h.attempts.set(a.attemptId, a);
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
       const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
+      if (this.options.workspaceFolders) launch.workspaceFolders = [...this.options.workspaceFolders];
       h.child.send(launch, () => undefined);
     }
   }
@@ -419,7 +422,7 @@ export class AttemptLauncher {
   }
 
   private launchInProcess(a: HelperAttempt): void {
-    const run = launchAttempt(a.item, a.attempt, { marker: a.marker, sweeper: this.sweeper });
+    const run = launchAttempt(a.item, a.attempt, { marker: a.marker, workspaceFolders: this.options.workspaceFolders, sweeper: this.sweeper });
     a.inProcess = run;
     a.pid = run.pid;
     void run.done.then((result) => a.finish(result));

@@ -8,9 +8,9 @@ import type { CheckpointMessage } from './store';
 export type ToLaunchHelper =
   /**
    * `marker`: the attempt's ENGINE_MONITOR_ATTEMPT token, chosen by the engine so that it can still
-   * find the attempt's processes if this helper dies.
+   * find the attempt's processes if this helper dies; `workspaceFolders`: where `cwd` must lead.
    */
-  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string }
+  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string; workspaceFolders?: string[] }
   | { type: 'terminate'; attemptId: number; graceMs: number }
   /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
   | { type: 'close'; graceMs: number }

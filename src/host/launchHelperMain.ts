@@ -15,7 +15,7 @@
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
 // Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
-// the small modules it uses (processGroup.ts, leftoverProcesses.ts).
+// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
@@ -44,7 +44,7 @@ function send(message: FromLaunchHelper): void {
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {
   if (ending || runs.has(attemptId)) return;
   const t0 = performance.now();
-  const run = launchAttempt(message.item, message.attempt, { marker: message.marker });
+  const run = launchAttempt(message.item, message.attempt, { marker: message.marker, workspaceFolders: message.workspaceFolders });
   const spawnMs = performance.now() - t0;
   runs.set(attemptId, run);
   if (run.pid !== null) groups.add(run.pid);

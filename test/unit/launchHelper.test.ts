@@ -4,7 +4,7 @@
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
@@ -220,6 +220,29 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const warnings = allLogs(engine).filter((e) => e.level === 'warn' && /launch helper unavailable/.test(e.message));
       assert.equal(warnings.length, 1);
       assert.deepEqual(helpersOf(process.pid), []);
+    });
+
+    it('checks cwd again when an attempt starts: a link made after ingest that leads outside, a folder still missing', async () => {
+      const outside = path.join(ws.root, 'outside');
+      mkdirSync(outside);
+      ws.enqueue('a.json', [
+        { id: 'via-link', command: 'touch', args: ['ran'], cwd: 'lnk', maxAttempts: 1 },
+        { id: 'missing', command: 'pwd', cwd: 'later/out', maxAttempts: 1 },
+      ]);
+      // Restricted: the items are ingested (neither folder exists yet, so both pass) and wait.
+      engine = await Engine.create(ws.options({ initialMode: 'restricted' }));
+      await engine.start();
+      assert.equal(engine.stats().total, 2);
+      symlinkSync(outside, path.join(ws.folder, 'lnk'));
+      engine.grantTrust();
+      await settled(engine);
+      const items = Object.fromEntries(engine.listItems({ limit: 10, offset: 0 }).items.map((i) => [i.id, i]));
+      assert.equal(items['via-link'].outcome, 'failed');
+      assert.equal(items['via-link'].lastError, `cwd "lnk" leads outside the workspace folder (to ${realpathSync(outside)}); use a real folder inside it, or fix "cwd" in the queue file`);
+      assert.equal(existsSync(path.join(outside, 'ran')), false, 'nothing ran outside the workspace');
+      assert.equal(items.missing.outcome, 'failed');
+      assert.equal(items.missing.lastError, 'cwd "later/out" does not exist (create it, or fix "cwd" in the queue file)');
+      assert.deepEqual(helpersOf(process.pid).length, 1, 'launched through the helper');
     });
 
     for (const how of ['through the helper', 'in-process'] as const) {
