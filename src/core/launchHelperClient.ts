@@ -9,6 +9,9 @@
 //   the attempts' markers (chosen here for that reason), and the next launch forks a fresh helper,
 //   later and later if it keeps dying;
 // - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
+// - the helper stops answering (SIGSTOP, a hang): it is the one enforcing its attempts' timeouts,
+//   so a ping every second that goes unanswered for UNRESPONSIVE_MS gets it killed with SIGKILL,
+//   logged, and then handled as a dead helper;
 // - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
 //
 // Which file the helper is, and with which Node options it runs, is the host's knowledge
@@ -46,6 +49,14 @@ const MAX_START_FAILURES = 3;
 const HEALTHY_LIFETIME_MS = 10_000;
 const RESTART_BACKOFF_BASE_MS = 500;
 const RESTART_BACKOFF_MAX_MS = 30_000;
+/** How often a ready helper is asked whether it is still there. */
+const PING_INTERVAL_MS = 1000;
+/**
+ * A helper silent this long while this engine's event loop kept running is stopped or hung. Long
+ * enough for a burst of launches it works through in order (each spawn blocks it a few ms) on a
+ * loaded machine; short enough that a 1 s timeout is not outlived by much.
+ */
+const UNRESPONSIVE_MS = 5000;
 
 interface Helper {
   child: ChildProcess;
@@ -57,6 +68,11 @@ interface Helper {
   /** Checkpoints this helper was asked to run, by id: what settles each one. */
   checkpoints: Map<number, (m: CheckpointMessage, pid: number | null) => void>;
   exited: Promise<void>;
+  /** performance.now() of its last message, whatever it was. */
+  lastHeardAt: number;
+  watchdog?: NodeJS.Timeout;
+  /** Why it was killed, when the engine killed it for not answering. */
+  killedBecause?: string;
 }
 
 /** One attempt as the engine sees it, wherever its process is spawned. */
@@ -290,6 +306,7 @@ export class AttemptLauncher {
       attempts: new Map(),
       checkpoints: new Map(),
       exited: new Promise<void>((resolve) => (onExit = resolve)),
+      lastHeardAt: performance.now(),
     };
     this.helper = h;
     child.on('message', (m: FromLaunchHelper) => this.onMessage(h, m));
@@ -324,11 +341,15 @@ export class AttemptLauncher {
   }
 
   private onMessage(h: Helper, m: FromLaunchHelper): void {
+    h.lastHeardAt = performance.now();
     switch (m.type) {
       case 'ready':
         h.ready = true;
         this.startFailures = 0;
+        this.watch(h);
         this.flush();
+        break;
+      case 'pong':
         break;
       case 'started': {
         const a = h.attempts.get(m.attemptId);
@@ -353,10 +374,38 @@ export class AttemptLauncher {
     }
   }
 
+  /** Pings the ready helper `h` every second and kills it once it has been silent for UNRESPONSIVE_MS. */
+  private watch(h: Helper): void {
+    let lastTick = performance.now();
+    h.watchdog = setInterval(() => {
+      const now = performance.now();
+      // This engine's own event loop stalled: the helper's answers may be waiting unread, so the
+      // silence is counted again from now.
+      if (now - lastTick > 2 * PING_INTERVAL_MS) h.lastHeardAt = now;
+      lastTick = now;
+      if (h.closing || !h.child.connected) return;
+      const silentMs = now - h.lastHeardAt;
+      if (silentMs < UNRESPONSIVE_MS) {
+        h.child.send({ type: 'ping' } satisfies ToLaunchHelper, () => undefined);
+        return;
+      }
+      clearInterval(h.watchdog);
+      h.killedBecause = `killed after it did not answer for ${Math.round(silentMs / 1000)} s`;
+      this.options.warn?.(
+        `launch helper ${h.child.pid} did not answer for ${Math.round(silentMs / 1000)} s (stopped or hung) and was killed; its running attempts fail and are retried, and a new helper starts`,
+        { pid: h.child.pid ?? null, silentMs: Math.round(silentMs), attempts: h.attempts.size },
+      );
+      h.child.kill('SIGKILL');
+    }, PING_INTERVAL_MS);
+    // The watchdog must not keep an engine alive that has nothing else to do.
+    h.watchdog.unref();
+  }
+
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
+    clearInterval(h.watchdog);
     if (this.helper !== h) return;
     this.helper = undefined;
-    const how = error ?? (signal ? `signal ${signal}` : `exit code ${code}`);
+    const how = error ?? h.killedBecause ?? (signal ? `signal ${signal}` : `exit code ${code}`);
     // Its checkpoint processes end with it (they exit when their IPC channel closes); the store
     // falls back to a snapshot from memory for any that was still running.
     for (const settle of h.checkpoints.values()) settle({ ok: false, error: `the launch helper exited (${how})` }, null);

@@ -17,7 +17,9 @@ export type ToLaunchHelper =
   /** Start a checkpoint process: `node <args…>` (Store.checkpointProcessArgs). */
   | { type: 'checkpoint'; checkpointId: number; args: string[] }
   /** Kill that checkpoint process (abandoned: the engine snapshotted synchronously since). */
-  | { type: 'checkpoint_cancel'; checkpointId: number };
+  | { type: 'checkpoint_cancel'; checkpointId: number }
+  /** Are you still there? Answered with 'pong' (a stopped or hung helper cannot enforce timeouts). */
+  | { type: 'ping' };
 
 /** Helper → engine. */
 export type FromLaunchHelper =
@@ -30,4 +32,5 @@ export type FromLaunchHelper =
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
   | { type: 'done'; attemptId: number; result: AttemptResult }
   /** The checkpoint process answered, or ended without answering (ok: false, with why). */
-  | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage };
+  | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage }
+  | { type: 'pong' };

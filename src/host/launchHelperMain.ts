@@ -137,6 +137,9 @@ process.on('message', (message: ToLaunchHelper) => {
     case 'checkpoint_cancel':
       checkpoints.get(message.checkpointId)?.kill('SIGKILL');
       break;
+    case 'ping':
+      send({ type: 'pong' });
+      break;
   }
 });
 // The engine is gone (exited, crashed, kill -9): its attempts must not outlive it.

@@ -134,6 +134,33 @@ describe('launch helper: attempts spawned by a helper process', function () {
       });
     });
 
+    it('a stopped helper (SIGSTOP) is noticed by its silence, killed and replaced; its attempts fail and their processes are ended', async function () {
+      this.timeout(30_000);
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), warn: (m) => warnings.push(m) });
+      // Its 1 s timeout is the stopped helper's to enforce.
+      const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 1000 }), 1);
+      const pid = await waitFor('the pid', () => run.pid ?? undefined);
+      const helper = launcher.helperPid!;
+      process.kill(helper, 'SIGSTOP');
+      try {
+        const r = await Promise.race([run.done, new Promise<undefined>((resolve) => setTimeout(resolve, 15_000))]);
+        assert.ok(r, 'the attempt ended while its helper was stopped');
+        assert.equal(r.succeeded, false);
+        assert.match(r.error ?? '', /^launch helper exited unexpectedly \(killed after it did not answer for \d+ s\); the attempt's processes were ended$/);
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], new RegExp(`^launch helper ${helper} did not answer for \\d+ s \\(stopped or hung\\) and was killed`));
+        await waitFor('the attempt’s process to be ended', () => !processAlive(pid), 3000);
+        await waitFor('the stopped helper to be gone', () => !processAlive(helper), 3000);
+      } finally {
+        if (processAlive(helper)) process.kill(helper, 'SIGKILL');
+      }
+      const again = await launcher.launch(2, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      assert.equal(again.succeeded, true);
+      assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by a new helper');
+      assert.notEqual(launcher.helperPid, helper);
+    });
+
     it('restarts a helper that keeps dying later and later', async () => {
       launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const gaps: number[] = [];
