@@ -1,9 +1,13 @@
 // Launches one attempt of an item as an operating-system process and reports how it ended.
 // The process gets its own process group so that a timeout (or the end of the attempt) reaches
-// every process it started, not just the first one.
+// every process it started, not just the first one; and a marker in its environment, so that what
+// leaves the group (setsid, setpgid) is still found and ended once the attempt is over
+// (src/core/leftoverProcesses.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ItemDefinition } from './items';
+import { ATTEMPT_MARKER_VARIABLE, LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup, signalGroup } from './processGroup';
+import { workingFolderProblem } from './workingFolder';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -35,17 +39,43 @@ export interface RunningAttempt {
 const isWindows = process.platform === 'win32';
 
 /**
- * Spawns the attempt. The process sees ENGINE_ITEM_ID, ENGINE_ATTEMPT and ENGINE_MAX_ATTEMPTS,
- * so a command can tell a first try from a retry.
+ * Ends the leftovers of the attempts this process spawns: one per process, so that its sweeps
+ * (at most one a second) cover every attempt at once.
  */
-export function launchAttempt(item: ItemDefinition, attempt: number): RunningAttempt {
+export const leftoverSweeper = new LeftoverSweeper({ graceMs: KILL_GRACE_MS });
+
+export interface LaunchOptions {
+  /** The attempt's marker (newAttemptMarker), when the caller needs to know it; else a new one. */
+  marker?: string;
+  /**
+   * The engine's workspace folders: `cwd` must lead into the one it is spelled under, by real
+   * path, when the process starts. Without them only its existence is checked.
+   */
+  workspaceFolders?: readonly string[];
+  /** Who ends the attempt's leftovers; the process-wide one unless the caller keeps its own. */
+  sweeper?: LeftoverSweeper;
+}
+
+/**
+ * Spawns the attempt. The process sees ENGINE_ITEM_ID, ENGINE_ATTEMPT and ENGINE_MAX_ATTEMPTS,
+ * so a command can tell a first try from a retry, and ENGINE_MONITOR_ATTEMPT, its marker.
+ */
+export function launchAttempt(item: ItemDefinition, attempt: number, options: LaunchOptions = {}): RunningAttempt {
   const startedAt = Date.now();
+  // Checked before the spawn: Node reports a missing working folder as if the command were missing.
+  const folderProblem = workingFolderProblem(item.cwd, options.workspaceFolders);
+  if (folderProblem !== null) {
+    return { pid: null, done: Promise.resolve(resultWithoutProcess(startedAt, folderProblem)), terminate: () => undefined };
+  }
   const stdout = new TailBuffer(OUTPUT_TAIL_BYTES);
   const stderr = new TailBuffer(OUTPUT_TAIL_BYTES);
-  let child: ChildProcess;
+  const marker = options.marker ?? newAttemptMarker();
+  const sweeper = options.sweeper ?? leftoverSweeper;
+  let spawned: ChildProcess | undefined;
   let spawnError: Error | undefined;
+  sweeper.started(marker);
   try {
-    child = spawn(item.command, item.shell ? [] : item.args, {
+    spawned = spawn(item.command, item.shell ? [] : item.args, {
       cwd: item.cwd,
       env: {
         ...process.env,
@@ -53,6 +83,8 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
         ENGINE_ITEM_ID: item.id,
         ENGINE_ATTEMPT: String(attempt),
         ENGINE_MAX_ATTEMPTS: String(item.maxAttempts),
+        // Last, so an item's own env cannot take it away from its processes.
+        [ATTEMPT_MARKER_VARIABLE]: marker,
       },
       shell: item.shell,
       detached: !isWindows,
@@ -62,9 +94,9 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
   } catch (err) {
     // spawn throws synchronously for some argument errors (e.g. a NUL byte in an argument).
     spawnError = err as Error;
-    child = undefined as unknown as ChildProcess;
   }
 
+  const child = spawned;
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;
@@ -72,7 +104,7 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
 
   const signalAttempt = (signal: NodeJS.Signals) => {
     if (pid === null) return;
-    if (isWindows) child.kill(signal);
+    if (isWindows) child?.kill(signal);
     else signalGroup(pid, signal);
   };
   const terminate = (graceMs = KILL_GRACE_MS) => {
@@ -89,6 +121,9 @@ export function launchAttempt(item: ItemDefinition, attempt: number): RunningAtt
       // Whatever the leader left behind in its group (daemonised grandchildren holding our pipes)
       // belongs to this attempt: end it too so attempts never leak processes.
       if (pid !== null && !isWindows) endGroup(pid, KILL_GRACE_MS);
+      // And whatever left the group: found by the marker, shortly after. No pid, no process.
+      if (pid !== null) sweeper.ended(marker, isWindows ? null : pid);
+      else sweeper.forget(marker);
       clearTimeout(killTimer);
       child?.stdout?.destroy();
       child?.stderr?.destroy();

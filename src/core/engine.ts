@@ -79,6 +79,7 @@ export class Engine implements MonitoredEngine {
     this.entries = new EngineLog(store, this.events);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
+      workspaceFolders: options.workspaceFolders,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
     });
     this.ingestion = new ItemIngestion(store, options, {

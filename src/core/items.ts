@@ -5,6 +5,10 @@ import addFormats from 'ajv-formats';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import itemFileSchema from '../../schemas/item.schema.json';
+import { isInside } from './workingFolder';
+
+// Kept here too for the callers that judge queue files (src/core/queueSource.ts).
+export { isInside };
 
 /** An item exactly as a queue file may write it. */
 export interface ItemInput {
@@ -118,13 +122,6 @@ export function definitionHash(item: ItemDefinition): string {
     item.runAt,
   ]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
-}
-
-/** True when `candidate` is `root` or below it, by spelling (callers resolve links first where it matters). */
-export function isInside(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  // `..foo` is a folder inside root; only `..` itself or `../…` leaves it.
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 function describeSchemaErrors(errors: ErrorObject[]): string {

@@ -5,9 +5,13 @@
 // Launches keep the RunningAttempt shape of in-process launching; only the pid arrives later.
 // Failure handling:
 // - the helper dies: its attempts finish as failed (the engine retries them with backoff), their
-//   process groups are ended by the pids the helper reported, and the next launch forks a fresh
-//   helper, later and later if it keeps dying;
+//   process groups are ended by the pids the helper reported, what left those groups is swept by
+//   the attempts' markers (chosen here for that reason), and the next launch forks a fresh helper,
+//   later and later if it keeps dying;
 // - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
+// - the helper stops answering (SIGSTOP, a hang): it is the one enforcing its attempts' timeouts,
+//   so a ping every second that goes unanswered for UNRESPONSIVE_MS gets it killed with SIGKILL,
+//   logged, and then handled as a dead helper;
 // - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
 //
 // Which file the helper is, and with which Node options it runs, is the host's knowledge
@@ -17,6 +21,7 @@ import { existsSync } from 'node:fs';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
+import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup } from './processGroup';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
@@ -34,6 +39,8 @@ export interface AttemptLauncherOptions {
   entry?: LaunchHelperEntry | null;
   /** Warnings worth a log entry (the fallback to in-process launching). */
   warn?: (message: string, details: Record<string, unknown>) => void;
+  /** The engine's workspace folders: an attempt's `cwd` must lead into one of them when it starts. */
+  workspaceFolders?: readonly string[];
 }
 
 /** A helper that started but never became ready this many times in a row: launch in-process. */
@@ -42,6 +49,14 @@ const MAX_START_FAILURES = 3;
 const HEALTHY_LIFETIME_MS = 10_000;
 const RESTART_BACKOFF_BASE_MS = 500;
 const RESTART_BACKOFF_MAX_MS = 30_000;
+/** How often a ready helper is asked whether it is still there. */
+const PING_INTERVAL_MS = 1000;
+/**
+ * A helper silent this long while this engine's event loop kept running is stopped or hung. Long
+ * enough for a burst of launches it works through in order (each spawn blocks it a few ms) on a
+ * loaded machine; short enough that a 1 s timeout is not outlived by much.
+ */
+const UNRESPONSIVE_MS = 5000;
 
 interface Helper {
   child: ChildProcess;
@@ -53,6 +68,11 @@ interface Helper {
   /** Checkpoints this helper was asked to run, by id: what settles each one. */
   checkpoints: Map<number, (m: CheckpointMessage, pid: number | null) => void>;
   exited: Promise<void>;
+  /** performance.now() of its last message, whatever it was. */
+  lastHeardAt: number;
+  watchdog?: NodeJS.Timeout;
+  /** Why it was killed, when the engine killed it for not answering. */
+  killedBecause?: string;
 }
 
 /** One attempt as the engine sees it, wherever its process is spawned. */
@@ -74,6 +94,9 @@ class HelperAttempt implements RunningAttempt {
   }
 
   readonly startedAt = Date.now();
+  /** Its ENGINE_MONITOR_ATTEMPT token, and when it was made in this process's clock (for a sweep). */
+  readonly marker = newAttemptMarker();
+  readonly markedAt = performance.now();
 
   terminate(graceMs = KILL_GRACE_MS): void {
     this.owner.terminate(this, graceMs);
@@ -103,6 +126,11 @@ export class AttemptLauncher {
   private restartNotBefore = 0;
   private spawnTotals = { spawns: 0, spawnMs: 0 };
   private nextCheckpointId = 0;
+  /**
+   * Leftovers of attempts launched in this process, and of a dead helper's attempts. Its own, not
+   * the process-wide one, so that closing this launcher ends only what its own attempts left.
+   */
+  private readonly sweeper = new LeftoverSweeper({ graceMs: KILL_GRACE_MS });
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry ?? undefined;
@@ -190,7 +218,7 @@ export class AttemptLauncher {
     clearTimeout(this.restartTimer);
     for (const a of this.queue.splice(0)) a.finish(resultWithoutProcess(a.startedAt, 'the engine shut down before it was launched'));
     const h = this.helper;
-    if (!h) return;
+    if (!h) return this.endLeftovers(graceMs);
     h.closing = true;
     if (h.child.connected) h.child.send({ type: 'close', graceMs } satisfies ToLaunchHelper, () => undefined);
     else h.child.kill('SIGTERM');
@@ -204,6 +232,23 @@ export class AttemptLauncher {
     });
     await Promise.race([h.exited, killed]);
     clearTimeout(timer);
+    // The helper swept its own attempts' leftovers; these are what a helper killed for hanging
+    // (or an earlier one that died) could not.
+    await this.endLeftovers(graceMs);
+  }
+
+  /**
+   * Ends everything still carrying the marker of an attempt this launcher swept for: SIGTERM,
+   * SIGKILL after `graceMs` to what is left. Shutdown only: the sweeps' timer does not hold the
+   * process open, so nothing else would.
+   */
+  private async endLeftovers(graceMs: number): Promise<void> {
+    if (this.sweeper.sweepAll('SIGTERM') > 0) {
+      const deadline = performance.now() + graceMs;
+      while (performance.now() < deadline && this.sweeper.sweep() > 0) await new Promise((r) => setTimeout(r, 100));
+      this.sweeper.sweepAll('SIGKILL');
+    }
+    this.sweeper.dispose();
   }
 
   terminate(a: HelperAttempt, graceMs: number): void {
@@ -261,6 +306,7 @@ export class AttemptLauncher {
       attempts: new Map(),
       checkpoints: new Map(),
       exited: new Promise<void>((resolve) => (onExit = resolve)),
+      lastHeardAt: performance.now(),
     };
     this.helper = h;
     child.on('message', (m: FromLaunchHelper) => this.onMessage(h, m));
@@ -288,16 +334,22 @@ export class AttemptLauncher {
     for (const a of this.queue.splice(0)) {
       h.attempts.set(a.attemptId, a);
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
-      h.child.send({ type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt } satisfies ToLaunchHelper, () => undefined);
+      const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
+      if (this.options.workspaceFolders) launch.workspaceFolders = [...this.options.workspaceFolders];
+      h.child.send(launch, () => undefined);
     }
   }
 
   private onMessage(h: Helper, m: FromLaunchHelper): void {
+    h.lastHeardAt = performance.now();
     switch (m.type) {
       case 'ready':
         h.ready = true;
         this.startFailures = 0;
+        this.watch(h);
         this.flush();
+        break;
+      case 'pong':
         break;
       case 'started': {
         const a = h.attempts.get(m.attemptId);
@@ -322,10 +374,38 @@ export class AttemptLauncher {
     }
   }
 
+  /** Pings the ready helper `h` every second and kills it once it has been silent for UNRESPONSIVE_MS. */
+  private watch(h: Helper): void {
+    let lastTick = performance.now();
+    h.watchdog = setInterval(() => {
+      const now = performance.now();
+      // This engine's own event loop stalled: the helper's answers may be waiting unread, so the
+      // silence is counted again from now.
+      if (now - lastTick > 2 * PING_INTERVAL_MS) h.lastHeardAt = now;
+      lastTick = now;
+      if (h.closing || !h.child.connected) return;
+      const silentMs = now - h.lastHeardAt;
+      if (silentMs < UNRESPONSIVE_MS) {
+        h.child.send({ type: 'ping' } satisfies ToLaunchHelper, () => undefined);
+        return;
+      }
+      clearInterval(h.watchdog);
+      h.killedBecause = `killed after it did not answer for ${Math.round(silentMs / 1000)} s`;
+      this.options.warn?.(
+        `launch helper ${h.child.pid} did not answer for ${Math.round(silentMs / 1000)} s (stopped or hung) and was killed; its running attempts fail and are retried, and a new helper starts`,
+        { pid: h.child.pid ?? null, silentMs: Math.round(silentMs), attempts: h.attempts.size },
+      );
+      h.child.kill('SIGKILL');
+    }, PING_INTERVAL_MS);
+    // The watchdog must not keep an engine alive that has nothing else to do.
+    h.watchdog.unref();
+  }
+
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
+    clearInterval(h.watchdog);
     if (this.helper !== h) return;
     this.helper = undefined;
-    const how = error ?? (signal ? `signal ${signal}` : `exit code ${code}`);
+    const how = error ?? h.killedBecause ?? (signal ? `signal ${signal}` : `exit code ${code}`);
     // Its checkpoint processes end with it (they exit when their IPC channel closes); the store
     // falls back to a snapshot from memory for any that was still running.
     for (const settle of h.checkpoints.values()) settle({ ok: false, error: `the launch helper exited (${how})` }, null);
@@ -333,7 +413,7 @@ export class AttemptLauncher {
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
-        if (a.pid !== null && signal === 'SIGKILL') endAttemptGroup(a.pid);
+        if (signal === 'SIGKILL') this.endOrphaned(a);
         a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
@@ -346,7 +426,7 @@ export class AttemptLauncher {
     // Its attempts' processes live on in their own process groups; nobody would reap or time
     // them out now, so end them, and let the engine retry the attempts as failed.
     for (const a of h.attempts.values()) {
-      if (a.pid !== null) endAttemptGroup(a.pid);
+      this.endOrphaned(a);
       a.finish({
         ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
@@ -380,8 +460,18 @@ export class AttemptLauncher {
     this.flush();
   }
 
+  /**
+   * An attempt whose helper died: nobody reaps or times out its processes now. Its group is ended
+   * by the pid the helper reported; what left the group is swept here, in the engine, by its marker
+   * (rare enough that the /proc scan on this event loop does not matter).
+   */
+  private endOrphaned(a: HelperAttempt): void {
+    if (a.pid !== null) endAttemptGroup(a.pid);
+    this.sweeper.ended(a.marker, a.pid, a.markedAt);
+  }
+
   private launchInProcess(a: HelperAttempt): void {
-    const run = launchAttempt(a.item, a.attempt);
+    const run = launchAttempt(a.item, a.attempt, { marker: a.marker, workspaceFolders: this.options.workspaceFolders, sweeper: this.sweeper });
     a.inProcess = run;
     a.pid = run.pid;
     void run.done.then((result) => a.finish(result));

@@ -6,14 +6,20 @@ import type { CheckpointMessage } from './store';
 
 /** Engine → helper. */
 export type ToLaunchHelper =
-  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number }
+  /**
+   * `marker`: the attempt's ENGINE_MONITOR_ATTEMPT token, chosen by the engine so that it can still
+   * find the attempt's processes if this helper dies; `workspaceFolders`: where `cwd` must lead.
+   */
+  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string; workspaceFolders?: string[] }
   | { type: 'terminate'; attemptId: number; graceMs: number }
   /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
   | { type: 'close'; graceMs: number }
   /** Start a checkpoint process: `node <args…>` (Store.checkpointProcessArgs). */
   | { type: 'checkpoint'; checkpointId: number; args: string[] }
   /** Kill that checkpoint process (abandoned: the engine snapshotted synchronously since). */
-  | { type: 'checkpoint_cancel'; checkpointId: number };
+  | { type: 'checkpoint_cancel'; checkpointId: number }
+  /** Are you still there? Answered with 'pong' (a stopped or hung helper cannot enforce timeouts). */
+  | { type: 'ping' };
 
 /** Helper → engine. */
 export type FromLaunchHelper =
@@ -26,4 +32,5 @@ export type FromLaunchHelper =
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
   | { type: 'done'; attemptId: number; result: AttemptResult }
   /** The checkpoint process answered, or ended without answering (ok: false, with why). */
-  | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage };
+  | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage }
+  | { type: 'pong' };

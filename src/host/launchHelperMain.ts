@@ -5,17 +5,19 @@
 // stalls the engine's event loop (docs/PERFORMANCE.md).
 //
 // It runs the same launchAttempt as in-process launching (process group per attempt, output tails,
-// timeout SIGTERM → SIGKILL, leftover cleanup, ENGINE_* variables) and reports over IPC. When the
-// engine goes away (IPC disconnect: it exited or was killed), every attempt's process group is
-// ended, so no attempt outlives its engine.
+// timeout SIGTERM → SIGKILL, leftover cleanup, ENGINE_* variables) and reports over IPC. Leftovers
+// that left their attempt's group are swept here too, by their marker (src/core/leftoverProcesses.ts),
+// so the /proc scans never run on the engine's event loop. When the engine goes away (IPC
+// disconnect: it exited or was killed), every attempt's process group and every process still
+// carrying an attempt's marker is ended, so no attempt outlives its engine.
 //
 // It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
 // Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
-// src/core/processGroup.ts.
+// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { KILL_GRACE_MS, launchAttempt, type RunningAttempt } from '../core/attemptProcess';
+import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
 import { groupAlive, signalGroup } from '../core/processGroup';
 
@@ -42,7 +44,7 @@ function send(message: FromLaunchHelper): void {
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {
   if (ending || runs.has(attemptId)) return;
   const t0 = performance.now();
-  const run = launchAttempt(message.item, message.attempt);
+  const run = launchAttempt(message.item, message.attempt, { marker: message.marker, workspaceFolders: message.workspaceFolders });
   const spawnMs = performance.now() - t0;
   runs.set(attemptId, run);
   if (run.pid !== null) groups.add(run.pid);
@@ -99,14 +101,18 @@ function endAll(graceMs: number): void {
   for (const child of checkpoints.values()) child.kill('SIGKILL');
   for (const run of runs.values()) run.terminate(graceMs);
   signalGroups('SIGTERM');
+  // And what left its group: whatever still carries one of our attempts' markers.
+  leftoverSweeper.sweepAll('SIGTERM');
   const finish = () => {
     signalGroups('SIGKILL');
+    leftoverSweeper.sweepAll('SIGKILL');
     process.exit(0);
   };
   // Leave as soon as everything is gone; the deadline holds the event loop open until then.
   const deadline = setTimeout(finish, graceMs);
   const poll = setInterval(() => {
-    if (runs.size === 0 && [...groups].every((g) => !groupAlive(g))) {
+    // The /proc scan only once the groups are gone: it is the costlier check.
+    if (runs.size === 0 && [...groups].every((g) => !groupAlive(g)) && leftoverSweeper.sweep() === 0) {
       clearTimeout(deadline);
       clearInterval(poll);
       finish();
@@ -130,6 +136,9 @@ process.on('message', (message: ToLaunchHelper) => {
       break;
     case 'checkpoint_cancel':
       checkpoints.get(message.checkpointId)?.kill('SIGKILL');
+      break;
+    case 'ping':
+      send({ type: 'pong' });
       break;
   }
 });

@@ -4,13 +4,14 @@
 // killed with SIGKILL while an attempt runs.
 import assert from 'node:assert/strict';
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { serve } from './support/cli';
+import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** Pids of launch helpers forked by the engine process `enginePid` (their command line names it). */
@@ -97,6 +98,67 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.notEqual(launcher.helperPid, helper);
       assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by the new helper');
       assert.equal(launcher.mode, 'helper');
+    });
+
+    describe('processes that leave an attempt\'s process group', function () {
+      before(function () {
+        if (process.platform !== 'linux') this.skip();
+      });
+      let tag = '';
+      beforeEach(() => (tag = newTag()));
+      afterEach(() => killEscapees(tag));
+
+      it('the helper ends them once the attempt has ended: setsid, a double fork through setsid, setpgrp', async () => {
+        launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+        const go = path.join(os.tmpdir(), `escapees-go-${tag}`);
+        const run = launcher.launch(1, itemDefinition({ command: escapingCommand(tag, untilFileExists(go)), shell: true, args: [] }), 1);
+        try {
+          await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+          writeFileSync(go, '');
+          const r = await run.done;
+          assert.equal(r.succeeded, true, r.stderrTail);
+          assert.equal(launcher.mode, 'helper');
+          await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+        } finally {
+          rmSync(go, { force: true });
+        }
+      });
+
+      it('when the helper is killed, the engine ends them by the attempt\'s marker', async () => {
+        launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+        const run = launcher.launch(1, itemDefinition({ command: escapingCommand(tag, 'echo ready; sleep 300'), shell: true, args: [] }), 1);
+        await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        process.kill(launcher.helperPid!, 'SIGKILL');
+        assert.match((await run.done).error ?? '', /launch helper exited unexpectedly/);
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+      });
+    });
+
+    it('a stopped helper (SIGSTOP) is noticed by its silence, killed and replaced; its attempts fail and their processes are ended', async function () {
+      this.timeout(30_000);
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), warn: (m) => warnings.push(m) });
+      // Its 1 s timeout is the stopped helper's to enforce.
+      const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 1000 }), 1);
+      const pid = await waitFor('the pid', () => run.pid ?? undefined);
+      const helper = launcher.helperPid!;
+      process.kill(helper, 'SIGSTOP');
+      try {
+        const r = await Promise.race([run.done, new Promise<undefined>((resolve) => setTimeout(resolve, 15_000))]);
+        assert.ok(r, 'the attempt ended while its helper was stopped');
+        assert.equal(r.succeeded, false);
+        assert.match(r.error ?? '', /^launch helper exited unexpectedly \(killed after it did not answer for \d+ s\); the attempt's processes were ended$/);
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], new RegExp(`^launch helper ${helper} did not answer for \\d+ s \\(stopped or hung\\) and was killed`));
+        await waitFor('the attempt’s process to be ended', () => !processAlive(pid), 3000);
+        await waitFor('the stopped helper to be gone', () => !processAlive(helper), 3000);
+      } finally {
+        if (processAlive(helper)) process.kill(helper, 'SIGKILL');
+      }
+      const again = await launcher.launch(2, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+      assert.equal(again.succeeded, true);
+      assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by a new helper');
+      assert.notEqual(launcher.helperPid, helper);
     });
 
     it('restarts a helper that keeps dying later and later', async () => {
@@ -187,6 +249,47 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.deepEqual(helpersOf(process.pid), []);
     });
 
+    it('checks cwd again when an attempt starts: a link made after ingest that leads outside, a folder still missing', async () => {
+      const outside = path.join(ws.root, 'outside');
+      mkdirSync(outside);
+      ws.enqueue('a.json', [
+        { id: 'via-link', command: 'touch', args: ['ran'], cwd: 'lnk', maxAttempts: 1 },
+        { id: 'missing', command: 'pwd', cwd: 'later/out', maxAttempts: 1 },
+      ]);
+      // Restricted: the items are ingested (neither folder exists yet, so both pass) and wait.
+      engine = await Engine.create(ws.options({ initialMode: 'restricted' }));
+      await engine.start();
+      assert.equal(engine.stats().total, 2);
+      symlinkSync(outside, path.join(ws.folder, 'lnk'));
+      engine.grantTrust();
+      await settled(engine);
+      const items = Object.fromEntries(engine.listItems({ limit: 10, offset: 0 }).items.map((i) => [i.id, i]));
+      assert.equal(items['via-link'].outcome, 'failed');
+      assert.equal(items['via-link'].lastError, `cwd "lnk" leads outside the workspace folder (to ${realpathSync(outside)}); use a real folder inside it, or fix "cwd" in the queue file`);
+      assert.equal(existsSync(path.join(outside, 'ran')), false, 'nothing ran outside the workspace');
+      assert.equal(items.missing.outcome, 'failed');
+      assert.equal(items.missing.lastError, 'cwd "later/out" does not exist (create it, or fix "cwd" in the queue file)');
+      assert.deepEqual(helpersOf(process.pid).length, 1, 'launched through the helper');
+    });
+
+    for (const how of ['through the helper', 'in-process'] as const) {
+      it(`shutdown ends what left a running attempt's process group (launched ${how})`, async function () {
+        if (process.platform !== 'linux') this.skip();
+        const tag = newTag();
+        try {
+          ws.enqueue('a.json', { id: 'escapes', command: escapingCommand(tag, 'sleep 300'), shell: true });
+          engine = await Engine.create(ws.options(how === 'in-process' ? { launchHelper: null } : {}));
+          await engine.start();
+          await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+          await engine.shutdown(0);
+          engine = undefined;
+          await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 3000);
+        } finally {
+          killEscapees(tag);
+        }
+      });
+    }
+
     it('shutdown ends running attempts and the helper: no process is left', async () => {
       const pidFile = path.join(ws.root, 'pid');
       // Deaf to SIGTERM: only the SIGKILL after the shutdown's grace ends it.
@@ -223,17 +326,25 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(code, 0, 'it ended the way an orphaned helper ends');
     });
 
-    it('kill -9 of the engine host: the helper ends the running attempt and exits', async () => {
+    it('kill -9 of the engine host: the helper ends the running attempt and what left its group, and exits', async () => {
       const pidFile = path.join(ws.root, 'pid');
-      ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
-      const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
-      const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
-      const helpers = helpersOf(run.child.pid!);
-      assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
-      run.child.kill('SIGKILL');
-      await run.exited;
-      await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
-      await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
+      const tag = newTag();
+      try {
+        ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
+        if (process.platform === 'linux') ws.enqueue('b.json', { id: 'escapes', command: escapingCommand(tag, 'sleep 300'), shell: true });
+        const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+        const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
+        if (process.platform === 'linux') await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        const helpers = helpersOf(run.child.pid!);
+        assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
+        run.child.kill('SIGKILL');
+        await run.exited;
+        await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+        await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
+      } finally {
+        killEscapees(tag);
+      }
     });
   });
 });

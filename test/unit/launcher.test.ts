@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/attemptProcess';
 import { isAlive } from '../../src/host/lock';
+import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { itemDefinition, waitFor } from './support/workspace';
 
 describe('launcher: one attempt as a real process', () => {
@@ -37,6 +38,51 @@ describe('launcher: one attempt as a real process', () => {
     assert.equal(r.succeeded, false);
     assert.match(r.error ?? '', /ENOENT/);
     assert.match(r.error ?? '', /PATH/);
+  });
+
+  describe('the working folder, checked when the attempt starts', () => {
+    let root: string;
+    beforeEach(() => (root = mkdtempSync(path.join(os.tmpdir(), 'launcher-cwd-'))));
+    afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+    it('names a missing cwd, not the command (Node reports both as ENOENT of the command)', async () => {
+      const workspace = path.join(root, 'ws');
+      mkdirSync(workspace);
+      const r = await launchAttempt(itemDefinition({ command: 'pwd', args: [], cwd: path.join(workspace, 'build', 'out') }), 1, { workspaceFolders: [workspace] }).done;
+      assert.equal(r.succeeded, false);
+      assert.equal(r.pid, null, 'nothing was spawned');
+      assert.equal(r.error, 'cwd "build/out" does not exist (create it, or fix "cwd" in the queue file)');
+      // A command that is really missing, in a folder that exists, keeps its own message.
+      const missing = await launchAttempt(itemDefinition({ command: 'no-such-command-engine-monitor', args: [], cwd: workspace }), 1, { workspaceFolders: [workspace] }).done;
+      assert.match(missing.error ?? '', /^spawn no-such-command-engine-monitor ENOENT \(is "no-such-command-engine-monitor" installed and on PATH\?\)$/);
+    });
+
+    it('names a cwd that is a file, and a missing cwd without workspace folders by its full path', async () => {
+      writeFileSync(path.join(root, 'file'), '');
+      const file = await launchAttempt(itemDefinition({ command: 'pwd', args: [], cwd: path.join(root, 'file') }), 1, { workspaceFolders: [root] }).done;
+      assert.equal(file.error, 'cwd "file" is not a folder (make it one, or fix "cwd" in the queue file)');
+      const gone = path.join(root, 'gone');
+      const r = await launchAttempt(itemDefinition({ command: 'pwd', args: [], cwd: gone }), 1).done;
+      assert.equal(r.error, `cwd "${gone}" does not exist (create it, or fix "cwd" in the queue file)`);
+    });
+
+    it('fails a cwd that leads outside the workspace through a link, by its real path, and runs nothing', async () => {
+      const workspace = path.join(root, 'ws');
+      const outside = path.join(root, 'outside');
+      mkdirSync(path.join(workspace, 'real'), { recursive: true });
+      mkdirSync(outside);
+      symlinkSync(outside, path.join(workspace, 'lnk'));
+      symlinkSync(path.join(workspace, 'real'), path.join(workspace, 'inner'));
+      const item = (cwd: string) => itemDefinition({ command: 'touch', args: ['ran'], cwd: path.join(workspace, cwd) });
+      const out = await launchAttempt(item('lnk'), 1, { workspaceFolders: [workspace] }).done;
+      assert.equal(out.succeeded, false);
+      assert.equal(out.error, `cwd "lnk" leads outside the workspace folder (to ${realpathSync(outside)}); use a real folder inside it, or fix "cwd" in the queue file`);
+      assert.equal(existsSync(path.join(outside, 'ran')), false, 'the command did not run there');
+      // A link that stays inside is fine.
+      const inner = await launchAttempt(item('inner'), 1, { workspaceFolders: [workspace] }).done;
+      assert.equal(inner.succeeded, true, inner.error ?? inner.stderrTail);
+      assert.equal(existsSync(path.join(workspace, 'real', 'ran')), true);
+    });
   });
 
   it('passes the item env and the attempt number to the process', async () => {
@@ -119,5 +165,44 @@ describe('launcher: one attempt as a real process', () => {
     // And nothing of ours is left in the process table.
     const ps = execFileSync('ps', ['-e', '-o', 'pid=']).toString();
     assert.ok(!ps.split('\n').map(Number).includes(grandchild));
+  });
+
+  describe('processes that leave the attempt\'s process group', function () {
+    // Linux only: elsewhere only the process group is ended (README, How items run).
+    before(function () {
+      if (process.platform !== 'linux') this.skip();
+    });
+    let tag = '';
+    beforeEach(() => (tag = newTag()));
+    afterEach(() => killEscapees(tag));
+
+    it('ends them once the attempt has ended: setsid, a double fork through setsid, setpgrp', async () => {
+      const go = path.join(os.tmpdir(), `escapees-go-${tag}`);
+      const run = launchAttempt(itemDefinition({ command: escapingCommand(tag, untilFileExists(go)), shell: true, args: [] }), 1);
+      try {
+        await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
+        writeFileSync(go, '');
+        const r = await run.done;
+        assert.equal(r.succeeded, true, r.stderrTail);
+        // The sweep runs at most once a second; sleep ends on the SIGTERM.
+        await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
+      } finally {
+        rmSync(go, { force: true });
+      }
+    });
+
+    it('SIGKILLs one deaf to SIGTERM, the grace after its SIGTERM', async function () {
+      this.timeout(30_000);
+      // SIG_IGN survives exec: the sleep ignores SIGTERM.
+      const command = `setsid sh -c "trap '' TERM; exec sleep 300.${tag}1" &
+        until pgrep -x -f "sleep 300.${tag}1" >/dev/null; do sleep 0.02; done`;
+      const r = await launchAttempt(itemDefinition({ command, shell: true, args: [] }), 1).done;
+      assert.equal(r.succeeded, true, r.stderrTail);
+      const endedAt = Date.now();
+      assert.equal(escapees(tag).length, 1, 'it was out of the group and running when the attempt ended');
+      await waitFor('the deaf escapee to be killed', () => escapees(tag).length === 0, 15_000);
+      // Its SIGTERM came within a second of the end and did nothing; the SIGKILL comes 5 s after it.
+      assert.ok(Date.now() - endedAt >= 4900, `ended ${Date.now() - endedAt} ms after the attempt: by SIGKILL after the grace`);
+    });
   });
 });
