@@ -71,32 +71,8 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   const stderr = new TailBuffer(OUTPUT_TAIL_BYTES);
   const marker = options.marker ?? newAttemptMarker();
   const sweeper = options.sweeper ?? leftoverSweeper;
-  let spawned: ChildProcess | undefined;
-  let spawnError: Error | undefined;
   sweeper.started(marker);
-  try {
-    spawned = spawn(item.command, item.shell ? [] : item.args, {
-      cwd: item.cwd,
-      env: {
-        ...process.env,
-        ...item.env,
-        ENGINE_ITEM_ID: item.id,
-        ENGINE_ATTEMPT: String(attempt),
-        ENGINE_MAX_ATTEMPTS: String(item.maxAttempts),
-        // Last, so an item's own env cannot take it away from its processes.
-        [ATTEMPT_MARKER_VARIABLE]: marker,
-      },
-      shell: item.shell,
-      detached: !isWindows,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      windowsHide: true,
-    });
-  } catch (err) {
-    // spawn throws synchronously for some argument errors (e.g. a NUL byte in an argument).
-    spawnError = err as Error;
-  }
-
-  const child = spawned;
+  const { child, error: spawnError } = spawnAttempt(item, attempt, marker);
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;
@@ -146,38 +122,7 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       queueMicrotask(() => finish(null, null, `spawn failed: ${spawnError?.message ?? 'unknown error'}`));
       return;
     }
-    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
-    // Counted from the start: the pipes often close before 'exit' is emitted (a quick command),
-    // and a listener added only at 'exit' would then wait out the whole flush delay below.
-    let openPipes = 2;
-    let onPipesClosed: (() => void) | undefined;
-    const onPipeClose = () => --openPipes === 0 && onPipesClosed?.();
-    child.stdout!.once('close', onPipeClose);
-    child.stderr!.once('close', onPipeClose);
-    let settled = false;
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      // 'error' without a pid means the process never started (ENOENT, EACCES…).
-      if (settled || child.pid !== undefined) return;
-      settled = true;
-      const hint = err.code === 'ENOENT' ? ` (is "${item.command}" installed and on PATH?)` : '';
-      finish(null, null, `spawn ${item.command} ${err.code ?? 'failed'}${hint}`);
-    });
-    child.once('exit', (code, signal) => {
-      if (settled) return;
-      settled = true;
-      // Give the pipes a moment to deliver the last output; do not wait for grandchildren that
-      // keep them open (the attempt ends when its process exits).
-      let flushed = false;
-      const flush = () => {
-        if (flushed) return;
-        flushed = true;
-        finish(code, signal, null);
-      };
-      if (openPipes === 0) return flush();
-      onPipesClosed = flush;
-      setTimeout(flush, 50).unref();
-    });
+    watchProcess(child, item, stdout, stderr, finish);
     timeoutTimer = setTimeout(() => {
       timedOut = true;
       terminate();
@@ -185,6 +130,76 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   });
 
   return { pid, done, terminate };
+}
+
+function spawnAttempt(item: ItemDefinition, attempt: number, marker: string): { child?: ChildProcess; error?: Error } {
+  try {
+    const child = spawn(item.command, item.shell ? [] : item.args, {
+      cwd: item.cwd,
+      env: {
+        ...process.env,
+        ...item.env,
+        ENGINE_ITEM_ID: item.id,
+        ENGINE_ATTEMPT: String(attempt),
+        ENGINE_MAX_ATTEMPTS: String(item.maxAttempts),
+        // Last, so an item's own env cannot take it away from its processes.
+        [ATTEMPT_MARKER_VARIABLE]: marker,
+      },
+      shell: item.shell,
+      detached: !isWindows,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    return { child };
+  } catch (err) {
+    // spawn throws synchronously for some argument errors (e.g. a NUL byte in an argument).
+    return { error: err as Error };
+  }
+}
+
+/**
+ * Collects the process's output and calls `finish` once: when it could not start, or when it has
+ * exited and its pipes have delivered their last output.
+ */
+function watchProcess(
+  child: ChildProcess,
+  item: ItemDefinition,
+  stdout: TailBuffer,
+  stderr: TailBuffer,
+  finish: (exitCode: number | null, signal: string | null, error: string | null) => void,
+): void {
+  child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  // Counted from the start: the pipes often close before 'exit' is emitted (a quick command),
+  // and a listener added only at 'exit' would then wait out the whole flush delay below.
+  let openPipes = 2;
+  let onPipesClosed: (() => void) | undefined;
+  const onPipeClose = () => --openPipes === 0 && onPipesClosed?.();
+  child.stdout!.once('close', onPipeClose);
+  child.stderr!.once('close', onPipeClose);
+  let settled = false;
+  child.once('error', (err: NodeJS.ErrnoException) => {
+    // 'error' without a pid means the process never started (ENOENT, EACCES…).
+    if (settled || child.pid !== undefined) return;
+    settled = true;
+    const hint = err.code === 'ENOENT' ? ` (is "${item.command}" installed and on PATH?)` : '';
+    finish(null, null, `spawn ${item.command} ${err.code ?? 'failed'}${hint}`);
+  });
+  child.once('exit', (code, signal) => {
+    if (settled) return;
+    settled = true;
+    // Give the pipes a moment to deliver the last output; do not wait for grandchildren that
+    // keep them open (the attempt ends when its process exits).
+    let flushed = false;
+    const flush = () => {
+      if (flushed) return;
+      flushed = true;
+      finish(code, signal, null);
+    };
+    if (openPipes === 0) return flush();
+    onPipesClosed = flush;
+    setTimeout(flush, 50).unref();
+  });
 }
 
 /**
