@@ -32,9 +32,14 @@ async function main(argv: string[]): Promise<number> {
   try {
     started = await startEngineHost(options);
   } catch (err) {
+    // startEngineHost has ended whatever it had started; say so, so nobody looks for a
+    // half-started engine.
     const message = (err as Error).message;
-    process.stderr.write(`engine-monitor: ${message}\n`);
+    process.stderr.write(`engine-monitor: ${message}\nengine-monitor: the engine did not start and nothing is left running; fix the cause above and start it again\n`);
     send({ type: 'fatal', message });
+    // Should anything still hold the event loop open, the process ends regardless: a start-up
+    // failure never leaves a process behind. (Unreferenced: a clean exit does not wait for it.)
+    setTimeout(() => process.exit(1), 2000).unref();
     return 1;
   }
   if (started.kind === 'locked') {

@@ -6,10 +6,10 @@ import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';
 import type { LaunchHelperEntry } from '../core/launchHelperClient';
-import { startHttpServer } from '../server/server';
+import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
 import { locateLaunchHelper } from './launchHelperEntry';
-import { acquireLock, writeAtomically } from './lock';
+import { acquireLock, writeAtomically, type HeldLock } from './lock';
 
 export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
   storageDir: string;
@@ -45,13 +45,14 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
   if (!lock.acquired) return { kind: 'locked', holder: lock.holder };
 
   let engine: Engine | undefined;
+  let server: RunningHttpServer | undefined;
   try {
     const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
     engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper });
     // The first poll completes before the server accepts a request, so no client ever sees an
     // engine that has not looked at its queue yet.
     await engine.start();
-    const server = await startHttpServer(engine, {
+    server = await startHttpServer(engine, {
       host: options.host,
       port: options.port,
       token: options.token,
@@ -61,34 +62,64 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
     const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
     const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };
     lock.update({ pid: process.pid, url: server.url, startedAt });
-    writeAtomically(endpointFile, endpoint);
-
-    const running = engine;
-    let shuttingDown: Promise<void> | undefined;
-    return {
-      kind: 'running',
-      host: {
-        url: server.url,
-        engine: running,
-        requestedPortInUse: server.requestedPortInUse,
-        shutdown(graceMs: number) {
-          shuttingDown ??= (async () => {
-            await running.shutdown(graceMs);
-            await server.close();
-            try {
-              unlinkSync(endpointFile);
-            } catch {
-              // already gone
-            }
-            lock.release();
-          })();
-          return shuttingDown;
-        },
-      },
-    };
+    writeStorageFile(endpointFile, endpoint);
+    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock) };
   } catch (err) {
+    // Whatever had started is ended before the lock goes: a server left listening (or a helper
+    // left launching) after the lock is released would run beside the next engine on this folder.
+    await server?.close().catch(() => undefined);
     await engine?.shutdown(0).catch(() => undefined);
     lock.release();
     throw err;
+  }
+}
+
+function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock): RunningHost {
+  let shuttingDown: Promise<void> | undefined;
+  return {
+    url: server.url,
+    engine,
+    requestedPortInUse: server.requestedPortInUse,
+    shutdown(graceMs: number) {
+      shuttingDown ??= (async () => {
+        await engine.shutdown(graceMs);
+        await server.close();
+        try {
+          unlinkSync(endpointFile);
+        } catch {
+          // already gone
+        }
+        lock.release();
+      })();
+      return shuttingDown;
+    },
+  };
+}
+
+/**
+ * Writes one of the host's files in the storage folder, with an error that names the file and
+ * says what to do about the usual causes.
+ */
+function writeStorageFile(file: string, value: unknown): void {
+  try {
+    writeAtomically(file, value);
+  } catch (err) {
+    throw new Error(`could not write ${file}: ${(err as Error).message}; ${storageRemedy(err as NodeJS.ErrnoException)}`);
+  }
+}
+
+export function storageRemedy(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'EISDIR':
+      return 'a folder is in the way: remove it, or choose another --storage folder';
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'the disk is full: free some space, or choose another --storage folder';
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return 'the storage folder is not writable: fix its permissions, or choose another --storage folder';
+    default:
+      return 'fix the storage folder, or choose another --storage folder';
   }
 }

@@ -1,13 +1,19 @@
 // One engine per storage folder: `engine.lock` holds the owner's pid and URL.
 // A second engine (another VS Code window on the same workspace, or a second `serve`) finds the
 // lock held by a live process and attaches to that engine instead of starting its own.
-import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { EngineLock } from '../shared/hostProtocol';
 
 export const LOCK_FILE = 'engine.lock';
 
-export type LockResult = { acquired: true; release(url?: string): void; update(lock: EngineLock): void } | { acquired: false; holder: EngineLock };
+export interface HeldLock {
+  acquired: true;
+  release(): void;
+  update(lock: EngineLock): void;
+}
+
+export type LockResult = HeldLock | { acquired: false; holder: EngineLock };
 
 export function acquireLock(storageDir: string, startedAt: string): LockResult {
   const file = path.join(storageDir, LOCK_FILE);
@@ -65,6 +71,11 @@ export function isAlive(pid: number): boolean {
 
 export function writeAtomically(file: string, value: unknown): void {
   const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
-  renameSync(tmp, file);
+  try {
+    writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }

@@ -1,6 +1,6 @@
 // Runs the built CLI (dist/cli.js) as a real child process, as users and the extension do.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LogEntry } from '../../../src/shared/api';
 
@@ -68,4 +68,19 @@ export async function allLogs(url: string): Promise<LogEntry[]> {
     next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
   }
   return out;
+}
+
+/** Live processes whose command line contains `needle` (Linux /proc), this one excepted. */
+export function processesMentioning(needle: string): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      if (cmdline.includes(needle)) found.push({ pid: Number(entry), cmdline });
+    } catch {
+      // gone already
+    }
+  }
+  return found;
 }
