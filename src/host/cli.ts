@@ -45,14 +45,18 @@ async function main(argv: string[]): Promise<number> {
   if (started.kind === 'locked') {
     const { holder } = started;
     process.stderr.write(
-      `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
-        (holder.url ? ` at ${holder.url}` : '') +
-        '; use that one, or give this one another --storage folder\n',
+      holder.pid === 0
+        ? `engine-monitor: another engine is starting on ${options.storageDir} (its engine.lock is not written yet); ` +
+            'wait a few seconds and use that one, or give this one another --storage folder\n'
+        : `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
+            (holder.url ? ` at ${holder.url}` : '') +
+            '; use that one, or give this one another --storage folder\n',
     );
     send({ type: 'locked', lock: holder });
     return EXIT_LOCKED;
   }
   const host = started.host;
+  if (host.lockTakeover) process.stderr.write(`engine-monitor: ${host.lockTakeover}\n`);
   if (host.requestedPortInUse) {
     process.stderr.write(`engine-monitor: port ${options.port} is in use; listening on a free port instead\n`);
   }

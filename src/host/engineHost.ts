@@ -9,7 +9,8 @@ import type { LaunchHelperEntry } from '../core/launchHelperClient';
 import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
 import { locateLaunchHelper } from './launchHelperEntry';
-import { acquireLock, writeAtomically, type HeldLock } from './lock';
+import { acquireLock, type HeldLock } from './lock';
+import { writeStorageFile } from './storageFiles';
 
 export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
   storageDir: string;
@@ -32,6 +33,8 @@ export interface RunningHost {
   readonly engine: Engine;
   /** Set when the requested port was taken and another was used. */
   readonly requestedPortInUse: boolean;
+  /** Set when a stale engine.lock was taken over: which one and why. */
+  readonly lockTakeover?: string;
   /** Stop launching, wait for running attempts up to `graceMs`, persist, close the server. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -80,6 +83,7 @@ function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: st
     url: server.url,
     engine,
     requestedPortInUse: server.requestedPortInUse,
+    lockTakeover: lock.takeover,
     shutdown(graceMs: number) {
       shuttingDown ??= (async () => {
         await engine.shutdown(graceMs);
@@ -94,32 +98,4 @@ function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: st
       return shuttingDown;
     },
   };
-}
-
-/**
- * Writes one of the host's files in the storage folder, with an error that names the file and
- * says what to do about the usual causes.
- */
-function writeStorageFile(file: string, value: unknown): void {
-  try {
-    writeAtomically(file, value);
-  } catch (err) {
-    throw new Error(`could not write ${file}: ${(err as Error).message}; ${storageRemedy(err as NodeJS.ErrnoException)}`);
-  }
-}
-
-export function storageRemedy(err: NodeJS.ErrnoException): string {
-  switch (err.code) {
-    case 'EISDIR':
-      return 'a folder is in the way: remove it, or choose another --storage folder';
-    case 'ENOSPC':
-    case 'EDQUOT':
-      return 'the disk is full: free some space, or choose another --storage folder';
-    case 'EACCES':
-    case 'EPERM':
-    case 'EROFS':
-      return 'the storage folder is not writable: fix its permissions, or choose another --storage folder';
-    default:
-      return 'fix the storage folder, or choose another --storage folder';
-  }
 }
