@@ -56,6 +56,18 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_LOCKED;
   }
   const host = started.host;
+  // Before the ready line: a SIGTERM sent as soon as it is read must find the graceful stop, not
+  // Node's default, which ends the process at once and leaves engine.lock and endpoint.json behind.
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
+    await host.shutdown(options.graceMs);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   if (host.lockTakeover) process.stderr.write(`engine-monitor: ${host.lockTakeover}\n`);
   if (host.requestedPortInUse) {
     process.stderr.write(`engine-monitor: port ${options.port} is in use; listening on a free port instead\n`);
@@ -76,16 +88,6 @@ async function main(argv: string[]): Promise<number> {
     process.on('disconnect', () => void stop('parent process disconnected'));
   }
 
-  let stopping = false;
-  const stop = async (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
-    await host.shutdown(options.graceMs);
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
   return -1; // keep running
 }
 
