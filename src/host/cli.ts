@@ -3,7 +3,7 @@
 // same file, so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
 import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
-import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
+import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
 import { startEngineHost } from './engineHost';
 
@@ -22,6 +22,10 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`engine-monitor: ${err.message}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
+  for (const warning of options.warnings) process.stderr.write(`engine-monitor: warning: ${warning}\n`);
+  // The launch helper and every item it launches inherit this environment: the API's secret is
+  // not theirs to read.
+  if (options.tokenFromEnv) delete process.env[TOKEN_ENV];
 
   // Forked by the extension: report over IPC as well as on stdout.
   // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead

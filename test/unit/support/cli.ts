@@ -18,9 +18,17 @@ export interface ServeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function runCli(args: string[]): { child: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string; exited: ServeProcess['exited'] } {
+/**
+ * Runs the CLI with this process's environment and `env` on top, but never an inherited
+ * ENGINE_MONITOR_TOKEN (a test run from a VS Code terminal has one): a test gives it explicitly.
+ */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { child: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string; exited: ServeProcess['exited'] } {
   assertBuilt();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: 'pipe' });
+  const { ENGINE_MONITOR_TOKEN: _inherited, ...inherited } = process.env;
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: 'pipe', env: { ...inherited, ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -32,8 +40,8 @@ export function runCli(args: string[]): { child: ChildProcessWithoutNullStreams;
 }
 
 /** Starts `serve` and resolves once it printed its ready line. */
-export async function serve(args: string[], timeoutMs = 20_000): Promise<ServeProcess> {
-  const run = runCli(['serve', '--port', '0', '--quiet', ...args]);
+export async function serve(args: string[], timeoutMs = 20_000, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const run = runCli(['serve', '--port', '0', '--quiet', ...args], env);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ready line within ${timeoutMs} ms:\n${run.stdout()}\n${run.stderr()}`)), timeoutMs);
     const check = () => {
