@@ -12,7 +12,7 @@ import { locateLaunchHelper } from './launchHelperEntry';
 import { acquireLock, type HeldLock } from './lock';
 import { writeStorageFile } from './storageFiles';
 
-export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
+export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper' | 'onStorageRecovered'> {
   storageDir: string;
   /** The launch helper the engine forks; undefined: the one locateLaunchHelper() finds. */
   launchHelper?: LaunchHelperEntry | null;
@@ -49,9 +49,23 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
 
   let engine: Engine | undefined;
   let server: RunningHttpServer | undefined;
+  const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
+  // The storage folder removed and recreated under a running engine: its lock and endpoint file
+  // went with it, and a second engine could start there. They are put back before the engine
+  // launches again; if another engine holds the folder by then, this one launches nothing more.
+  const onStorageRecovered = (): boolean => {
+    const url = server?.url ?? '';
+    try {
+      if (!lock.reestablish({ pid: process.pid, url, startedAt })) return false;
+      if (server) writeStorageFile(endpointFile, { url, pid: process.pid, startedAt } satisfies EndpointFile);
+      return true;
+    } catch {
+      return false; // the lock cannot be vouched for: launching could run beside another engine
+    }
+  };
   try {
     const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
-    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper });
+    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper, onStorageRecovered });
     // The first poll completes before the server accepts a request, so no client ever sees an
     // engine that has not looked at its queue yet.
     await engine.start();
@@ -62,7 +76,6 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
       fallbackToFreePort: options.port !== 0,
       allowedHosts: options.allowedHosts,
     });
-    const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
     const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };
     lock.update({ pid: process.pid, url: server.url, startedAt });
     writeStorageFile(endpointFile, endpoint);

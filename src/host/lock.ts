@@ -32,6 +32,11 @@ export interface HeldLock {
   release(): void;
   /** Rewrites the lock with new public fields (the URL once the server listens). */
   update(lock: EngineLock): void;
+  /**
+   * Writes the lock again after the storage folder was removed and recreated: true when this
+   * engine holds it (again), false when another engine took the folder meanwhile.
+   */
+  reestablish(lock: EngineLock): boolean;
 }
 
 /** `holder.pid` is 0 when the lock is being written and its owner is not known yet. */
@@ -43,22 +48,34 @@ export function acquireLock(storageDir: string, startedAt: string): LockResult {
   const file = path.join(storageDir, LOCK_FILE);
   const identity = { processStart: processStartTime(process.pid), bootId: bootId() };
   const mine = (lock: EngineLock): LockRecord => ({ ...lock, ...identity });
+  const claimed = claim(file, mine({ pid: process.pid, url: '', startedAt }));
+  if (!claimed.ok) return { acquired: false, holder: claimed.holder };
+  return {
+    acquired: true,
+    takeover: claimed.takeover,
+    update: (lock) => writeStorageFile(file, mine(lock)),
+    reestablish: (lock) => {
+      if (readLock(file)?.pid === process.pid) {
+        writeStorageFile(file, mine(lock));
+        return true;
+      }
+      return claim(file, mine(lock)).ok;
+    },
+    release: () => {
+      const current = readLock(file);
+      if (current?.pid === process.pid) rmSync(file, { force: true });
+    },
+  };
+}
+
+/** Creates the lock, taking over a stale one; or names the live engine that holds it. */
+function claim(file: string, record: LockRecord): { ok: true; takeover?: string } | { ok: false; holder: EngineLock } {
   const takeovers: string[] = [];
   for (let tries = 0; tries < 5; tries++) {
-    if (createExclusively(file, mine({ pid: process.pid, url: '', startedAt }))) {
-      return {
-        acquired: true,
-        takeover: takeovers.length > 0 ? takeovers.join('; ') : undefined,
-        update: (lock) => writeStorageFile(file, mine(lock)),
-        release: () => {
-          const current = readLock(file);
-          if (current?.pid === process.pid) rmSync(file, { force: true });
-        },
-      };
-    }
+    if (createExclusively(file, record)) return { ok: true, takeover: takeovers.length > 0 ? takeovers.join('; ') : undefined };
     const verdict = judge(file);
     if ('gone' in verdict) continue;
-    if (verdict.held) return { acquired: false, holder: verdict.holder };
+    if (verdict.held) return { ok: false, holder: verdict.holder };
     if (removeStale(file, verdict.ino)) takeovers.push(`took over ${file}: ${verdict.why}`);
   }
   throw new Error(`could not acquire ${file}: other engines keep taking it; start one engine at a time on a storage folder`);

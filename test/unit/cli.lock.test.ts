@@ -4,11 +4,11 @@
 // one is held while it is young and taken over once it is old.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT_LOCKED } from '../../src/shared/hostProtocol';
 import { runCli } from './support/cli';
-import { TempWorkspace, waitFor } from './support/workspace';
+import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
 /** Field 22 of /proc/<pid>/stat: the process's start time in clock ticks since boot. */
 function startTicks(pid: number): number {
@@ -177,5 +177,75 @@ describe('CLI: engine.lock is never seen half written', function () {
       for (const r of results) if (r.url !== undefined) r.run.child.kill('SIGTERM');
       await Promise.all(results.map((r) => r.run.exited));
     }
+  });
+});
+
+describe('CLI: the storage folder removed and recreated under a running engine', function () {
+  this.timeout(90_000);
+  let ws: TempWorkspace;
+  let bystander: ChildProcess | undefined;
+  beforeEach(() => (ws = new TempWorkspace('engine-lockstorage-')));
+  afterEach(() => {
+    bystander?.kill('SIGKILL');
+    endStarted();
+    ws.dispose();
+  });
+
+  async function healthStatus(url: string): Promise<number> {
+    return (await fetch(`${url}/health`)).status;
+  }
+
+  async function untilHealth(url: string, status: number): Promise<void> {
+    for (;;) {
+      if ((await healthStatus(url)) === status) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('puts engine.lock and endpoint.json back before it recovers, so a second engine is refused', async () => {
+    const run = await serveTracked(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+    rmSync(ws.storage, { recursive: true, force: true });
+    await untilHealth(run.url, 503);
+    mkdirSync(ws.storage);
+    await untilHealth(run.url, 200);
+    const lock = JSON.parse(readFileSync(path.join(ws.storage, 'engine.lock'), 'utf8'));
+    assert.deepEqual({ pid: lock.pid, url: lock.url }, { pid: run.child.pid, url: run.url });
+    const endpoint = JSON.parse(readFileSync(path.join(ws.storage, 'endpoint.json'), 'utf8'));
+    assert.deepEqual({ pid: endpoint.pid, url: endpoint.url }, { pid: run.child.pid, url: run.url });
+    const second = runTracked(['serve', '--port', '0', '--workspace', ws.folder, '--storage', ws.storage]);
+    assert.equal((await second.exited).code, EXIT_LOCKED);
+    assert.match(second.stderr(), new RegExp(`another engine \\(pid ${run.child.pid}\\) already runs`));
+    run.child.kill('SIGTERM');
+    assert.deepEqual(await run.exited, { code: 0, signal: null });
+  });
+
+  it('launches nothing more when another engine holds the recreated folder by the time storage is back', async () => {
+    const run = await serveTracked(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+    rmSync(ws.storage, { recursive: true, force: true });
+    await untilHealth(run.url, 503);
+    // An item that becomes due while storage is gone waits for it (it cannot be journaled first).
+    ws.enqueue('late.json', nodeItem('late', '0'));
+    for (;;) {
+      const stats = (await (await fetch(`${run.url}/stats`)).json()) as { overview: { pending: number } };
+      if (stats.overview.pending === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // The folder comes back already locked by another live process (moved into place whole, so
+    // the engine cannot recover in between).
+    bystander = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const pid = bystander.pid!;
+    const next = `${ws.storage}.next`;
+    mkdirSync(next);
+    writeFileSync(path.join(next, 'engine.lock'), JSON.stringify({ pid, url: '', startedAt: new Date().toISOString(), processStart: startTicks(pid), bootId: BOOT_ID }));
+    renameSync(next, ws.storage);
+    await untilHealth(run.url, 200);
+    const status = (await (await fetch(`${run.url}/status`)).json()) as { engine: { state: string } };
+    assert.equal(status.engine.state, 'stopped');
+    const logs = (await (await fetch(`${run.url}/logs?action=engine_stopped,launch_started&order=asc`)).json()) as { action: string; level: string; message: string }[];
+    assert.ok(logs.some((e) => e.action === 'engine_stopped' && e.level === 'error' && /no longer this engine's/.test(e.message)), JSON.stringify(logs));
+    assert.deepEqual(logs.filter((e) => e.action === 'launch_started'), [], 'the waiting item was not launched');
+    assert.equal(JSON.parse(readFileSync(path.join(ws.storage, 'engine.lock'), 'utf8')).pid, pid, 'the other lock was left alone');
+    run.child.kill('SIGTERM');
+    assert.deepEqual(await run.exited, { code: 0, signal: null });
   });
 });
