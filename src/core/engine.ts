@@ -69,6 +69,8 @@ export class Engine implements MonitoredEngine {
   private dispatchQueued = false;
   private closed = false;
   private started = false;
+  /** Set when storage came back but onStorageRecovered said it is no longer this engine's. */
+  private storageLost = false;
 
   private constructor(
     private readonly store: Store,
@@ -172,6 +174,7 @@ export class Engine implements MonitoredEngine {
   startLaunching(): void {
     if (this.mode === 'running') return;
     if (this.mode === 'restricted') throw new Error('the workspace is not trusted: grant Workspace Trust to let the engine launch items');
+    if (this.storageLost) throw new Error('the storage folder is no longer this engine\'s (another engine holds its lock): restart the engine');
     this.resume('engine started by the user');
   }
 
@@ -320,6 +323,7 @@ export class Engine implements MonitoredEngine {
     // Every attempt is journaled before its process is spawned; if storage is failing we cannot
     // keep that promise, so launching waits until it persists again.
     if (this.store.lastError !== null && !this.store.commit()) return;
+    if (this.storageLost) return;
     const free = this.options.concurrency - this.active.size;
     const now = Date.now();
     if (free > 0) {
@@ -345,7 +349,7 @@ export class Engine implements MonitoredEngine {
       this.launching.delete(launching);
       // A shutdown that got this far leaves them recorded as running: interrupted at the next start.
       if (this.closed) return;
-      if (!durable) {
+      if (!durable || this.storageLost) {
         // Not journaled, so not launched: each attempt fails without a process and is retried
         // with backoff like any failure, once storage works again.
         for (const s of starts) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
@@ -470,6 +474,15 @@ export class Engine implements MonitoredEngine {
   private onStorageHealth(ok: boolean, error: string | null): void {
     if (ok) {
       this.log('database_recovered', 'info', 'storage is writable again; the full state was persisted', null, null);
+      if (this.options.onStorageRecovered && !this.options.onStorageRecovered()) {
+        this.storageLost = true;
+        this.mode = 'stopped';
+        this.poller.cancel();
+        clearTimeout(this.dueTimer);
+        this.log('engine_stopped', 'error', 'the storage folder is no longer this engine\'s (another engine holds its lock): nothing more is launched; stop this engine', null, {
+          storage: this.options.storageDir,
+        });
+      }
     } else {
       this.log('database_error', 'error', `cannot persist the database: ${error}. State is kept in memory; retrying every second`, null, {
         error,

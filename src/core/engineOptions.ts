@@ -37,6 +37,12 @@ export interface EngineOptions {
    * in the engine's own process after one warning.
    */
   launchHelper?: LaunchHelperEntry | null;
+  /**
+   * Storage is writable again after a failure (the folder was removed and recreated, say): called
+   * before any launch, for the host to put back what it keeps there (its lock). False: the folder
+   * is not this engine's any more, and it launches nothing from then on.
+   */
+  onStorageRecovered?: () => boolean;
 }
 
 /** Launching items, stopped (by the user or the settings), or restricted until the workspace is trusted. */

@@ -2,7 +2,7 @@
 // table (shared/settings.ts), which package.json's contributes.configuration mirrors; the manifest
 // is what users see, the table keeps the code safe when a value is missing or of the wrong type.
 import * as vscode from 'vscode';
-import { SETTINGS, settingValue, type FlagSettingKey, type SettingKey } from '../shared/settings';
+import { SETTINGS, settingValue, type SettingKey } from '../shared/settings';
 import { CONFIG_SECTION } from './constants';
 
 export interface EngineMonitorConfig {
@@ -60,24 +60,6 @@ export function parseRemoteUrl(value: string): { url?: string; error?: string } 
     return { error: 'engineMonitor.remote.url must be the engine\'s base URL only (no credentials, query or fragment); the token is set with "Engine Monitor: Set Remote Engine Token…".' };
   }
   return { url: `${u.origin}${u.pathname}`.replace(/\/+$/, '') };
-}
-
-/** The host's command-line flags for a configuration (everything but workspaces, storage and mode). */
-export function hostArgsFor(config: EngineMonitorConfig): string[] {
-  const flag = (key: FlagSettingKey, value: string | number) => [`--${SETTINGS[key].flag}`, String(value)];
-  const args = [
-    ...flag('server.host', config.server.host),
-    ...flag('server.port', config.server.port),
-    ...flag('engine.pollIntervalMs', config.engine.pollIntervalMs),
-    ...flag('engine.concurrency', config.engine.concurrency),
-    ...flag('engine.maxAttempts', config.engine.maxAttempts),
-    ...flag('engine.timeoutMs', config.engine.timeoutMs),
-    ...flag('queue.directory', config.queue.directory),
-    ...flag('logs.maxEntries', config.logs.maxEntries),
-    ...flag('logs.maxAgeDays', config.logs.maxAgeDays),
-  ];
-  if (config.server.token) args.push(...flag('server.token', config.server.token));
-  return args;
 }
 
 export function onDidChangeConfig(listener: (e: vscode.ConfigurationChangeEvent) => void): vscode.Disposable {

@@ -8,7 +8,8 @@ import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand } from '../shared/hostProtocol';
-import { hostArgsFor, onDidChangeConfig, readConfig } from './config';
+import { onDidChangeConfig, readConfig } from './config';
+import { hostArgsFor } from './hostLaunch';
 import { ContextKeys } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
@@ -215,13 +216,14 @@ export class EngineController extends Disposable {
     await fs.mkdir(storage.fsPath, { recursive: true });
     const config = readConfig();
     const args = hostArgsFor(config);
-    const argsKey = JSON.stringify([args, folders]);
+    const argsKey = JSON.stringify([args, config.server.token, folders]);
     this.setMode({ kind: 'local', state: 'starting' });
     const result = await this.host.start({
       cliPath: vscode.Uri.joinPath(this.context.extensionUri, 'dist', 'cli.js').fsPath,
       storageDir: storage.fsPath,
       workspaces: folders,
       args,
+      token: config.server.token,
       restricted: !vscode.workspace.isTrusted,
       stopped,
     });
@@ -322,7 +324,7 @@ export class EngineController extends Disposable {
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       // This window owns the engine (isOwner): restart it if what it was started with changed.
-      const key = JSON.stringify([hostArgsFor(config), this.queueFolders.workspaceFolderPaths()]);
+      const key = JSON.stringify([hostArgsFor(config), config.server.token, this.queueFolders.workspaceFolderPaths()]);
       if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
         await this.restartHost(this.engineState() === 'stopped');

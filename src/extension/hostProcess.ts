@@ -8,16 +8,9 @@ import { fork, type ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ENGINE_HOST_NODE_OPTIONS, EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type FromHostMessage, type ToHostMessage } from '../shared/hostProtocol';
 import { Disposable, toDisposable } from './dispose';
+import { hostCommandLine, hostEnvironment, type HostLaunchSpec } from './hostLaunch';
 
-export interface HostLaunchSpec {
-  cliPath: string;
-  storageDir: string;
-  workspaces: string[];
-  /** Flags from settings (config.hostArgsFor). */
-  args: string[];
-  restricted: boolean;
-  stopped: boolean;
-}
+export type { HostLaunchSpec } from './hostLaunch';
 
 export type HostStartResult =
   | { kind: 'ready'; url: string; pid: number; requestedPort?: number }
@@ -37,11 +30,6 @@ export interface HostExit {
 
 const READY_TIMEOUT_MS = 30_000;
 const CONTROL_TIMEOUT_MS = 15_000;
-/**
- * Running attempts get this long to finish when the host is asked to exit (its --grace); then it
- * ends them. Kept short so the whole shutdown fits in the few seconds VS Code gives deactivate().
- */
-const HOST_GRACE_MS = 2_000;
 /** After SIGTERM, how long the host gets (grace + ending attempts + persisting) before SIGKILL. */
 const SHUTDOWN_GRACE_MS = 4_500;
 
@@ -78,14 +66,8 @@ export class HostProcess extends Disposable {
   /** Fork the host and wait for its first answer. Only one process at a time. */
   start(spec: HostLaunchSpec): Promise<HostStartResult> {
     if (this.child) return Promise.resolve({ kind: 'failed', message: 'The engine host is already running.' });
-    const args = ['serve'];
-    for (const w of spec.workspaces) args.push('--workspace', w);
-    // --quiet: the host would print every log entry on stdout, which the output channel already
-    // mirrors from /events (with levels).
-    args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), '--quiet', ...spec.args);
-    if (spec.restricted) args.push('--restricted');
-    if (spec.stopped) args.push('--stopped');
-    this.output.info(`Starting the engine host: ${spec.cliPath} ${redactToken(args).join(' ')}`);
+    const args = hostCommandLine(spec);
+    this.output.info(`Starting the engine host: ${spec.cliPath} ${args.join(' ')}`);
 
     let child: ChildProcess;
     try {
@@ -93,8 +75,8 @@ export class HostProcess extends Disposable {
         cwd: spec.storageDir,
         // Never the extension host's own flags (--inspect…): only the engine host's tuning.
         execArgv: [...ENGINE_HOST_NODE_OPTIONS],
-        // In Electron builds of VS Code, process.execPath is Electron; this makes it a plain Node.
-        env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+        // The token is in here, never in args: see hostLaunch.ts.
+        env: hostEnvironment(spec),
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
     } catch (err) {
@@ -247,8 +229,4 @@ function pipeLines(stream: NodeJS.ReadableStream | null, onLine: (line: string) 
     if (buf) onLine(buf);
     buf = '';
   });
-}
-
-function redactToken(args: string[]): string[] {
-  return args.map((a, i) => (args[i - 1] === '--token' ? '***' : a));
 }

@@ -1,7 +1,7 @@
 // Command-line arguments of `engine-monitor serve`. Kept apart from cli.ts so tests can check the
 // parsing without starting an engine. Flags that are also extension settings take their defaults
 // and bounds from the settings table, so the CLI and the extension accept the same values.
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { version } from '../../package.json';
@@ -18,12 +18,17 @@ export const USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
 
 Runs the launch engine on a workspace and serves its HTTP API (/stats, /health, /status, /logs).
 
+Without --token-file or --token, the token is read from ENGINE_MONITOR_TOKEN when that is set.
+
 Options:
   --workspace <dir>        workspace folder (repeat for several folders)          required
   --storage <dir>          where engine.sqlite and its journal live     default <workspace>/.engine/state
   --host <address>         address to bind                               default ${d('server.host')}
   --port <n>               port, 0 = any free port                       default ${d('server.port')}
-  --token <t>              require "Authorization: Bearer <t>" on every request
+  --token-file <path>      require "Authorization: Bearer <token>" on every request, the token
+                           being the file's first line; the file must be private (chmod 600)
+  --token <t>              the same with the token itself; other users see it in ps: prefer
+                           --token-file or the ENGINE_MONITOR_TOKEN environment variable
   --allowed-host <name>    another Host name clients may use (repeatable; needs --token)
   --poll-interval <ms>     how often sources are scanned                 default ${d('engine.pollIntervalMs')}
   --concurrency <n>        attempts running at once                      default ${d('engine.concurrency')}
@@ -47,9 +52,16 @@ export class UsageError extends Error {}
 export interface CliOptions extends HostOptions {
   graceMs: number;
   quiet: boolean;
+  /** Said on stderr at start (a token given on the command line). */
+  warnings: string[];
+  /** The token came from ENGINE_MONITOR_TOKEN (which the launched items must then not inherit). */
+  tokenFromEnv: boolean;
 }
 
-export function parseServeArgs(argv: string[]): CliOptions {
+/** The environment variable the token is read from when no flag gives it. */
+export const TOKEN_ENV = 'ENGINE_MONITOR_TOKEN';
+
+export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): CliOptions {
   const [command, ...rest] = argv;
   if (command !== 'serve') {
     throw new UsageError(command === undefined ? 'missing command: use "serve"' : `unknown command "${command}": use "serve"`);
@@ -66,6 +78,7 @@ export function parseServeArgs(argv: string[]): CliOptions {
         host: { type: 'string', default: d('server.host') },
         port: { type: 'string', default: d('server.port') },
         token: { type: 'string' },
+        'token-file': { type: 'string' },
         'allowed-host': { type: 'string', multiple: true },
         'poll-interval': { type: 'string', default: d('engine.pollIntervalMs') },
         concurrency: { type: 'string', default: d('engine.concurrency') },
@@ -103,14 +116,14 @@ export function parseServeArgs(argv: string[]): CliOptions {
   };
   const queueDir = values['queue-dir'];
   if (path.isAbsolute(queueDir)) throw new UsageError(`--queue-dir must be relative to the workspace folder, got "${queueDir}"`);
-  if (values.token !== undefined && values.token.length === 0) throw new UsageError('--token must not be empty');
-  if (!isLoopbackHost(values.host) && values.token === undefined) {
+  const { token, tokenFromEnv, warnings } = readToken(values.token, values['token-file'], env);
+  if (!isLoopbackHost(values.host) && token === undefined) {
     throw new UsageError(
-      `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token <secret>, or bind 127.0.0.1`,
+      `--host ${values.host} is not a loopback address: anyone who can reach it could read the engine. Add --token-file <path> (or ${TOKEN_ENV}), or bind 127.0.0.1`,
     );
   }
-  if ((values['allowed-host'] ?? []).length > 0 && values.token === undefined) {
-    throw new UsageError('--allowed-host lets other machines in: it needs --token <secret> as well');
+  if ((values['allowed-host'] ?? []).length > 0 && token === undefined) {
+    throw new UsageError(`--allowed-host lets other machines in: it needs --token-file <path> (or ${TOKEN_ENV}) as well`);
   }
   if (values.stopped && values.restricted) throw new UsageError('--stopped and --restricted cannot be combined');
   return {
@@ -118,7 +131,8 @@ export function parseServeArgs(argv: string[]): CliOptions {
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
     host: values.host,
     port: setting('server.port'),
-    token: values.token,
+    token,
+    tokenFromEnv: tokenFromEnv === true && token !== undefined,
     allowedHosts: values['allowed-host'],
     pollIntervalMs: setting('engine.pollIntervalMs'),
     concurrency: setting('engine.concurrency'),
@@ -132,8 +146,56 @@ export function parseServeArgs(argv: string[]): CliOptions {
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
     quiet: values.quiet,
+    warnings,
     version,
   };
+}
+
+/**
+ * The API token, from --token-file, --token or the environment, in that order of preference. A
+ * command line is readable by every user of the machine (ps, /proc/<pid>/cmdline) and so is a
+ * token file others may read: the first gets a warning, the second is refused.
+ */
+function readToken(flag: string | undefined, file: string | undefined, env: NodeJS.ProcessEnv): { token?: string; tokenFromEnv?: boolean; warnings: string[] } {
+  if (flag !== undefined && file !== undefined) throw new UsageError('give the token once: --token-file <path> or --token <t>, not both');
+  if (file !== undefined) return { token: readTokenFile(path.resolve(file)), warnings: [] };
+  if (flag !== undefined) {
+    if (flag.length === 0) throw new UsageError('--token must not be empty');
+    return {
+      token: flag,
+      warnings: [`--token is visible to every user of this machine (ps, /proc/<pid>/cmdline); use --token-file <path> or ${TOKEN_ENV} instead`],
+    };
+  }
+  const fromEnv = env[TOKEN_ENV];
+  return { token: fromEnv === undefined || fromEnv === '' ? undefined : fromEnv, tokenFromEnv: true, warnings: [] };
+}
+
+function readTokenFile(file: string): string {
+  let text: string;
+  let mode: number;
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      mode = fstatSync(fd).mode;
+      // A regular file, or a pipe (`--token-file <(pass show engine)`).
+      const type = mode & constants.S_IFMT;
+      if (type !== constants.S_IFREG && type !== constants.S_IFIFO) throw new UsageError(`--token-file ${file} is not a file`);
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`--token-file ${file} cannot be read: ${(err as Error).message}`);
+  }
+  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+    throw new UsageError(
+      `--token-file ${file} is open to other users (mode ${(mode & 0o777).toString(8).padStart(3, '0')}): make it private with "chmod 600 ${file}"`,
+    );
+  }
+  const token = text.split(/\r?\n/, 1)[0];
+  if (token.length === 0) throw new UsageError(`--token-file ${file} is empty: put the token on its first line`);
+  return token;
 }
 
 /**

@@ -4,7 +4,7 @@
 import type { LogEntry } from '../shared/api';
 import { escapeControls } from '../shared/format';
 import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
-import { parseServeArgs, USAGE, UsageError, type CliOptions } from './args';
+import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
 import { startEngineHost } from './engineHost';
 
@@ -23,6 +23,10 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`engine-monitor: ${err.message}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
+  for (const warning of options.warnings) process.stderr.write(`engine-monitor: warning: ${warning}\n`);
+  // The launch helper and every item it launches inherit this environment: the API's secret is
+  // not theirs to read.
+  if (options.tokenFromEnv) delete process.env[TOKEN_ENV];
 
   // Forked by the extension: report over IPC as well as on stdout.
   // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead
@@ -33,22 +37,43 @@ async function main(argv: string[]): Promise<number> {
   try {
     started = await startEngineHost(options);
   } catch (err) {
+    // startEngineHost has ended whatever it had started; say so, so nobody looks for a
+    // half-started engine.
     const message = (err as Error).message;
-    process.stderr.write(`engine-monitor: ${message}\n`);
+    process.stderr.write(`engine-monitor: ${message}\nengine-monitor: the engine did not start and nothing is left running; fix the cause above and start it again\n`);
     send({ type: 'fatal', message });
+    // Should anything still hold the event loop open, the process ends regardless: a start-up
+    // failure never leaves a process behind. (Unreferenced: a clean exit does not wait for it.)
+    setTimeout(() => process.exit(1), 2000).unref();
     return 1;
   }
   if (started.kind === 'locked') {
     const { holder } = started;
     process.stderr.write(
-      `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
-        (holder.url ? ` at ${holder.url}` : '') +
-        '; use that one, or give this one another --storage folder\n',
+      holder.pid === 0
+        ? `engine-monitor: another engine is starting on ${options.storageDir} (its engine.lock is not written yet); ` +
+            'wait a few seconds and use that one, or give this one another --storage folder\n'
+        : `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
+            (holder.url ? ` at ${holder.url}` : '') +
+            '; use that one, or give this one another --storage folder\n',
     );
     send({ type: 'locked', lock: holder });
     return EXIT_LOCKED;
   }
   const host = started.host;
+  // Before the ready line: a SIGTERM sent as soon as it is read must find the graceful stop, not
+  // Node's default, which ends the process at once and leaves engine.lock and endpoint.json behind.
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
+    await host.shutdown(options.graceMs);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (host.lockTakeover) process.stderr.write(`engine-monitor: ${host.lockTakeover}\n`);
   if (host.requestedPortInUse) {
     process.stderr.write(`engine-monitor: port ${options.port} is in use; listening on a free port instead\n`);
   }
@@ -68,16 +93,6 @@ async function main(argv: string[]): Promise<number> {
     process.on('disconnect', () => void stop('parent process disconnected'));
   }
 
-  let stopping = false;
-  const stop = async (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
-    await host.shutdown(options.graceMs);
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
   return -1; // keep running
 }
 

@@ -6,12 +6,13 @@ import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';
 import type { LaunchHelperEntry } from '../core/launchHelperClient';
-import { startHttpServer } from '../server/server';
+import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
 import { locateLaunchHelper } from './launchHelperEntry';
-import { acquireLock, writeAtomically } from './lock';
+import { acquireLock, type HeldLock } from './lock';
+import { writeStorageFile } from './storageFiles';
 
-export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper'> {
+export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchHelper' | 'onStorageRecovered'> {
   storageDir: string;
   /** The launch helper the engine forks; undefined: the one locateLaunchHelper() finds. */
   launchHelper?: LaunchHelperEntry | null;
@@ -32,6 +33,8 @@ export interface RunningHost {
   readonly engine: Engine;
   /** Set when the requested port was taken and another was used. */
   readonly requestedPortInUse: boolean;
+  /** Set when a stale engine.lock was taken over: which one and why. */
+  readonly lockTakeover?: string;
   /** Stop launching, wait for running attempts up to `graceMs`, persist, close the server. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -45,50 +48,67 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
   if (!lock.acquired) return { kind: 'locked', holder: lock.holder };
 
   let engine: Engine | undefined;
+  let server: RunningHttpServer | undefined;
+  const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
+  // The storage folder removed and recreated under a running engine: its lock and endpoint file
+  // went with it, and a second engine could start there. They are put back before the engine
+  // launches again; if another engine holds the folder by then, this one launches nothing more.
+  const onStorageRecovered = (): boolean => {
+    const url = server?.url ?? '';
+    try {
+      if (!lock.reestablish({ pid: process.pid, url, startedAt })) return false;
+      if (server) writeStorageFile(endpointFile, { url, pid: process.pid, startedAt } satisfies EndpointFile);
+      return true;
+    } catch {
+      return false; // the lock cannot be vouched for: launching could run beside another engine
+    }
+  };
   try {
     const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
-    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper });
+    engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper, onStorageRecovered });
     // The first poll completes before the server accepts a request, so no client ever sees an
     // engine that has not looked at its queue yet.
     await engine.start();
-    const server = await startHttpServer(engine, {
+    server = await startHttpServer(engine, {
       host: options.host,
       port: options.port,
       token: options.token,
       fallbackToFreePort: options.port !== 0,
       allowedHosts: options.allowedHosts,
     });
-    const endpointFile = path.join(options.storageDir, ENDPOINT_FILE);
     const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };
     lock.update({ pid: process.pid, url: server.url, startedAt });
-    writeAtomically(endpointFile, endpoint);
-
-    const running = engine;
-    let shuttingDown: Promise<void> | undefined;
-    return {
-      kind: 'running',
-      host: {
-        url: server.url,
-        engine: running,
-        requestedPortInUse: server.requestedPortInUse,
-        shutdown(graceMs: number) {
-          shuttingDown ??= (async () => {
-            await running.shutdown(graceMs);
-            await server.close();
-            try {
-              unlinkSync(endpointFile);
-            } catch {
-              // already gone
-            }
-            lock.release();
-          })();
-          return shuttingDown;
-        },
-      },
-    };
+    writeStorageFile(endpointFile, endpoint);
+    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock) };
   } catch (err) {
+    // Whatever had started is ended before the lock goes: a server left listening (or a helper
+    // left launching) after the lock is released would run beside the next engine on this folder.
+    await server?.close().catch(() => undefined);
     await engine?.shutdown(0).catch(() => undefined);
     lock.release();
     throw err;
   }
+}
+
+function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock): RunningHost {
+  let shuttingDown: Promise<void> | undefined;
+  return {
+    url: server.url,
+    engine,
+    requestedPortInUse: server.requestedPortInUse,
+    lockTakeover: lock.takeover,
+    shutdown(graceMs: number) {
+      shuttingDown ??= (async () => {
+        await engine.shutdown(graceMs);
+        await server.close();
+        try {
+          unlinkSync(endpointFile);
+        } catch {
+          // already gone
+        }
+        lock.release();
+      })();
+      return shuttingDown;
+    },
+  };
 }

@@ -1,6 +1,6 @@
 // Runs the built CLI (dist/cli.js) as a real child process, as users and the extension do.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LogEntry } from '../../../src/shared/api';
 
@@ -18,9 +18,17 @@ export interface ServeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function runCli(args: string[]): { child: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string; exited: ServeProcess['exited'] } {
+/**
+ * Runs the CLI with this process's environment and `env` on top, but never an inherited
+ * ENGINE_MONITOR_TOKEN (a test run from a VS Code terminal has one): a test gives it explicitly.
+ */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { child: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string; exited: ServeProcess['exited'] } {
   assertBuilt();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: 'pipe' });
+  const { ENGINE_MONITOR_TOKEN: _inherited, ...inherited } = process.env;
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: 'pipe', env: { ...inherited, ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -32,8 +40,8 @@ export function runCli(args: string[]): { child: ChildProcessWithoutNullStreams;
 }
 
 /** Starts `serve` and resolves once it printed its ready line. */
-export async function serve(args: string[], timeoutMs = 20_000): Promise<ServeProcess> {
-  const run = runCli(['serve', '--port', '0', '--quiet', ...args]);
+export async function serve(args: string[], timeoutMs = 20_000, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const run = runCli(['serve', '--port', '0', '--quiet', ...args], env);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ready line within ${timeoutMs} ms:\n${run.stdout()}\n${run.stderr()}`)), timeoutMs);
     const check = () => {
@@ -68,4 +76,19 @@ export async function allLogs(url: string): Promise<LogEntry[]> {
     next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
   }
   return out;
+}
+
+/** Live processes whose command line contains `needle` (Linux /proc), this one excepted. */
+export function processesMentioning(needle: string): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      if (cmdline.includes(needle)) found.push({ pid: Number(entry), cmdline });
+    } catch {
+      // gone already
+    }
+  }
+  return found;
 }

@@ -1,0 +1,68 @@
+// What the extension forks the engine host with: its command line and its environment. Apart from
+// the VS Code API so plain Node tests can check (and run) it. The API token travels in the
+// environment, never on the command line, which every user of the machine can read (ps,
+// /proc/<pid>/cmdline); a process's environment is readable by its own user only.
+import { SETTINGS, type FlagSettingKey } from '../shared/settings';
+import type { EngineMonitorConfig } from './config';
+
+/** The variable the engine host reads its token from (`engine-monitor serve` without --token-file). */
+export const TOKEN_ENV = 'ENGINE_MONITOR_TOKEN';
+
+/**
+ * Running attempts get this long to finish when the host is asked to exit (its --grace); then it
+ * ends them. Kept short so the whole shutdown fits in the few seconds VS Code gives deactivate().
+ */
+export const HOST_GRACE_MS = 2_000;
+
+export interface HostLaunchSpec {
+  cliPath: string;
+  storageDir: string;
+  workspaces: string[];
+  /** Flags from settings (hostArgsFor). */
+  args: string[];
+  /** The API token (hostTokenFor); empty or undefined: none. */
+  token?: string;
+  restricted: boolean;
+  stopped: boolean;
+}
+
+/** The host's command-line flags for a configuration (everything but workspaces, storage, mode and the token). */
+export function hostArgsFor(config: EngineMonitorConfig): string[] {
+  const flag = (key: FlagSettingKey, value: string | number) => [`--${SETTINGS[key].flag}`, String(value)];
+  return [
+    ...flag('server.host', config.server.host),
+    ...flag('server.port', config.server.port),
+    ...flag('engine.pollIntervalMs', config.engine.pollIntervalMs),
+    ...flag('engine.concurrency', config.engine.concurrency),
+    ...flag('engine.maxAttempts', config.engine.maxAttempts),
+    ...flag('engine.timeoutMs', config.engine.timeoutMs),
+    ...flag('queue.directory', config.queue.directory),
+    ...flag('logs.maxEntries', config.logs.maxEntries),
+    ...flag('logs.maxAgeDays', config.logs.maxAgeDays),
+  ];
+}
+
+/** The full command line after the CLI's path. */
+export function hostCommandLine(spec: HostLaunchSpec): string[] {
+  const args = ['serve'];
+  for (const w of spec.workspaces) args.push('--workspace', w);
+  // --quiet: the host would print every log entry on stdout, which the output channel already
+  // mirrors from /events (with levels).
+  args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), '--quiet', ...spec.args);
+  if (spec.restricted) args.push('--restricted');
+  if (spec.stopped) args.push('--stopped');
+  return args;
+}
+
+/**
+ * The host's environment: this process's, as a plain Node (not Electron), with the token set from
+ * the settings, or removed when none is set, so one inherited from the shell VS Code was started
+ * from cannot switch on a token nobody configured.
+ */
+export function hostEnvironment(spec: HostLaunchSpec, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  // In Electron builds of VS Code, process.execPath is Electron; ELECTRON_RUN_AS_NODE makes it a plain Node.
+  const env: NodeJS.ProcessEnv = { ...base, ELECTRON_RUN_AS_NODE: '1' };
+  delete env[TOKEN_ENV];
+  if (spec.token) env[TOKEN_ENV] = spec.token;
+  return env;
+}

@@ -1,0 +1,90 @@
+// The engine host as the extension forks it (src/extension/hostLaunch.ts, used by HostProcess):
+// the token from the settings reaches the host through its environment and appears in no command
+// line. Plain Node: the same command line and environment, forked the same way, no VS Code.
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { EngineMonitorConfig } from '../../src/extension/config';
+import { hostArgsFor, hostCommandLine, hostEnvironment, type HostLaunchSpec } from '../../src/extension/hostLaunch';
+import { ENGINE_HOST_NODE_OPTIONS, type FromHostMessage } from '../../src/shared/hostProtocol';
+import { SETTINGS } from '../../src/shared/settings';
+import { assertBuilt, CLI } from './support/cli';
+import { request } from './support/http';
+import { TempWorkspace } from './support/workspace';
+
+const TOKEN = 'settings-token-9c2d';
+
+function config(token: string): EngineMonitorConfig {
+  return {
+    server: { port: 0, host: SETTINGS['server.host'].default, token },
+    engine: {
+      autoStart: true,
+      pollIntervalMs: SETTINGS['engine.pollIntervalMs'].default,
+      concurrency: SETTINGS['engine.concurrency'].default,
+      maxAttempts: SETTINGS['engine.maxAttempts'].default,
+      timeoutMs: SETTINGS['engine.timeoutMs'].default,
+    },
+    queue: { directory: SETTINGS['queue.directory'].default },
+    logs: { maxEntries: SETTINGS['logs.maxEntries'].default, maxAgeDays: SETTINGS['logs.maxAgeDays'].default },
+    remote: { url: '' },
+  };
+}
+
+describe('Extension: the engine host gets its token through the environment', function () {
+  this.timeout(60_000);
+  let ws: TempWorkspace;
+  beforeEach(() => (ws = new TempWorkspace('engine-hostlaunch-')));
+  afterEach(() => ws.dispose());
+
+  const spec = (token: string): HostLaunchSpec => ({
+    cliPath: CLI,
+    storageDir: ws.storage,
+    workspaces: [ws.folder],
+    args: hostArgsFor(config(token)),
+    token,
+    restricted: false,
+    stopped: false,
+  });
+
+  it('no token in the arguments; the token, and only a configured one, in the environment', () => {
+    const withToken = spec(TOKEN);
+    assert.ok(!withToken.args.some((a) => a.includes(TOKEN) || a.startsWith('--token')), withToken.args.join(' '));
+    assert.ok(!hostCommandLine(withToken).some((a) => a.includes(TOKEN) || a.startsWith('--token')));
+    assert.equal(hostEnvironment(withToken, { PATH: '/bin' }).ENGINE_MONITOR_TOKEN, TOKEN);
+    // One inherited from the shell VS Code was started from does not switch a token on.
+    assert.equal(hostEnvironment(spec(''), { PATH: '/bin', ENGINE_MONITOR_TOKEN: 'from-the-shell' }).ENGINE_MONITOR_TOKEN, undefined);
+  });
+
+  it('forked as HostProcess forks it, the host requires the token and shows it in no command line', async () => {
+    assertBuilt();
+    const s = spec(TOKEN);
+    mkdirSync(s.storageDir, { recursive: true }); // as EngineController does before it forks
+    const child = fork(s.cliPath, hostCommandLine(s), {
+      cwd: s.storageDir,
+      execArgv: [...ENGINE_HOST_NODE_OPTIONS],
+      env: hostEnvironment(s),
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.once('exit', (code) => resolve(code));
+      child.once('error', reject);
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.on('message', (m: FromHostMessage) => (m.type === 'ready' ? resolve(m.url) : reject(new Error(JSON.stringify(m)))));
+        void exited.then((code) => reject(new Error(`the host exited with ${code}: ${stderr}`)));
+      });
+      const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').join(' ');
+      assert.doesNotMatch(cmdline, new RegExp(TOKEN));
+      assert.doesNotMatch(cmdline, /--token/);
+      assert.equal((await request(url, '/stats')).status, 401);
+      assert.equal((await request(url, '/stats', { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+      assert.doesNotMatch(stderr, /warning/);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+  });
+});
