@@ -106,38 +106,7 @@ export class HostProcess extends Disposable {
         child.kill('SIGKILL');
       }, READY_TIMEOUT_MS);
 
-      child.on('message', (raw) => {
-        const msg = raw as FromHostMessage;
-        switch (msg?.type) {
-          case 'ready':
-            this.readyAt = Date.now();
-            this.output.info(`Engine host ready at ${msg.url} (pid ${msg.pid}).`);
-            settle({ kind: 'ready', url: msg.url, pid: msg.pid, requestedPort: msg.requestedPort });
-            break;
-          case 'locked':
-            // It exits with EXIT_LOCKED by itself; we attach to the owner instead.
-            this.expectingExit = true;
-            this.output.info(`Another engine (pid ${msg.lock.pid}) owns this workspace's storage; attaching to ${msg.lock.url}.`);
-            settle({ kind: 'locked', lock: msg.lock });
-            break;
-          case 'fatal':
-            this.lastFatal = msg.message;
-            this.output.error(`Engine host: ${msg.message}`);
-            settle({ kind: 'failed', message: msg.message });
-            break;
-          case 'controlResult': {
-            const p = this.pending.get(msg.requestId);
-            if (!p) break;
-            this.pending.delete(msg.requestId);
-            clearTimeout(p.timer);
-            if (msg.ok) p.resolve(msg.result);
-            else p.reject(new Error(msg.error));
-            break;
-          }
-          default:
-            break;
-        }
-      });
+      child.on('message', (raw) => this.onHostMessage(raw as FromHostMessage, settle));
       child.on('error', (err) => {
         this.output.error(`Engine host process error: ${err.message}`);
         settle({ kind: 'failed', message: `Could not start the engine host: ${err.message}` });
@@ -147,17 +116,56 @@ export class HostProcess extends Disposable {
         const uptimeMs = this.readyAt ? Date.now() - this.readyAt : 0;
         this.output.info(`Engine host exited (${signal ?? `code ${code}`}).`);
         if (this.child === child) this.child = undefined;
-        for (const [, p] of this.pending) {
-          clearTimeout(p.timer);
-          p.reject(new Error('The engine host exited before answering.'));
-        }
-        this.pending.clear();
+        this.rejectPendingControls();
         const why = this.lastFatal ?? (code === EXIT_USAGE ? 'the engine host rejected its arguments (see the Engine Monitor output)' : `the engine host exited (${signal ?? `code ${code}`}) before it was ready`);
         settle({ kind: 'failed', message: why });
         resolveExited();
         this._onDidExit.fire({ code, signal, expected, uptimeMs, fatal: this.lastFatal });
       });
     });
+  }
+
+  private onHostMessage(msg: FromHostMessage, settle: (r: HostStartResult) => void): void {
+    switch (msg?.type) {
+      case 'ready':
+        this.readyAt = Date.now();
+        this.output.info(`Engine host ready at ${msg.url} (pid ${msg.pid}).`);
+        settle({ kind: 'ready', url: msg.url, pid: msg.pid, requestedPort: msg.requestedPort });
+        break;
+      case 'locked':
+        // It exits with EXIT_LOCKED by itself; we attach to the owner instead.
+        this.expectingExit = true;
+        this.output.info(`Another engine (pid ${msg.lock.pid}) owns this workspace's storage; attaching to ${msg.lock.url}.`);
+        settle({ kind: 'locked', lock: msg.lock });
+        break;
+      case 'fatal':
+        this.lastFatal = msg.message;
+        this.output.error(`Engine host: ${msg.message}`);
+        settle({ kind: 'failed', message: msg.message });
+        break;
+      case 'controlResult':
+        this.answerControl(msg);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private answerControl(msg: Extract<FromHostMessage, { type: 'controlResult' }>): void {
+    const p = this.pending.get(msg.requestId);
+    if (!p) return;
+    this.pending.delete(msg.requestId);
+    clearTimeout(p.timer);
+    if (msg.ok) p.resolve(msg.result);
+    else p.reject(new Error(msg.error));
+  }
+
+  private rejectPendingControls(): void {
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new Error('The engine host exited before answering.'));
+    }
+    this.pending.clear();
   }
 
   /** Send a control command over IPC and wait for its controlResult. */

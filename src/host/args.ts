@@ -3,7 +3,7 @@
 // and bounds from the settings table, so the CLI and the extension accept the same values.
 import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { version } from '../../package.json';
 import { isLoopbackHost } from '../server/protection';
 import { SETTINGS, type FlagSettingKey, type IntegerSettingKey } from '../shared/settings';
@@ -61,6 +61,30 @@ export interface CliOptions extends HostOptions {
 /** The environment variable the token is read from when no flag gives it. */
 export const TOKEN_ENV = 'ENGINE_MONITOR_TOKEN';
 
+/** `serve`'s flags for node:util.parseArgs; numbers are checked against their bounds after parsing. */
+const SERVE_OPTIONS = {
+  workspace: { type: 'string', multiple: true },
+  storage: { type: 'string' },
+  host: { type: 'string', default: d('server.host') },
+  port: { type: 'string', default: d('server.port') },
+  token: { type: 'string' },
+  'token-file': { type: 'string' },
+  'allowed-host': { type: 'string', multiple: true },
+  'poll-interval': { type: 'string', default: d('engine.pollIntervalMs') },
+  concurrency: { type: 'string', default: d('engine.concurrency') },
+  'max-attempts': { type: 'string', default: d('engine.maxAttempts') },
+  timeout: { type: 'string', default: d('engine.timeoutMs') },
+  'queue-dir': { type: 'string', default: d('queue.directory') },
+  'log-max-entries': { type: 'string', default: d('logs.maxEntries') },
+  'log-max-age-days': { type: 'string', default: d('logs.maxAgeDays') },
+  grace: { type: 'string', default: '10000' },
+  'snapshot-interval': { type: 'string', default: '30000' },
+  'snapshot-min-journal': { type: 'string', default: '1048576' },
+  stopped: { type: 'boolean', default: false },
+  restricted: { type: 'boolean', default: false },
+  quiet: { type: 'boolean', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): CliOptions {
   const [command, ...rest] = argv;
   if (command !== 'serve') {
@@ -72,28 +96,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       args: joinNegativeNumbers(rest),
       strict: true,
       allowPositionals: false,
-      options: {
-        workspace: { type: 'string', multiple: true },
-        storage: { type: 'string' },
-        host: { type: 'string', default: d('server.host') },
-        port: { type: 'string', default: d('server.port') },
-        token: { type: 'string' },
-        'token-file': { type: 'string' },
-        'allowed-host': { type: 'string', multiple: true },
-        'poll-interval': { type: 'string', default: d('engine.pollIntervalMs') },
-        concurrency: { type: 'string', default: d('engine.concurrency') },
-        'max-attempts': { type: 'string', default: d('engine.maxAttempts') },
-        timeout: { type: 'string', default: d('engine.timeoutMs') },
-        'queue-dir': { type: 'string', default: d('queue.directory') },
-        'log-max-entries': { type: 'string', default: d('logs.maxEntries') },
-        'log-max-age-days': { type: 'string', default: d('logs.maxAgeDays') },
-        grace: { type: 'string', default: '10000' },
-        'snapshot-interval': { type: 'string', default: '30000' },
-        'snapshot-min-journal': { type: 'string', default: '1048576' },
-        stopped: { type: 'boolean', default: false },
-        restricted: { type: 'boolean', default: false },
-        quiet: { type: 'boolean', default: false },
-      },
+      options: SERVE_OPTIONS,
     }));
   } catch (err) {
     throw new UsageError((err as Error).message);

@@ -3,10 +3,10 @@
 // same file, so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
 import { escapeControls } from '../shared/format';
-import { EXIT_LOCKED, EXIT_USAGE, type FromHostMessage } from '../shared/hostProtocol';
+import { EXIT_LOCKED, EXIT_USAGE, type EngineLock, type FromHostMessage } from '../shared/hostProtocol';
 import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
-import { startEngineHost } from './engineHost';
+import { startEngineHost, type RunningHost } from './engineHost';
 
 const processStartedAt = Date.now() - Math.round(process.uptime() * 1000);
 
@@ -48,31 +48,53 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   if (started.kind === 'locked') {
-    const { holder } = started;
-    process.stderr.write(
-      holder.pid === 0
-        ? `engine-monitor: another engine is starting on ${options.storageDir} (its engine.lock is not written yet); ` +
-            'wait a few seconds and use that one, or give this one another --storage folder\n'
-        : `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
-            (holder.url ? ` at ${holder.url}` : '') +
-            '; use that one, or give this one another --storage folder\n',
-    );
-    send({ type: 'locked', lock: holder });
+    reportLocked(options, started.holder, send);
     return EXIT_LOCKED;
   }
   const host = started.host;
   // Before the ready line: a SIGTERM sent as soon as it is read must find the graceful stop, not
   // Node's default, which ends the process at once and leaves engine.lock and endpoint.json behind.
+  const stop = stopOnSignals(host, options.graceMs);
+  announce(host, options);
+  send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
+  if (process.send) {
+    serveControlChannel(host, send);
+    // Like a language server: when the editor that forked us goes away, so do we.
+    process.on('disconnect', () => void stop('parent process disconnected'));
+  }
+
+  return -1; // keep running
+}
+
+function reportLocked(options: CliOptions, holder: EngineLock, send: (m: FromHostMessage) => void): void {
+  process.stderr.write(
+    holder.pid === 0
+      ? `engine-monitor: another engine is starting on ${options.storageDir} (its engine.lock is not written yet); ` +
+          'wait a few seconds and use that one, or give this one another --storage folder\n'
+      : `engine-monitor: another engine (pid ${holder.pid}) already runs on ${options.storageDir}` +
+          (holder.url ? ` at ${holder.url}` : '') +
+          '; use that one, or give this one another --storage folder\n',
+  );
+  send({ type: 'locked', lock: holder });
+}
+
+/** SIGINT and SIGTERM stop the engine gracefully; the returned function does the same. */
+function stopOnSignals(host: RunningHost, graceMs: number): (why: string) => Promise<void> {
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${options.graceMs} ms)\n`);
-    await host.shutdown(options.graceMs);
+    process.stderr.write(`engine-monitor: ${why}; stopping (grace ${graceMs} ms)\n`);
+    await host.shutdown(graceMs);
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  return stop;
+}
+
+/** The ready line and the endpoints, then (unless --quiet) the log as it is written. */
+function announce(host: RunningHost, options: CliOptions): void {
   if (host.lockTakeover) process.stderr.write(`engine-monitor: ${host.lockTakeover}\n`);
   if (host.requestedPortInUse) {
     process.stderr.write(`engine-monitor: port ${options.port} is in use; listening on a free port instead\n`);
@@ -86,14 +108,6 @@ async function main(argv: string[]): Promise<number> {
     for (const entry of startup.entries) printLog(entry);
     host.engine.subscribe((e) => e.type === 'log' && printLog(e.entry));
   }
-  send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
-  if (process.send) {
-    serveControlChannel(host, send);
-    // Like a language server: when the editor that forked us goes away, so do we.
-    process.on('disconnect', () => void stop('parent process disconnected'));
-  }
-
-  return -1; // keep running
 }
 
 function printLog(entry: LogEntry): void {
