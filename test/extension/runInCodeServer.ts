@@ -5,26 +5,11 @@
  *
  *   npx tsx test/extension/runInCodeServer.ts [--keep]   (--keep leaves the temp workspace)
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { processesMentioning } from '../unit/support/cli';
 import { REPO_ROOT, runExtensionTests } from '../vscode/codeServer';
-
-/** Pids of live processes whose command line mentions `needle` (Linux /proc). */
-export function processesMentioning(needle: string): { pid: number; cmdline: string }[] {
-  if (!existsSync('/proc')) return [];
-  const found: { pid: number; cmdline: string }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
-      if (cmdline.includes(needle)) found.push({ pid: Number(entry), cmdline });
-    } catch {
-      // gone already
-    }
-  }
-  return found;
-}
 
 /**
  * Launch helpers whose engine (named by their `--engine-pid=` argument) is gone: a helper ends

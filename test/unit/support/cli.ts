@@ -80,6 +80,7 @@ export async function allLogs(url: string): Promise<LogEntry[]> {
 
 /** Live processes whose command line contains `needle` (Linux /proc), this one excepted. */
 export function processesMentioning(needle: string): { pid: number; cmdline: string }[] {
+  if (!existsSync('/proc')) return [];
   const found: { pid: number; cmdline: string }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
