@@ -7,6 +7,8 @@ import { FolderChanges } from './folderChanges';
 import { isInside, parseItem, type ItemDefaults, type ItemResult } from './items';
 
 export const MAX_QUEUE_FILE_BYTES = 1024 * 1024;
+/** Queue files read concurrently in a scan (each at most MAX_QUEUE_FILE_BYTES: 16 MiB in flight at most). */
+const READ_AT_ONCE = 16;
 
 export interface QueueEntry {
   /** Line number (jsonl) or array index (json); null when the file held a single object. */
@@ -86,9 +88,12 @@ export class QueueDirectorySource {
     }
     names = names.filter((n) => n.endsWith('.json') || n.endsWith('.jsonl')).sort();
     const changed: QueueFileRead[] = [];
-    for (const name of names) {
-      const read = await this.readIfChanged(path.join(this.location, name), realRoot, known);
-      if (read) changed.push(read);
+    // A few files at a time: one by one, 10,000 files cost 10,000 round trips to the thread pool
+    // for each of lstat, open, read and close, and the event loop mostly waited. Results keep
+    // the names' order, so items are discovered in the same order either way.
+    for (let i = 0; i < names.length; i += READ_AT_ONCE) {
+      const reads = await Promise.all(names.slice(i, i + READ_AT_ONCE).map((name) => this.readIfChanged(path.join(this.location, name), realRoot, known)));
+      for (const read of reads) if (read) changed.push(read);
     }
     return { changed, error: null };
   }

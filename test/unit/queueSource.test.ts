@@ -52,6 +52,14 @@ describe('queue folder source: reads only what changed', function () {
     assert.deepEqual(lookedUp, [], 'nothing was statted and looked up again');
   });
 
+  it('reports files in name order however many are read at once', async () => {
+    const names = Array.from({ length: 100 }, (_, i) => `f${String(i).padStart(3, '0')}.json`);
+    // Written in another order, some large, so reads finish out of order.
+    for (const name of [...names].reverse()) writeFileSync(path.join(ws.queue, name), item(name) + ' '.repeat(name.endsWith('7.json') ? 200_000 : 0));
+    const scan = await source.scan(() => undefined);
+    assert.deepEqual(scan.changed.map((f) => path.basename(f.absPath)), names);
+  });
+
   it('sees a new file, a rename into place, an edit in place, and a replaced folder', async () => {
     writeFileSync(path.join(ws.queue, 'a.json'), item('a'));
     assert.deepEqual(await poll(), ['a.json']);
