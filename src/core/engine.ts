@@ -58,7 +58,7 @@ export class Engine implements MonitoredEngine {
   private readonly launcher: AttemptLauncher;
   private readonly entries: EngineLog;
 
-  private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
+  private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0, held: 0 };
   private lastLaunch: LaunchRecord | null = null;
   private recovery: { at: string; message: string } | null = null;
   private lastAttemptId = 0;
@@ -264,7 +264,7 @@ export class Engine implements MonitoredEngine {
   // ---- MonitoredEngine ------------------------------------------------------------------
 
   stats(): StatsOverview {
-    return statsOverview(this.counters, this.poller.lastPollAt);
+    return statsOverview(this.counters, this.poller.lastPollAt, this.active.size);
   }
 
   health(): HealthSnapshot {

@@ -1,6 +1,6 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { ItemOutcome, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import type { ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
 import type { ItemDefinition } from './items';
 import type { Store } from './store';
 
@@ -18,6 +18,8 @@ export interface ItemRow {
   running: number;
   last_error: string | null;
   updated_at: number;
+  /** 1 while the user holds the item (section 8). */
+  held: number;
 }
 
 /** Items by outcome and launches ever made: what /stats answers from, kept by the engine. */
@@ -27,10 +29,12 @@ export interface Counters {
   failed: number;
   totalLaunches: number;
   totalFailed: number;
+  /** Pending items held by the user. */
+  held: number;
 }
 
-/** /stats: the counters as they are, without counting a row. */
-export function statsOverview(c: Counters, lastPollAt: number | null): StatsOverview {
+/** /stats: the counters as they are, without counting a row. `running`: attempts running now. */
+export function statsOverview(c: Counters, lastPollAt: number | null, running: number): StatsOverview {
   return {
     total: c.launched + c.pending + c.failed,
     launched: c.launched,
@@ -39,6 +43,8 @@ export function statsOverview(c: Counters, lastPollAt: number | null): StatsOver
     totalLaunches: c.totalLaunches,
     totalFailed: c.totalFailed,
     lastPollAt: lastPollAt === null ? null : new Date(lastPollAt).toISOString(),
+    held: c.held,
+    running,
   };
 }
 
@@ -79,7 +85,8 @@ export function launchRecord(item: { id: string; name: string }, attempt: number
 }
 
 export function readStoredState(store: Store): StoredState {
-  const counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0 };
+  const counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0, held: 0 };
+  counters.held = store.get<{ n: number }>("SELECT COUNT(*) AS n FROM items WHERE outcome = 'pending' AND held = 1")?.n ?? 0;
   const counts = store.all<{ outcome: ItemOutcome; n: number }>('SELECT outcome, COUNT(*) AS n FROM items GROUP BY outcome');
   for (const { outcome, n } of counts) counters[outcome] = n;
   counters.totalLaunches = Number(store.getMeta('total_launches') ?? 0);
@@ -176,5 +183,15 @@ function toSummary(r: ItemRow, now: number): ItemSummary {
     source: r.source,
     updatedAt: new Date(r.updated_at).toISOString(),
     lastError: r.last_error,
+    state: itemState(r, now),
   };
+}
+
+/** An item's state (contract section 8), from its row. */
+export function itemState(r: ItemRow, now: number): ItemState {
+  if (r.outcome !== 'pending') return r.outcome;
+  if (r.running) return 'running';
+  if (r.held) return 'held';
+  if (r.due_at !== null && r.due_at > now) return r.attempts > 0 ? 'backoff' : 'scheduled';
+  return 'waiting';
 }

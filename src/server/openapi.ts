@@ -4,7 +4,7 @@
 //
 // Objects leave additionalProperties open on purpose: the API may add fields to
 // responses, and a client validating with this document must not break when that happens.
-import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
+import { ENGINE_NAME, ITEM_STATES, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
 import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
 
@@ -162,7 +162,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         StatsOverview: {
           type: 'object',
-          required: ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed', 'lastPollAt'],
+          required: ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed', 'lastPollAt', 'held', 'running'],
           properties: {
             total: count('Known items; always launched + pending + failed.'),
             launched: count('Items whose attempt succeeded.'),
@@ -171,6 +171,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             totalLaunches: count('Attempts ever started (only grows, survives restarts).'),
             totalFailed: count('Attempts ever failed (only grows, survives restarts).'),
             lastPollAt: nullableTime('Start of the last poll; null only for a database that was never polled.'),
+            held: count('Pending items held by the user: never launched until released. Also counted in `pending`.'),
+            running: count('Pending items with an attempt running now. Also counted in `pending`.'),
           },
         },
         StatsResponse: {
@@ -305,7 +307,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         ItemSummary: {
           type: 'object',
-          required: ['id', 'name', 'outcome', 'phase', 'attempts', 'maxAttempts', 'nextAttemptAt', 'source', 'updatedAt', 'lastError'],
+          required: ['id', 'name', 'outcome', 'phase', 'attempts', 'maxAttempts', 'nextAttemptAt', 'source', 'updatedAt', 'lastError', 'state'],
           properties: {
             id: { type: 'string' },
             name: { type: 'string' },
@@ -317,6 +319,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             source: { type: 'string', description: 'Where the item came from.' },
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
+            state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
           },
         },
         ItemsResponse: {

@@ -19,6 +19,11 @@ export const LOG_ACTIONS = [
   'source_error',
   'database_error',
   'database_recovered',
+  // Part two, section 8: output and control.
+  'launch_cancelled',
+  'item_held',
+  'item_released',
+  'item_updated',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -40,6 +45,10 @@ export interface StatsOverview {
   totalFailed: number;
   /** Start time of the last poll; null only for a database that was never polled. */
   lastPollAt: IsoTime | null;
+  /** Pending items held by the user (never launched until released); also counted in `pending`. */
+  held: number;
+  /** Pending items with an attempt running now; also counted in `pending`. */
+  running: number;
 }
 
 export interface StatsResponse {
@@ -141,6 +150,65 @@ export interface ItemSummary {
   source: string;
   updatedAt: IsoTime;
   lastError: string | null;
+  /** The item's state (contract section 8): what `/items?state=` filters by. */
+  state: ItemState;
+}
+
+/** An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked. */
+export const ITEM_STATES = ['waiting', 'scheduled', 'running', 'backoff', 'held', 'blocked', 'launched', 'failed'] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+/** An item's definition as `GET /items/{id}` reports it, defaults filled in. */
+export interface ItemDefinitionBody {
+  id: string;
+  name: string;
+  command: string;
+  args: string[];
+  shell: boolean;
+  cwd: string | null;
+  env: Record<string, string>;
+  timeoutMs: number;
+  maxAttempts: number;
+  runAt: IsoTime | null;
+  schedule: unknown;
+  dependsOn: string[];
+  priority: number;
+  source: string;
+}
+
+/** A problem found in an attempt's output by the item's problem matcher (section 10). */
+export interface AttemptProblem {
+  file: string;
+  line: number;
+  column: number | null;
+  severity: 'error' | 'warning' | 'info';
+  message: string;
+  code: string | null;
+}
+
+/** One attempt as `GET /items/{id}` lists it. */
+export interface AttemptDetail {
+  attempt: number;
+  startedAt: IsoTime;
+  finishedAt: IsoTime | null;
+  durationMs: number | null;
+  outcome: LaunchOutcome;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+  /** Bytes of output kept for the attempt so far; null when none was captured (never spawned). */
+  outputBytes: number | null;
+  problems: AttemptProblem[];
+}
+
+/** `GET /items/{id}` (and the answer to every POST on an item). */
+export interface ItemDetail {
+  item: ItemDefinitionBody;
+  outcome: ItemOutcome;
+  state: ItemState;
+  /** Why a failed item failed for good (`cancelled`, `dependency failed: b`…); null otherwise. */
+  error: string | null;
+  attempts: AttemptDetail[];
 }
 
 export interface ErrorBody {

@@ -8,6 +8,10 @@ export type ControlCommand =
   | { command: 'pollNow' }
   | { command: 'retryItem'; itemId: string }
   | { command: 'retryAllFailed' }
+  /** Contract section 8: end a running attempt (or a pending item) and fail the item; no retry. */
+  | { command: 'cancelItem'; itemId: string }
+  | { command: 'holdItem'; itemId: string }
+  | { command: 'releaseItem'; itemId: string }
   /** Workspace Trust was granted: leave the restricted state and start launching. */
   | { command: 'grantTrust' };
 

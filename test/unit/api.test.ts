@@ -52,7 +52,7 @@ describe('API over the real engine', function () {
     const { overview } = res.json as StatsResponse;
     assert.deepEqual(
       { ...overview, lastPollAt: undefined },
-      { total: 4, launched: 2, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: undefined },
+      { total: 4, launched: 2, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: undefined, held: 0, running: 0 },
     );
     assert.equal(overview.total, overview.launched + overview.pending + overview.failed);
     assert.equal(overview.totalLaunches, overview.launched + overview.totalFailed);

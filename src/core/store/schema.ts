@@ -4,7 +4,7 @@
 import type { Database } from 'sql.js';
 import type { SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const SCHEMA_V1 = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,6 +58,15 @@ CREATE INDEX logs_level ON logs (level, id);
 -- second copy of the text; prefix queries ("exit*") serve the API's "words start words" search.
 CREATE VIRTUAL TABLE logs_fts USING fts4 (content="logs", message, tokenize=unicode61);
 CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+`;
+
+// Part two (contract section 8): a held item is never launched until released; an attempt's
+// captured output lives in a file under <storage>/output/ (never in the database), of which the
+// row keeps the size, and whether retention has deleted it (the output endpoint then answers 410).
+const SCHEMA_V2 = `
+ALTER TABLE items ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN output_bytes INTEGER;
+ALTER TABLE attempts ADD COLUMN output_pruned INTEGER NOT NULL DEFAULT 0;
 `;
 
 /** Every statement that changes state, by the name the journal records. */
@@ -121,10 +130,16 @@ export function migrate(db: Database): void {
   if (schemaVersion(db) === 0) {
     db.run('BEGIN');
     db.run(SCHEMA_V1);
-    db.run(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    db.run('PRAGMA user_version = 1');
     db.run('COMMIT');
   }
-  // Future migrations: `if (version < 2) { … }`, each in its own transaction.
+  // Each step in its own transaction, so a database is always at one version or the next.
+  if (schemaVersion(db) === 1) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V2);
+    db.run('PRAGMA user_version = 2');
+    db.run('COMMIT');
+  }
 }
 
 /**

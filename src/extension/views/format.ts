@@ -89,6 +89,10 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   source_error: ['warning', YELLOW],
   database_error: ['database', RED],
   database_recovered: ['database', YELLOW],
+  launch_cancelled: ['circle-slash', RED],
+  item_held: ['debug-pause', YELLOW],
+  item_released: ['debug-continue', BLUE],
+  item_updated: ['edit', BLUE],
 };
 
 // Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.

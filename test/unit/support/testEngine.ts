@@ -32,12 +32,18 @@ const MESSAGES = [
   'Item deploy-{n} succeeded after 1520 ms',
 ];
 
+/**
+ * The actions of part one: the generated log stays the same when the contract adds actions, so
+ * tests that rely on what a seed produces keep their data.
+ */
+const GENERATED_ACTIONS = LOG_ACTIONS.slice(0, LOG_ACTIONS.indexOf('database_recovered') + 1);
+
 export class TestEngine implements MonitoredEngine {
   readonly version = '0.1.0-test';
   private readonly listeners = new Set<(event: EngineEvent) => void>();
   private logs: LogEntry[] = [];
   private nextId = 1;
-  overview: StatsOverview = { total: 3, launched: 1, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: '2024-05-01T10:00:00.000Z' };
+  overview: StatsOverview = { total: 3, launched: 1, pending: 1, failed: 1, totalLaunches: 5, totalFailed: 3, lastPollAt: '2024-05-01T10:00:00.000Z', held: 0, running: 0 };
   healthSnapshot: HealthSnapshot = { status: 'healthy', checks: { database: 'ok', engine: 'running' } };
   items: ItemSummary[] = [];
   /** Every query the server sent, so tests can check what the server asked for. */
@@ -61,6 +67,7 @@ export class TestEngine implements MonitoredEngine {
         source: '.engine/queue/items.json',
         updatedAt: '2024-05-01T10:00:00.000Z',
         lastError: outcome === 'failed' ? 'exit code 1' : null,
+        state: outcome === 'pending' ? (i % 2 ? 'backoff' : 'waiting') : outcome,
       });
     }
   }
@@ -100,7 +107,7 @@ export class TestEngine implements MonitoredEngine {
       this.addLog(
         {
           timestamp: new Date(time).toISOString(),
-          action: LOG_ACTIONS[Math.floor(random() * LOG_ACTIONS.length)],
+          action: GENERATED_ACTIONS[Math.floor(random() * GENERATED_ACTIONS.length)],
           level: LOG_LEVELS[Math.floor(random() * LOG_LEVELS.length)],
           itemId: random() < 0.2 ? null : `build-${n}`,
           message: MESSAGES[Math.floor(random() * MESSAGES.length)].replace('{n}', String(n)),
