@@ -83,7 +83,8 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   const sweeper = options.sweeper ?? leftoverSweeper;
   sweeper.started(marker);
   const { child, error: spawnError } = spawnAttempt(item, attempt, marker);
-  const capture = child && options.output ? new OutputCapture(options.output, options.onOutputError) : undefined;
+  // Only for a process that exists: a spawn that failed (ENOENT…) has no output, not an empty one.
+  const capture = child?.pid !== undefined && options.output ? new OutputCapture(options.output, options.onOutputError) : undefined;
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;

@@ -194,8 +194,8 @@ export function parseRange(header: string | undefined, length: number): [number,
   }
   const start = Number(m[1]);
   const last = m[2] === '' ? length - 1 : Number(m[2]);
-  if (last < start) return undefined;
   if (start >= length) return 'unsatisfiable';
+  if (last < start) return undefined;
   return [start, Math.min(last, length - 1) + 1];
 }
 
