@@ -41,6 +41,9 @@ export interface CaptureEnd {
   error: string | null;
 }
 
+/** Output folders this process has made: an attempt's first write does not ask again. */
+const madeFolders = new Set<string>();
+
 export class OutputCapture {
   private readonly geometry: OutputGeometry;
   private queue: { stream: OutputStreamTag; chunk: Buffer }[] = [];
@@ -163,8 +166,16 @@ export class OutputCapture {
     const { head, segment } = this.geometry;
     const previous = this.part;
     if (!previous) {
-      await mkdir(dir, { recursive: true });
-      const data = await open(headFile(dir, id), 'w');
+      // The folder is made once per process (and again if it was removed since).
+      if (!madeFolders.has(dir)) {
+        await mkdir(dir, { recursive: true });
+        madeFolders.add(dir);
+      }
+      const data = await open(headFile(dir, id), 'w').catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await mkdir(dir, { recursive: true });
+        return open(headFile(dir, id), 'w');
+      });
       const index = await open(headIndexFile(dir, id), 'w');
       this.part = { k: -1, data, index, start: 0, size: 0, capacity: head };
       await writeAll(index, [encodeIndexHeader(this.target.maxBytes)]);

@@ -33,6 +33,7 @@ export interface OutputOptions {
   storageDir: string | null;
   outputMaxBytes?: number;
   outputMaxTotalMB?: number;
+  captureOutput?: boolean;
 }
 
 export class OutputRetention {
@@ -40,6 +41,7 @@ export class OutputRetention {
   private readonly temporary: boolean;
   readonly maxBytes: number;
   private readonly maxTotalBytes: number;
+  private readonly capture: boolean;
   /** Sum of output_bytes of finished attempts whose output is still kept. */
   private total = 0;
   private pruning = false;
@@ -51,6 +53,7 @@ export class OutputRetention {
     options: OutputOptions,
   ) {
     this.maxBytes = options.outputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES;
+    this.capture = options.captureOutput !== false;
     this.maxTotalBytes = (options.outputMaxTotalMB ?? DEFAULT_OUTPUT_MAX_TOTAL_MB) * 1024 * 1024;
     if (options.storageDir) {
       this.dir = path.join(options.storageDir, 'output');
@@ -63,8 +66,9 @@ export class OutputRetention {
     this.total = store.get<{ n: number | null }>('SELECT SUM(output_bytes) AS n FROM attempts WHERE output_pruned = 0')?.n ?? 0;
   }
 
-  target(attemptId: number): OutputTarget {
-    return { dir: this.dir, attemptId, maxBytes: this.maxBytes };
+  /** Where the attempt's output goes; undefined when capture is off. */
+  target(attemptId: number): OutputTarget | undefined {
+    return this.capture ? { dir: this.dir, attemptId, maxBytes: this.maxBytes } : undefined;
   }
 
   /** Inside the engine's batch that records the attempt's outcome. */
