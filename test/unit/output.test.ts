@@ -221,6 +221,25 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     assert.ok((await allLogs(url)).some((e) => e.itemId === 'older' && e.action === 'launch_succeeded'));
   });
 
+  it('deletes an item\'s output once log retention has pruned every log entry of that item', async () => {
+    ws.enqueue('a.json', nodeItem('old', 'console.log("old output")'));
+    let url = (await start()).url;
+    await finished(url, 'old');
+    assert.equal((await request(url, '/items/old/attempts/1/output')).text, 'old output\n');
+    await stop(run!);
+    // Restarted keeping 2 entries: pruning at start leaves the last engine_stopped and the new
+    // engine_started, none of item "old".
+    url = (await start('--log-max-entries', '2')).url;
+    let res = await request(url, '/items/old/attempts/1/output');
+    for (let i = 0; i < 100 && res.status !== 410; i++) {
+      await sleep(50);
+      res = await request(url, '/items/old/attempts/1/output');
+    }
+    assert.equal(res.status, 410, res.text);
+    assert.equal((await allLogs(url)).some((e) => e.itemId === 'old'), false);
+    await waitFor('the files to go', () => !existsSync(path.join(ws.storage, 'output', '1.out')) && !existsSync(path.join(ws.storage, 'output', '1.idx')));
+  });
+
   it('an attempt printing 100 MB does not slow /stats, and the launch helper stays small', async function () {
     ws.enqueue('a.json', nodeItem('warmup', '0'));
     const { url } = await start();
