@@ -381,3 +381,26 @@ describe('attempt output: a follower that disconnects', function () {
     }
   });
 });
+
+describe('attempt output: an engine without storage, launching in its own process', function () {
+  this.timeout(60_000);
+  it('captures into a temporary folder it removes at shutdown', async () => {
+    const ws = new TempWorkspace('engine-output-memory-');
+    ws.enqueue('a.json', nodeItem('mem', 'console.log("in memory"); setTimeout(() => console.error("and stderr"), 60)'));
+    const engine = await Engine.create(ws.options({ storageDir: null, launchHelper: null }));
+    await engine.start();
+    const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    const dir = (engine as unknown as { output: { dir: string } }).output.dir;
+    try {
+      await waitFor('the item to finish', () => engine.stats().launched === 1);
+      assert.equal((await request(server.url, '/items/mem/attempts/1/output')).text, 'in memory\nand stderr\n');
+      assert.equal((await request(server.url, '/items/mem/attempts/1/output?stream=stderr')).text, 'and stderr\n');
+      assert.ok(existsSync(path.join(dir, '1.out')));
+    } finally {
+      await server.close();
+      await engine.shutdown(1000);
+      ws.dispose();
+    }
+    assert.equal(existsSync(dir), false, `${dir} removed at shutdown`);
+  });
+});
