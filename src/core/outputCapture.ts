@@ -3,7 +3,8 @@
 // in-process. Writes go through the thread pool one batch at a time; what arrives meanwhile waits
 // in a backlog, and above BACKLOG_HIGH bytes the caller pauses the pipes (the attempt then blocks
 // in its own write), so memory per attempt stays bounded however fast it prints.
-import { mkdir, open, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { close, ftruncate, open, writev } from 'node:fs';
+import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
   encodeIndexHeader,
@@ -25,13 +26,26 @@ import {
 export const BACKLOG_HIGH = 1 << 20;
 export const BACKLOG_LOW = 256 << 10;
 
+/**
+ * File descriptors with the callback API: an attempt's few writes cost less than through
+ * FileHandle's promises, which matters at hundreds of launches a second.
+ */
+type Fd = number;
+const openFd = (file: string): Promise<Fd> => new Promise((resolve, reject) => open(file, 'w', (err, fd) => (err ? reject(err) : resolve(fd))));
+const closeFd = (fd: Fd): Promise<void> => new Promise((resolve) => close(fd, () => resolve()));
+const writevFd = (fd: Fd, buffers: Buffer[]): Promise<number> =>
+  new Promise((resolve, reject) => writev(fd, buffers, (err, n) => (err ? reject(err) : resolve(n))));
+const truncateFd = (fd: Fd, size: number): Promise<void> => new Promise((resolve, reject) => ftruncate(fd, size, (err) => (err ? reject(err) : resolve())));
+
 interface Part {
   k: number; // -1: the head
-  data: FileHandle;
-  index: FileHandle;
+  data: Fd;
+  index: Fd;
   /** Logical offset of the part's first byte. */
   start: number;
   size: number;
+  /** Bytes its index covers (data is written first, so at most `size`). */
+  indexed: number;
   capacity: number;
 }
 
@@ -52,6 +66,8 @@ export class OutputCapture {
   private total = 0;
   private part: Part | undefined;
   private firstSegment = 0;
+  /** The head index's header, until it goes out with the first records. */
+  private indexHeader: Buffer | undefined;
   private pumping: Promise<void> | undefined;
   private failed: string | null = null;
   private drainWaiters: (() => void)[] = [];
@@ -89,7 +105,7 @@ export class OutputCapture {
     const { cap, head, tail, segment } = this.geometry;
     const part = this.part;
     this.part = undefined;
-    if (part) await Promise.all([part.data.close(), part.index.close()]).catch(() => undefined);
+    if (part) await Promise.all([closeFd(part.data), closeFd(part.index)]);
     if (part && part.k >= 0 && this.failed === null) {
       // Segments wholly before N − T are never read again.
       const keepFrom = Math.max(this.firstSegment, Math.floor((this.total - tail - head) / segment));
@@ -132,9 +148,11 @@ export class OutputCapture {
     const flush = async () => {
       if (run) records.push(encodeRecord(run.stream, run.length));
       run = undefined;
-      const part = this.part!;
+      const part = this.part;
+      if (!part) return; // before the first part: nothing to write yet
       if (data.length > 0) await writeAll(part.data, data);
-      if (records.length > 0) await writeAll(part.index, records);
+      if (records.length > 0) await writeAll(part.index, this.withHeader(records));
+      part.indexed = part.size;
       data = [];
       records = [];
     };
@@ -161,6 +179,13 @@ export class OutputCapture {
     await flush();
   }
 
+  /** Index records, behind the header while it has not been written. */
+  private withHeader(records: Buffer[]): Buffer[] {
+    const header = this.indexHeader;
+    this.indexHeader = undefined;
+    return header ? [header, ...records] : records;
+  }
+
   private async nextPart(): Promise<void> {
     const { dir, attemptId: id } = this.target;
     const { head, segment } = this.geometry;
@@ -171,21 +196,22 @@ export class OutputCapture {
         await mkdir(dir, { recursive: true });
         madeFolders.add(dir);
       }
-      const data = await open(headFile(dir, id), 'w').catch(async (err: NodeJS.ErrnoException) => {
+      const data = await openFd(headFile(dir, id)).catch(async (err: NodeJS.ErrnoException) => {
         if (err.code !== 'ENOENT') throw err;
         await mkdir(dir, { recursive: true });
-        return open(headFile(dir, id), 'w');
+        return openFd(headFile(dir, id));
       });
-      const index = await open(headIndexFile(dir, id), 'w');
-      this.part = { k: -1, data, index, start: 0, size: 0, capacity: head };
-      await writeAll(index, [encodeIndexHeader(this.target.maxBytes)]);
+      const index = await openFd(headIndexFile(dir, id));
+      this.part = { k: -1, data, index, start: 0, size: 0, indexed: 0, capacity: head };
+      // Written with the first records (one write fewer): until then readers see no output yet.
+      this.indexHeader = encodeIndexHeader(this.target.maxBytes);
       return;
     }
-    await Promise.all([previous.data.close(), previous.index.close()]);
+    await Promise.all([closeFd(previous.data), closeFd(previous.index)]);
     const k = previous.k + 1;
-    const data = await open(segmentFile(dir, id, k), 'w');
-    const index = await open(segmentIndexFile(dir, id, k), 'w');
-    this.part = { k, data, index, start: head + k * segment, size: 0, capacity: segment };
+    const data = await openFd(segmentFile(dir, id, k));
+    const index = await openFd(segmentIndexFile(dir, id, k));
+    this.part = { k, data, index, start: head + k * segment, size: 0, indexed: 0, capacity: segment };
     // Announced before anything is written to it; the oldest go only once readers are told.
     const first = Math.max(0, k - TAIL_SEGMENTS + 1);
     const old = this.firstSegment;
@@ -223,22 +249,25 @@ export class OutputCapture {
     if (!part) return;
     const marker = cutMarker(reason);
     try {
-      // What reached the disk, rather than what was on its way.
-      this.total = part.start + (await part.data.stat()).size;
-      part.size = this.total - part.start;
+      // Back to what the index covers: a batch half written would put the marker out of step.
+      await truncateFd(part.data, part.indexed);
+      part.size = part.indexed;
+      this.total = part.start + part.indexed;
       await writeAll(part.data, [marker]);
       this.total += marker.length;
-      await writeAll(part.index, [encodeRecord('m', marker.length)]);
+      await writeAll(part.index, this.withHeader([encodeRecord('m', marker.length)]));
     } catch {
       // No room even for that: the engine's /health and log say it instead.
     }
+    // An index without its header would not read as one.
+    if (this.indexHeader) await writeAll(part.index, this.withHeader([])).catch(() => undefined);
   }
 }
 
-async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
+async function writeAll(fd: Fd, buffers: Buffer[]): Promise<void> {
   let rest = buffers;
   while (rest.length > 0) {
-    let { bytesWritten } = await handle.writev(rest);
+    let bytesWritten = await writevFd(fd, rest);
     const next: Buffer[] = [];
     for (const b of rest) {
       if (bytesWritten >= b.length) {
