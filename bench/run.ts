@@ -66,6 +66,8 @@ const CFG = {
   outputItems: int('BENCH_OUTPUT_ITEMS', 1_000, 300),
   outputRuns: int('BENCH_OUTPUT_RUNS', 3, 1),
   floodMB: int('BENCH_FLOOD_MB', 100, 100),
+  /** /bin/true items launched beside the flood (and beside a sleeping attempt, the baseline). */
+  outputBatch: int('BENCH_OUTPUT_BATCH', 100, 60),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   reuseSeed: process.env.BENCH_REUSE_SEED !== '0',
 };
@@ -676,8 +678,31 @@ async function scenarioOutput(): Promise<void> {
   child.send({ type: 'flood' });
   const loaded = await timeStats(() => !flooding, 0);
   const report = await flooded;
+  // Launches beside a busy slot: an attempt that sleeps, then one that prints 100 MB.
+  const launchBatch = async (flood: boolean, batch: string) => {
+    const reply = next<{ ms: number }>('launched');
+    child.send({ type: 'launch', n: CFG.outputBatch, flood, batch });
+    return (await reply).ms;
+  };
+  const besideSleep: number[] = [];
+  const besideFlood: number[] = [];
+  for (let r = 0; r < CFG.outputRuns; r++) {
+    besideSleep.push(await launchBatch(false, `quiet${r}`));
+    besideFlood.push(await launchBatch(true, `flood${r}`));
+  }
   child.send({ type: 'exit' });
   await new Promise((resolve) => child.once('exit', resolve));
+  raw['output launches beside a flood'] = { besideSleepMs: besideSleep, besideFloodMs: besideFlood };
+  add({
+    scenario: 'output',
+    measure: `${CFG.outputBatch} × /bin/true while another attempt prints ${CFG.floodMB} MB, vs while it sleeps`,
+    value: median(besideFlood),
+    unit: 'ms',
+    baseline: median(besideSleep),
+    ratio: median(besideFlood) / median(besideSleep),
+    target: 'ratio ≤ 1.5',
+    met: median(besideFlood) / median(besideSleep) <= 1.5,
+  });
   const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)];
   raw['output flood'] = { idleMs: idle, loadedMs: loaded, report };
   add({

@@ -34,7 +34,8 @@ async function main(): Promise<void> {
     storageDir: path.join(config.root, 'storage'),
     queueDirectory: '.engine/queue',
     pollIntervalMs: 100,
-    concurrency: 4,
+    // One slot for the flood (or, for the idle figure, a sleeping attempt), four for the launches.
+    concurrency: 5,
     maxAttempts: 1,
     timeoutMs: 120_000,
     logMaxEntries: 100_000,
@@ -56,6 +57,27 @@ async function main(): Promise<void> {
       };
       const unsubscribe = engine.subscribe((e) => void (e.type === 'stats' && check()));
       check();
+    });
+  /** Resolves once every item in `ids` has launched. One listener, one query per burst of events, so what it costs the engine stays out of the figure. */
+  const allFinished = (ids: Set<string>) =>
+    new Promise<void>((resolve) => {
+      let queued = false;
+      const check = () => {
+        queued = false;
+        // The batch is the newest launched items once it is done (none fails: /bin/true).
+        const launched = engine.stats().launched;
+        const newest = engine.listItems({ outcome: 'launched', limit: ids.size + 2, offset: Math.max(0, launched - ids.size - 2) }).items;
+        if (newest.filter((i) => ids.has(i.id)).length === ids.size) {
+          unsubscribe();
+          resolve();
+        }
+      };
+      const unsubscribe = engine.subscribe((e) => {
+        if (e.type !== 'stats' || queued) return;
+        queued = true;
+        setImmediate(check);
+      });
+      setImmediate(check);
     });
   await finished('warmup');
   process.send!({ type: 'ready', url: server.url });
@@ -79,6 +101,37 @@ async function main(): Promise<void> {
         const ms = performance.now() - t0;
         clearInterval(sampler);
         process.send!({ type: 'flooded', ms, helperRssBefore: rss0, helperRssPeak: peak, loop: loop.read() });
+      })();
+    } else if (m.type === 'launch') {
+      // A batch of /bin/true items next to a busy slot: the flood, or (flood: false) an attempt
+      // that only sleeps, so both figures have the same four slots free.
+      void (async () => {
+        const { n, flood, batch } = m as unknown as { n: number; flood: boolean; batch: string };
+        const busy = `${batch}-busy`;
+        enqueue(`${busy}.json`, flood
+          ? { id: busy, command: process.execPath, args: ['-e', `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${config.floodMB}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`] }
+          : { id: busy, command: process.execPath, args: ['-e', 'setTimeout(() => {}, 1500)'] });
+        // The busy attempt starts first: the batch is enqueued once it runs.
+        await new Promise<void>((resolve) => {
+          const check = () => {
+            if (engine.stats().running > 0) {
+              unsubscribe();
+              resolve();
+            }
+          };
+          const unsubscribe = engine.subscribe((e) => void (e.type === 'stats' && check()));
+          check();
+        });
+        const t0 = performance.now();
+        const items = Array.from({ length: n }, (_, i) => ({ id: `${batch}-${i}`, command: '/bin/true' }));
+        const file = path.join(queue, `${batch}.json`);
+        writeFileSync(`${file}.tmp`, JSON.stringify(items));
+        renameSync(`${file}.tmp`, file);
+        void engine.pollNow();
+        await allFinished(new Set(items.map((i) => i.id)));
+        const ms = performance.now() - t0;
+        await finished(busy);
+        process.send!({ type: 'launched', ms });
       })();
     } else if (m.type === 'exit') {
       void (async () => {
