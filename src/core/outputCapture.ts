@@ -33,8 +33,8 @@ export const BACKLOG_LOW = 256 << 10;
 type Fd = number;
 const openFd = (file: string): Promise<Fd> => new Promise((resolve, reject) => open(file, 'w', (err, fd) => (err ? reject(err) : resolve(fd))));
 const closeFd = (fd: Fd): Promise<void> => new Promise((resolve) => close(fd, () => resolve()));
-const writevFd = (fd: Fd, buffers: Buffer[]): Promise<number> =>
-  new Promise((resolve, reject) => writev(fd, buffers, (err, n) => (err ? reject(err) : resolve(n))));
+const writevFd = (fd: Fd, buffers: Buffer[], position: number | null = null): Promise<number> =>
+  new Promise((resolve, reject) => writev(fd, buffers, position, (err, n) => (err ? reject(err) : resolve(n))));
 const truncateFd = (fd: Fd, size: number): Promise<void> => new Promise((resolve, reject) => ftruncate(fd, size, (err) => (err ? reject(err) : resolve())));
 
 interface Part {
@@ -253,7 +253,8 @@ export class OutputCapture {
       await truncateFd(part.data, part.indexed);
       part.size = part.indexed;
       this.total = part.start + part.indexed;
-      await writeAll(part.data, [marker]);
+      // At that offset: the descriptor's own is still past what was cut off.
+      await writeAll(part.data, [marker], part.indexed);
       this.total += marker.length;
       await writeAll(part.index, this.withHeader([encodeRecord('m', marker.length)]));
     } catch {
@@ -264,10 +265,13 @@ export class OutputCapture {
   }
 }
 
-async function writeAll(fd: Fd, buffers: Buffer[]): Promise<void> {
+/** Writes every byte of `buffers`, at `position` (null: the descriptor's offset), however many writes it takes. */
+async function writeAll(fd: Fd, buffers: Buffer[], position: number | null = null): Promise<void> {
   let rest = buffers;
+  let at = position;
   while (rest.length > 0) {
-    let bytesWritten = await writevFd(fd, rest);
+    let bytesWritten = await writevFd(fd, rest, at);
+    if (at !== null) at += bytesWritten;
     const next: Buffer[] = [];
     for (const b of rest) {
       if (bytesWritten >= b.length) {

@@ -2,6 +2,7 @@
 // processes through its launch helper, real files under <storage>/output, real HTTP on loopback.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
@@ -332,6 +333,30 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     await finished(url, 'fine');
     assert.equal((await request(url, '/health')).status, 200);
     assert.equal((await request(url, '/items/fine/attempts/1/output')).text, 'ok\n');
+  });
+
+  it('a full disk mid-output: the output ends with a line saying it was cut (needs a tmpfs mount: root)', async function () {
+    const dir = path.join(ws.storage, 'output');
+    mkdirSync(dir, { recursive: true });
+    // A 256 KiB file system for the output alone: the journal and snapshot stay writable.
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', dir]).status !== 0) this.skip();
+    try {
+      ws.enqueue('a.json', nodeItem('cut', `process.stdout.write(Buffer.alloc(1024 * 1024, 'z'))`, { maxAttempts: 1 }));
+      const { url } = await start();
+      assert.equal((await finished(url, 'cut')).outcome, 'launched', 'the attempt ran to its end');
+      const { body } = await outputBytes(`${url}/items/cut/attempts/1/output`);
+      const cut = body.lastIndexOf('\n[engine-monitor: output cut here');
+      assert.ok(cut > 0, body.subarray(-200).toString('latin1'));
+      assert.match(body.subarray(cut).toString('latin1'), /^\n\[engine-monitor: output cut here, it could not be written: ENOSPC[^\]\n]*\]\n$/);
+      assert.ok(/^z+$/.test(body.subarray(0, cut).toString('latin1')), `the ${cut} bytes before the marker are what was printed`));
+      const stdout = await outputBytes(`${url}/items/cut/attempts/1/output?stream=stdout`);
+      assert.ok(stdout.body.equals(body), 'the marker is in the index too');
+      assert.equal((await request(url, '/health')).status, 503);
+      await stop(run!);
+      run = undefined;
+    } finally {
+      spawnSync('umount', [dir]);
+    }
   });
 
   it('at start removes output files of attempts its database never had (a database lost and begun again)', async () => {
