@@ -348,7 +348,7 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
       const cut = body.lastIndexOf('\n[engine-monitor: output cut here');
       assert.ok(cut > 0, body.subarray(-200).toString('latin1'));
       assert.match(body.subarray(cut).toString('latin1'), /^\n\[engine-monitor: output cut here, it could not be written: ENOSPC[^\]\n]*\]\n$/);
-      assert.ok(/^z+$/.test(body.subarray(0, cut).toString('latin1')), `the ${cut} bytes before the marker are what was printed`));
+      assert.ok(/^z+$/.test(body.subarray(0, cut).toString('latin1')), `the ${cut} bytes before the marker are what was printed`);
       const stdout = await outputBytes(`${url}/items/cut/attempts/1/output?stream=stdout`);
       assert.ok(stdout.body.equals(body), 'the marker is in the index too');
       assert.equal((await request(url, '/health')).status, 503);
