@@ -74,7 +74,7 @@ async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: S
   const layout = await readLayout(output.dir, output.attemptId);
   try {
     if (!layout && !output.running && !output.started) {
-      throw new HttpError(404, 'not_found', `Attempt ${attempt} of item ${JSON.stringify(itemId)} never started a process: it has no output.`);
+      throw new HttpError(404, 'not_found', `Attempt ${attempt} of item ${JSON.stringify(itemId)} has no output: it never started a process (or ran before this engine captured output).`);
     }
     const filter: StreamFilter = query.runs ? (query.stream ?? 'all') : query.stream;
     if (query.follow && output.running) return await follow(req, res, output, layout, filter, query.runs);
