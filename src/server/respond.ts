@@ -18,8 +18,11 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden_host'
   | 'forbidden_origin'
+  | 'control_disabled'
   | 'not_found'
   | 'method_not_allowed'
+  | 'conflict'
+  | 'body_too_large'
   | 'internal_error'
   | 'request_timeout'
   | 'headers_too_large';

@@ -210,8 +210,8 @@ export class OpenApiChecker {
   }
 
   /** Validates a body against the JSON schema the document gives for that path and status. */
-  assertBody(path: string, status: number, body: unknown): void {
-    const response = this.response(path, status);
+  assertBody(path: string, status: number, body: unknown, method = 'get'): void {
+    const response = this.response(path, status, method);
     const content = response.content?.['application/json; charset=utf-8'];
     if (!content) throw new Error(`no JSON content documented for ${status} ${path}`);
     this.assertSchema(content.schema, body, `${status} ${path}`);
