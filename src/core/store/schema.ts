@@ -132,15 +132,16 @@ export function applyPragmas(db: Database): void {
   db.run('PRAGMA temp_store = MEMORY');
 }
 
-export function migrate(db: Database): void {
-  if (schemaVersion(db) === 0) {
+/** Brings `db` up to `upTo` (this version by default), one step at a time. */
+export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
+  if (schemaVersion(db) === 0 && upTo >= 1) {
     db.run('BEGIN');
     db.run(SCHEMA_V1);
     db.run('PRAGMA user_version = 1');
     db.run('COMMIT');
   }
   // Each step in its own transaction, so a database is always at one version or the next.
-  if (schemaVersion(db) === 1) {
+  if (schemaVersion(db) === 1 && upTo >= 2) {
     db.run('BEGIN');
     db.run(SCHEMA_V2);
     db.run('PRAGMA user_version = 2');
