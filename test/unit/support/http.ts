@@ -19,6 +19,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Send no Host header at all (node:http adds one otherwise). */
   omitHost?: boolean;
+  /** A request body, sent as is. */
+  body?: string | Buffer;
 }
 
 /** One request to `base` + `path` (path may include a query string; sent as is). */
@@ -52,7 +54,7 @@ export function request(base: string, path: string, options: RequestOptions = {}
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
