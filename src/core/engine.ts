@@ -176,12 +176,13 @@ export class Engine implements ControllableEngine {
 
   /** Stop launching (running attempts finish and are recorded). */
   stopLaunching(reason = 'stopped by the user'): void {
-    if (this.mode === 'stopped') return;
-    const wasRestricted = this.mode === 'restricted';
+    // Restricted launches nothing already, and stays so: a stop then a start (over HTTP, say)
+    // must not stand in for granting Workspace Trust.
+    if (this.mode === 'stopped' || this.mode === 'restricted') return;
     this.mode = 'stopped';
     this.poller.cancel();
     clearTimeout(this.dueTimer);
-    if (!wasRestricted) this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
+    this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
     this.events.emit({ type: 'stats' });
   }
 

@@ -375,6 +375,19 @@ describe('control: cancel, hold, release and edited definitions', function () {
     assert.deepEqual([page.items.map((i) => i.id), page.total], [['later', 'held-one'], 3]);
   });
 
+  it('a restricted engine stays restricted through a stop and a start: trust is granted, never bypassed', async () => {
+    ws.enqueue('a.json', nodeItem('a', '0'));
+    engine = await Engine.create(ws.options({ initialMode: 'restricted' }));
+    await engine.start();
+    engine.stopLaunching();
+    assert.equal(engine.state, 'restricted');
+    rejectsWith(() => engine!.startLaunching(), 'conflict', /not trusted: grant Workspace Trust/);
+    assert.equal(engine.stats().launched, 0);
+    engine.grantTrust();
+    await settled(engine);
+    assert.equal(engine.stats().launched, 1);
+  });
+
   it('opens a database written by schema version 1 (snapshot and journal) and migrates it', async () => {
     const SQL = await initSqlJs();
     const db = new SQL.Database();
