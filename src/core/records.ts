@@ -2,7 +2,7 @@
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
 import type { SqlValue } from 'sql.js';
 import type { AttemptDetail, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
-import { itemWords, wordsMatch } from '../shared/itemFilter';
+import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
 import type { ItemsPage } from './monitoredEngine';
@@ -201,9 +201,16 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
       where.push("(id || ' ' || name || ' ' || definition) LIKE ?");
       params.push(`%${ascii}%`);
     }
-    const candidates = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq`, params);
-    const matching = candidates.filter((r) => wordsMatch(wanted, itemWords(JSON.parse(r.definition) as ItemDefinition)));
-    return { items: matching.slice(offset, offset + limit).map((r) => toSummary(r, now)), total: matching.length };
+    // Only what the words are looked for in, as arrays (no object per row); whole rows for the page.
+    const candidates = store.rows(`SELECT seq, id, name, definition FROM items${whereClause(where)} ORDER BY seq`, params);
+    const matching: number[] = [];
+    for (const [seq, id, name, definition] of candidates) {
+      const def = JSON.parse(definition as string) as ItemDefinition;
+      if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+    }
+    const page = matching.slice(offset, offset + limit);
+    const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
+    return { items: rows.map((r) => toSummary(r, now)), total: matching.length };
   }
   const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;

@@ -37,6 +37,31 @@ export function wordsMatch(wanted: readonly string[], have: readonly string[]): 
   return wanted.every((w) => have.some((h) => h.startsWith(w)));
 }
 
+/** The text an item is searched in, lower-cased: `wordsStartWords` over it is `wordsMatch` over itemWords. */
+export function itemSearchText(item: { id: string; name: string; command: string; args: readonly string[] }): string {
+  return [item.id, item.name, item.command, ...item.args].join(' ').toLowerCase();
+}
+
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/**
+ * True when every word of `wanted` (lower-case letters and digits, from searchWords) starts a word
+ * of the lower-cased `text`: it occurs where no letter or digit precedes it. The same answer as
+ * splitting `text` into words, without building them: /items?q= runs it over every item.
+ */
+export function wordsStartWords(wanted: readonly string[], text: string): boolean {
+  return wanted.every((w) => {
+    for (let at = text.indexOf(w); at >= 0; at = text.indexOf(w, at + 1)) {
+      if (at === 0) return true;
+      // The character before, whole even when it is outside the Basic Multilingual Plane.
+      const low = text.charCodeAt(at - 1);
+      const before = low >= 0xdc00 && low <= 0xdfff && at >= 2 ? text.slice(at - 2, at) : text[at - 1];
+      if (!LETTER_OR_DIGIT.test(before)) return true;
+    }
+    return false;
+  });
+}
+
 /**
  * Reads an /items query string strictly; throws InvalidParameterError naming what is wrong.
  * `state` takes one or several states, comma-separated or repeated, as `action` does on /logs.
