@@ -321,7 +321,8 @@ export class Engine implements ControllableEngine {
       this.ending.set(a.attemptId, a);
       a.run.terminate(KILL_GRACE_MS);
     }
-    this.afterControl(false);
+    // An attempt that was never spawned frees its slot now; a running one when its process exits.
+    this.afterControl(true);
   }
 
   /**
