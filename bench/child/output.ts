@@ -66,7 +66,7 @@ async function main(): Promise<void> {
         queued = false;
         // The batch is the newest launched items once it is done (none fails: /bin/true).
         const launched = engine.stats().launched;
-        const newest = engine.listItems({ outcome: 'launched', limit: ids.size + 2, offset: Math.max(0, launched - ids.size - 2) }).items;
+        const newest = engine.listItems({ filter: { outcome: 'launched' }, limit: ids.size + 2, offset: Math.max(0, launched - ids.size - 2) }).items;
         if (newest.filter((i) => ids.has(i.id)).length === ids.size) {
           unsubscribe();
           resolve();

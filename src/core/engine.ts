@@ -4,12 +4,12 @@
 // the lifecycle, dispatch and outcomes; when to poll is in poller.ts, turning queue files into
 // items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts, the
 // options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
-import type { EngineState, ItemOutcome, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
+import type { EngineState, ItemDetail, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
-import type { AttemptOutput, EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
+import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
 import { OutputRetention } from './outputRetention';
 import type { ItemDefinition } from './items';
-import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
+import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
@@ -19,11 +19,14 @@ import {
   launchRecord,
   readDueItems,
   readFailedItemIds,
+  readHeld,
   readItem,
-  readItemSummaries,
+  readItemDetail,
+  readItemPage,
   readNextDueAt,
   readRunningAttempts,
   readStoredState,
+  itemState,
   statsOverview,
   type Counters,
   type ItemRow,
@@ -45,9 +48,16 @@ interface ActiveAttempt {
   startedAt: number;
   /** Undefined while its journal records are on their way to the disk (not spawned yet). */
   run: RunningAttempt | undefined;
+  /** Set when the user cancelled it: recorded as failed at once, never spawned if it was not yet. */
+  cancelled?: boolean;
 }
 
-export class Engine implements MonitoredEngine {
+/** The item's outcome as a reason a control request cannot apply to it. */
+function finishedAlready(row: ItemRow): string {
+  return row.outcome === 'launched' ? 'has already launched (an attempt succeeded)' : `has already failed${row.last_error ? ` (${row.last_error})` : ''}`;
+}
+
+export class Engine implements ControllableEngine {
   readonly version: string;
   private mode: EngineMode;
   private readonly ingestion: ItemIngestion;
@@ -55,6 +65,11 @@ export class Engine implements MonitoredEngine {
   private readonly persistence: PersistencePolicy;
   private readonly events = new EngineEventBus();
   private readonly active = new Map<number, ActiveAttempt>();
+  /**
+   * Cancelled attempts whose process has not exited yet (SIGTERM sent, SIGKILL after 5 s): no
+   * longer running as far as the counters go, but still holding their concurrency slot.
+   */
+  private readonly ending = new Map<number, ActiveAttempt>();
   private readonly startedAt = Date.now();
   private readonly launcher: AttemptLauncher;
   private readonly entries: EngineLog;
@@ -173,20 +188,21 @@ export class Engine implements MonitoredEngine {
 
   /** Stop launching (running attempts finish and are recorded). */
   stopLaunching(reason = 'stopped by the user'): void {
-    if (this.mode === 'stopped') return;
-    const wasRestricted = this.mode === 'restricted';
+    // Restricted launches nothing already, and stays so: a stop then a start (over HTTP, say)
+    // must not stand in for granting Workspace Trust.
+    if (this.mode === 'stopped' || this.mode === 'restricted') return;
     this.mode = 'stopped';
     this.poller.cancel();
     clearTimeout(this.dueTimer);
-    if (!wasRestricted) this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
+    this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
     this.events.emit({ type: 'stats' });
   }
 
   /** Start (or resume) launching. Refused while restricted: trust must be granted first. */
   startLaunching(): void {
     if (this.mode === 'running') return;
-    if (this.mode === 'restricted') throw new Error('the workspace is not trusted: grant Workspace Trust to let the engine launch items');
-    if (this.storageLost) throw new Error('the storage folder is no longer this engine\'s (another engine holds its lock): restart the engine');
+    if (this.mode === 'restricted') throw new ControlError('conflict', 'the workspace is not trusted: grant Workspace Trust to let the engine launch items');
+    if (this.storageLost) throw new ControlError('conflict', 'the storage folder is no longer this engine\'s (another engine holds its lock): restart the engine');
     this.resume('engine started by the user');
   }
 
@@ -223,14 +239,14 @@ export class Engine implements MonitoredEngine {
     // Attempts journaled but not spawned yet are spawned once the disk has them (mode no longer
     // matters to that): then every active attempt has a process to wait for or terminate.
     await Promise.all(this.launching);
-    if (this.active.size > 0) {
-      const all = Promise.all([...this.active.values()].flatMap((a) => (a.run ? [a.run.done] : [])));
+    if (this.active.size > 0 || this.ending.size > 0) {
+      const all = Promise.all([...this.active.values(), ...this.ending.values()].flatMap((a) => (a.run ? [a.run.done] : [])));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);
       // Let the exit handlers record the outcomes that just arrived.
       await new Promise((r) => setImmediate(r));
-      for (const a of this.active.values()) a.run?.terminate(1000);
+      for (const a of [...this.active.values(), ...this.ending.values()]) a.run?.terminate(1000);
     }
     await this.poller.underWay;
     this.ingestion.close();
@@ -255,26 +271,129 @@ export class Engine implements MonitoredEngine {
     return this.poller.pollNow();
   }
 
+  /** Makes a failed item pending again, its attempts reset (`item_retried`); not before its runAt. */
   retryItem(itemId: string): void {
-    const row = readItem(this.store, itemId);
-    if (!row) throw new Error(`no item with id "${itemId}"`);
-    if (row.outcome !== 'failed') throw new Error(`item "${itemId}" is ${row.outcome}; only failed items can be retried`);
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'failed') {
+      throw new ControlError('conflict', `item "${itemId}" is ${row.outcome === 'launched' ? 'launched' : 'pending'}; only a failed item can be retried`);
+    }
+    const def = JSON.parse(row.definition) as ItemDefinition;
     this.store.batch(() => {
       const now = Date.now();
-      this.store.mutate('item_state', ['pending', 0, now, 0, row.last_error, now, itemId]);
+      this.store.mutate('item_state', ['pending', 0, Math.max(now, def.runAt ?? 0), 0, row.last_error, now, itemId]);
       this.counters.failed--;
       this.counters.pending++;
       this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, itemId, { previousAttempts: row.attempts });
     });
-    this.store.commit();
-    this.events.emit({ type: 'stats' });
-    this.scheduleDispatch();
+    this.afterControl(true);
   }
 
   retryAllFailed(): number {
     const ids = readFailedItemIds(this.store);
     for (const id of ids) this.retryItem(id);
     return ids.length;
+  }
+
+  /**
+   * Cancels a pending item: it becomes failed at once with error `cancelled`, whatever attempts it
+   * had left, and is not retried (Retry by hand works as for any failed item). A running attempt
+   * is recorded failed with error `cancelled` and its process group gets SIGTERM, then SIGKILL
+   * after 5 s; an attempt journaled but not spawned yet is never spawned. One `launch_cancelled`
+   * entry either way (`details.attempt` is null when no attempt was running); no `item_failed`,
+   * which reports failures the user did not ask for.
+   */
+  cancelItem(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be cancelled`);
+    const a = [...this.active.values()].find((x) => x.item.id === itemId);
+    const now = Date.now();
+    this.store.batch(() => {
+      if (a) {
+        a.cancelled = true;
+        this.active.delete(a.attemptId);
+        this.store.mutate('attempt_finish', [now, 'failed', null, null, 'cancelled', '', '', a.attemptId]);
+        this.counters.totalFailed++;
+        this.store.setMeta('total_failed', String(this.counters.totalFailed));
+        this.lastLaunch = launchRecord(a.item, a.attempt, a.startedAt, { outcome: 'failed', finishedAt: now, durationMs: now - a.startedAt, exitCode: null, signal: null, error: 'cancelled' });
+        const how = a.run ? 'its processes were sent SIGTERM (SIGKILL in 5 s if they do not exit)' : 'it had not been spawned yet and never will be';
+        this.log('launch_cancelled', 'warn', `"${row.name}" attempt ${a.attempt} cancelled by the user; ${how}; the item failed`, itemId, {
+          attempt: a.attempt,
+          maxAttempts: a.item.maxAttempts,
+          spawned: a.run !== undefined,
+        });
+      } else {
+        this.log('launch_cancelled', 'warn', `"${row.name}" cancelled by the user before its next attempt; the item failed`, itemId, {
+          attempt: null,
+          attempts: row.attempts,
+          state: itemState(row, now),
+        });
+      }
+      this.store.mutate('item_state', ['failed', a ? a.attempt : row.attempts, null, 0, 'cancelled', now, itemId]);
+      this.endHold(itemId, row.held === 1, now);
+      this.counters.pending--;
+      this.counters.failed++;
+    });
+    if (a?.run) {
+      this.ending.set(a.attemptId, a);
+      a.run.terminate(KILL_GRACE_MS);
+    }
+    // An attempt that was never spawned frees its slot now; a running one when its process exits.
+    this.afterControl(true);
+  }
+
+  /**
+   * Holds a pending item: it is not launched until released; a running attempt is not touched
+   * (should it fail, the item waits, held, for its retry). Holding a held item changes nothing.
+   */
+  holdItem(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held`);
+    if (row.held === 1) return;
+    this.store.batch(() => {
+      this.store.mutate('item_hold', [1, Date.now(), itemId]);
+      this.counters.held++;
+      const running = row.running === 1 ? '; its running attempt goes on' : '';
+      this.log('item_held', 'info', `"${row.name}" held by the user: it is not launched until released${running}`, itemId, { running: row.running === 1 });
+    });
+    this.afterControl(false);
+  }
+
+  /** Releases a held item: it launches when due (at once if it already is). Releasing an item not held changes nothing. */
+  releaseItem(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held or released`);
+    if (row.held !== 1) return;
+    this.store.batch(() => {
+      this.store.mutate('item_hold', [0, Date.now(), itemId]);
+      this.counters.held--;
+      this.log('item_released', 'info', `"${row.name}" released by the user`, itemId, null);
+    });
+    this.afterControl(true);
+  }
+
+  /** GET /items/{id}. */
+  itemDetail(itemId: string): ItemDetail | undefined {
+    return readItemDetail(this.store, itemId, Date.now());
+  }
+
+  private requireItem(itemId: string): ItemRow {
+    const row = readItem(this.store, itemId);
+    if (!row) throw new ControlError('not_found', `no item with id "${itemId}"`);
+    return row;
+  }
+
+  /** An item that reaches an outcome is no longer held: holding is for pending items. */
+  private endHold(itemId: string, held: boolean, now: number): void {
+    if (!held) return;
+    this.store.mutate('item_hold', [0, now, itemId]);
+    this.counters.held--;
+  }
+
+  /** A control request is on disk before it is answered; `dispatch` when it may let an item launch. */
+  private afterControl(dispatch: boolean): void {
+    this.store.commit();
+    this.events.emit({ type: 'stats' });
+    if (dispatch) this.scheduleDispatch();
   }
 
   // ---- MonitoredEngine ------------------------------------------------------------------
@@ -309,10 +428,11 @@ export class Engine implements MonitoredEngine {
     return queryLogs(this.store, query);
   }
 
-  listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number } {
-    const items = readItemSummaries(this.store, filter);
+  listItems(query: ItemsPage): { items: ItemSummary[]; total: number } {
+    const { items, total } = readItemPage(this.store, query, Date.now());
+    if (total !== null) return { items, total };
     const stats = this.stats();
-    return { items, total: filter.outcome ? stats[filter.outcome] : stats.total };
+    return { items, total: query.filter?.outcome ? stats[query.filter.outcome] : stats.total };
   }
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
@@ -385,7 +505,7 @@ export class Engine implements MonitoredEngine {
     // keep that promise, so launching waits until it persists again.
     if (this.store.lastError !== null && !this.store.commit()) return;
     if (this.storageLost) return;
-    const free = this.options.concurrency - this.active.size;
+    const free = this.options.concurrency - this.busySlots();
     const now = Date.now();
     if (free > 0) {
       const due = readDueItems(this.store, now, free);
@@ -394,10 +514,15 @@ export class Engine implements MonitoredEngine {
         this.launchWhenDurable(starts);
       }
     }
-    if (this.active.size < this.options.concurrency) this.armDueTimer(now);
+    if (this.busySlots() < this.options.concurrency) this.armDueTimer(now);
     // Outcomes with no launch to share a commit with: written now (a kill -9 cannot lose them),
     // synced on the thread pool.
     if (this.store.hasPending) this.store.commit('background');
+  }
+
+  /** Processes this engine has running: its attempts, and cancelled ones that have not exited yet. */
+  private busySlots(): number {
+    return this.active.size + this.ending.size;
   }
 
   /**
@@ -413,10 +538,11 @@ export class Engine implements MonitoredEngine {
       if (!durable || this.storageLost) {
         // Not journaled, so not launched: each attempt fails without a process and is retried
         // with backoff like any failure, once storage works again.
-        for (const s of starts) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
+        for (const s of starts) if (!s.cancelled) this.finishAttempt(s, resultWithoutProcess(s.startedAt, 'storage unavailable; not launched'));
         return;
       }
-      for (const s of starts) this.spawn(s);
+      // A cancel that came while the records were on their way was recorded already: no process.
+      for (const s of starts) if (!s.cancelled) this.spawn(s);
     });
     this.launching.add(launching);
   }
@@ -455,12 +581,30 @@ export class Engine implements MonitoredEngine {
     const run = this.launcher.launch(a.attemptId, a.item, a.attempt, this.output.target(a.attemptId));
     a.run = run;
     void run.done.then((result) => {
+      if (a.cancelled) {
+        this.ending.delete(a.attemptId);
+        if (!this.closed) this.recordCancelledEnd(a, result);
+        this.scheduleDispatch();
+        return;
+      }
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
       this.finishAttempt(a, result);
       // The dispatch right after journals this outcome together with the next launches: one
       // fsync for everything that finished in this turn of the event loop and what replaces it.
       this.scheduleDispatch();
     });
+  }
+
+  /**
+   * A cancelled attempt's process has exited: its row, recorded failed with error `cancelled` at
+   * the cancel, gets how the process ended (exit code or signal, output tails, finish time).
+   */
+  private recordCancelledEnd(a: ActiveAttempt, result: AttemptResult): void {
+    const { finishedAt, exitCode, signal, stdoutTail, stderrTail } = result;
+    this.store.mutate('attempt_finish', [finishedAt, 'failed', exitCode, signal, 'cancelled', stdoutTail, stderrTail, a.attemptId]);
+    this.output.recordFinished(a.attemptId, result.outputBytes);
+    // Its followers end and the total cap applies, as for any attempt that ends.
+    this.outputFinished(a.attemptId, result);
   }
 
   private finishAttempt(a: ActiveAttempt, result: AttemptResult, interrupted = false): void {
@@ -475,6 +619,7 @@ export class Engine implements MonitoredEngine {
       const now = result.finishedAt;
       if (result.succeeded) {
         this.store.mutate('item_state', ['launched', attempt, null, 0, null, now, item.id]);
+        this.endHold(item.id, readHeld(this.store, item.id), now);
         this.counters.pending--;
         this.counters.launched++;
         this.log('launch_succeeded', 'info', `"${item.name}" succeeded (attempt ${attempt}, exited with code 0 in ${end.durationMs} ms)`, item.id, details);
@@ -489,6 +634,7 @@ export class Engine implements MonitoredEngine {
         }
         if (attempt >= item.maxAttempts) {
           this.store.mutate('item_state', ['failed', attempt, null, 0, why, now, item.id]);
+          this.endHold(item.id, readHeld(this.store, item.id), now);
           this.counters.pending--;
           this.counters.failed++;
           this.log('item_failed', 'error', `"${item.name}" failed for good after ${attempt} attempt(s): ${why}`, item.id, details);

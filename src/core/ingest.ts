@@ -1,9 +1,10 @@
 // Turning what a poll reads from the queue sources into items. Ingestion is idempotent: an item
-// read again with the same definition is skipped, one whose id is already known with another
-// definition is rejected (items are never redefined), and each rejection is logged once, because
-// a file whose fingerprint is recorded is not read again until it changes.
-import type { LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
-import { definitionHash } from './items';
+// read again with the same definition is skipped; one whose id is already known with another
+// definition replaces it when the item is pending and not running, or failed (`item_updated`),
+// and is rejected when it is running or launched. Each update or rejection is logged once,
+// because a file whose fingerprint is recorded is not read again until it changes.
+import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
+import { definitionHash, type ItemDefinition } from './items';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import type { Store } from './store';
 
@@ -29,6 +30,26 @@ export interface IngestionHooks {
 /** Ingestion works in chunks of this many entries and yields once a turn has run this long. */
 const INGEST_CHUNK = 100;
 const INGEST_SLICE_MS = 10;
+
+/** What ingestion reads of an item already known, to tell a re-read from a new definition. */
+interface KnownItem {
+  def_hash: string;
+  source: string;
+  definition: string;
+  outcome: ItemOutcome;
+  running: number;
+  attempts: number;
+  due_at: number | null;
+}
+
+const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt'] as const;
+
+/** The fields of a definition that differ, in the queue file's order. */
+export function changedFields(before: ItemDefinition, after: ItemDefinition): string[] {
+  const canonical = (v: unknown): string =>
+    JSON.stringify(v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : v);
+  return DEFINITION_FIELDS.filter((f) => canonical(before[f]) !== canonical(after[f]));
+}
 
 export class ItemIngestion {
   private readonly sources: QueueDirectorySource[];
@@ -137,16 +158,12 @@ export class ItemIngestion {
       }
       const item = entry.result.item;
       const hash = definitionHash(item);
-      const known = this.store.get<{ def_hash: string; source: string }>('SELECT def_hash, source FROM items WHERE id = ?', [item.id]);
+      const known = this.store.get<KnownItem>('SELECT def_hash, source, definition, outcome, running, attempts, due_at FROM items WHERE id = ?', [item.id]);
       if (known) {
-        if (known.def_hash !== hash) {
-          this.reject(
-            file.relPath,
-            entry.index,
-            `id "${item.id}" is already known with a different definition (from ${known.source}); give the new item another id`,
-          );
-        }
-        continue; // the same item read again: ingestion is idempotent
+        // The same item read again: ingestion is idempotent. Another definition replaces the old
+        // one while the item is pending and not running, or failed (section 8).
+        if (known.def_hash !== hash) this.redefine(file, entry.index, item, hash, known);
+        continue;
       }
       const now = Date.now();
       this.store.mutate('item_insert', [
@@ -174,9 +191,61 @@ export class ItemIngestion {
     }
   }
 
-  private reject(file: string, entry: number | null, reason: string): void {
+  /**
+   * A known id read with another definition. A pending item that is not running, or a failed one,
+   * takes the new definition (`item_updated`, naming the changed fields): a pending item starts
+   * over (attempts reset, due at its runAt or now); a failed item stays failed until retried,
+   * and Retry runs the new definition. A running or launched item keeps its definition and the
+   * new one is rejected, saying why and what to do.
+   */
+  private redefine(file: QueueFileRead, entry: number, item: ItemDefinition, hash: string, known: KnownItem): void {
+    if (known.outcome === 'launched') {
+      this.reject(
+        file.relPath,
+        entry,
+        `id "${item.id}" has already launched (from ${known.source}); a launched item keeps its definition: give the new item another id`,
+        item.id,
+      );
+      return;
+    }
+    if (known.running === 1) {
+      this.reject(
+        file.relPath,
+        entry,
+        `id "${item.id}" is running (attempt ${known.attempts}); its definition cannot change while it runs: cancel it, or wait until the attempt ends, then save ${file.relPath} again`,
+        item.id,
+      );
+      return;
+    }
+    const old = JSON.parse(known.definition) as ItemDefinition;
+    const changed = changedFields(old, item);
+    const now = Date.now();
+    const pending = known.outcome === 'pending';
+    this.store.mutate('item_update', [
+      item.name,
+      file.relPath,
+      JSON.stringify(item),
+      hash,
+      item.maxAttempts,
+      item.runAt,
+      pending ? 0 : known.attempts,
+      pending ? (item.runAt ?? 0) : known.due_at,
+      now,
+      item.id,
+    ]);
+    const after = pending ? 'it starts over with its attempts reset' : 'it stays failed until retried, and Retry runs the new definition';
+    this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed); ${after}`, item.id, {
+      changed,
+      file: file.relPath,
+      entry,
+      previousSource: known.source === file.relPath ? null : known.source,
+      outcome: known.outcome,
+    });
+  }
+
+  private reject(file: string, entry: number | null, reason: string, itemId: string | null = null): void {
     this.itemsRejected++;
     const where = entry === null ? file : `${file} entry ${entry}`;
-    this.hooks.log('item_rejected', 'warn', `rejected ${where}: ${reason}`, null, { file, entry, reason });
+    this.hooks.log('item_rejected', 'warn', `rejected ${where}: ${reason}`, itemId, { file, entry, reason });
   }
 }

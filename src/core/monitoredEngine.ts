@@ -5,13 +5,14 @@ import type {
   DatabaseCheck,
   EngineState,
   HealthStatus,
-  ItemOutcome,
+  ItemDetail,
   ItemSummary,
   LogEntry,
   LogLevel,
   StatsOverview,
   StatusResponse,
 } from '../shared/api';
+import type { ItemFilter } from '../shared/itemFilter';
 import type { LogFilter, LogOrder } from '../shared/logFilter';
 
 /**
@@ -84,8 +85,51 @@ export interface MonitoredEngine {
   /** Everything but `timestamp` and `server`, which the server fills in. */
   status(): Omit<StatusResponse, 'timestamp' | 'server'>;
   queryLogs(query: LogQuery): LogPage;
-  listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number };
+  /** A page of the items the filter selects, in discovery order, and how many it selects in all. */
+  listItems(query: ItemsPage): { items: ItemSummary[]; total: number };
+  /** GET /items/{id}; undefined for an unknown id. */
+  itemDetail(itemId: string): ItemDetail | undefined;
   subscribe(listener: (event: EngineEvent) => void): () => void;
   /** Attempt `attempt` (1-based, the latest of that number after a retry by hand) of the item. */
   attemptOutput(itemId: string, attempt: number): AttemptOutput;
+}
+
+/** An /items read: the filter and the page. */
+export interface ItemsPage {
+  filter?: ItemFilter;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * Why a control request was refused: `not_found` (no such item: HTTP 404) or `conflict` (the item
+ * or the engine is not in a state that allows it: HTTP 409). The message says why, for the user.
+ */
+export class ControlError extends Error {
+  constructor(
+    readonly reason: 'not_found' | 'conflict',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ControlError';
+  }
+}
+
+/**
+ * What control over HTTP (with a token) and over the extension's private channel may ask of an
+ * engine (contract section 8). Each throws ControlError when refused; the server answers with the
+ * item as itemDetail() then reports it, or with the /status body.
+ */
+export interface ControllableEngine extends MonitoredEngine {
+  cancelItem(itemId: string): void;
+  retryItem(itemId: string): void;
+  holdItem(itemId: string): void;
+  releaseItem(itemId: string): void;
+  startLaunching(): void;
+  stopLaunching(): void;
+  pollNow(): Promise<void>;
+}
+
+export function isControllable(engine: MonitoredEngine): engine is ControllableEngine {
+  return typeof (engine as Partial<ControllableEngine>).cancelItem === 'function';
 }

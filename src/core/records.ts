@@ -1,7 +1,11 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import type { SqlValue } from 'sql.js';
+import type { AttemptDetail, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
+import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
+import type { ItemsPage } from './monitoredEngine';
 import type { Store } from './store';
 
 /** An `items` row as stored. */
@@ -147,23 +151,127 @@ export function readFailedItemIds(store: Store): string[] {
   return store.all<{ id: string }>("SELECT id FROM items WHERE outcome = 'failed' ORDER BY seq").map((r) => r.id);
 }
 
-/** Pending items due by `now`, the longest-waiting first, at most `limit`. */
+/** Pending items due by `now` and not held, the longest-waiting first, at most `limit`. */
 export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
-  return store.all<ItemRow>("SELECT * FROM items WHERE outcome = 'pending' AND due_at <= ? ORDER BY due_at, seq LIMIT ?", [now, limit]);
+  return store.all<ItemRow>("SELECT * FROM items WHERE outcome = 'pending' AND due_at <= ? AND held = 0 ORDER BY due_at, seq LIMIT ?", [now, limit]);
 }
 
-/** When the next pending item not yet due becomes due; null when none is waiting for a time. */
+/** When the next pending item not yet due (and not held) becomes due; null when none is waiting for a time. */
 export function readNextDueAt(store: Store, now: number): number | null {
-  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ?", [now])?.t ?? null;
+  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0", [now])?.t ?? null;
 }
 
-/** A page of items in discovery order, as /items lists them. */
-export function readItemSummaries(store: Store, filter: { outcome?: ItemOutcome; limit: number; offset: number }): ItemSummary[] {
-  const rows = filter.outcome
-    ? store.all<ItemRow>('SELECT * FROM items WHERE outcome = ? ORDER BY seq LIMIT ? OFFSET ?', [filter.outcome, filter.limit, filter.offset])
-    : store.all<ItemRow>('SELECT * FROM items ORDER BY seq LIMIT ? OFFSET ?', [filter.limit, filter.offset]);
-  const now = Date.now();
-  return rows.map((r) => toSummary(r, now));
+/** Whether the user holds the item (read when it reaches an outcome, which ends the hold). */
+export function readHeld(store: Store, itemId: string): boolean {
+  return (store.get<{ held: number }>('SELECT held FROM items WHERE id = ?', [itemId])?.held ?? 0) === 1;
+}
+
+/**
+ * An items row's state in SQL, `?` standing for now: itemState() below, the same rule in
+ * TypeScript. `blocked` needs dependencies (section 9), which no item has yet.
+ */
+const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held'
+  WHEN due_at > ? THEN (CASE WHEN attempts > 0 THEN 'backoff' ELSE 'scheduled' END) ELSE 'waiting' END`;
+
+/**
+ * A page of the items `query` selects, in discovery order, as /items lists them. `total` is null
+ * when the filter is by outcome at most: the engine's counters answer that without a scan. The
+ * SQL has one text per combination of filters given (eight in all), so the store's cache of
+ * prepared statements stays small whatever clients ask.
+ */
+export function readItemPage(store: Store, query: ItemsPage, now: number): { items: ItemSummary[]; total: number | null } {
+  const { filter = {}, limit, offset } = query;
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.outcome) {
+    where.push('outcome = ?');
+    params.push(filter.outcome);
+  }
+  if (filter.states?.length) {
+    where.push(`instr(?, ',' || (${STATE_SQL}) || ',') > 0`);
+    params.push(`,${filter.states.join(',')},`, now);
+  }
+  const wanted = filter.q === undefined ? [] : searchWords(filter.q);
+  if (wanted.length > 0) {
+    // SQL narrows by the longest word as a substring (LIKE folds ASCII case only, so a word with
+    // other letters is left to the match below); the rule itself (each word starts a word of the
+    // id, name, command or args) is checked here, so the total is exact.
+    const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
+    if (ascii !== undefined) {
+      where.push("(id || ' ' || name || ' ' || definition) LIKE ?");
+      params.push(`%${ascii}%`);
+    }
+    // Only what the words are looked for in, as arrays (no object per row); whole rows for the page.
+    const candidates = store.rows(`SELECT seq, id, name, definition FROM items${whereClause(where)} ORDER BY seq`, params);
+    const matching: number[] = [];
+    for (const [seq, id, name, definition] of candidates) {
+      const def = JSON.parse(definition as string) as ItemDefinition;
+      if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+    }
+    const page = matching.slice(offset, offset + limit);
+    const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
+    return { items: rows.map((r) => toSummary(r, now)), total: matching.length };
+  }
+  const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
+  return { items: rows.map((r) => toSummary(r, now)), total };
+}
+
+function whereClause(conditions: string[]): string {
+  return conditions.length === 0 ? '' : ` WHERE ${conditions.join(' AND ')}`;
+}
+
+/** GET /items/{id}: the definition with its defaults, the state, and every attempt. */
+export function readItemDetail(store: Store, itemId: string, now: number): ItemDetail | undefined {
+  const row = readItem(store, itemId);
+  if (!row) return undefined;
+  const def = JSON.parse(row.definition) as ItemDefinition;
+  const attempts = store.all<{
+    attempt: number;
+    started_at: number;
+    finished_at: number | null;
+    outcome: LaunchOutcome;
+    exit_code: number | null;
+    signal: string | null;
+    error: string | null;
+    output_bytes: number | null;
+  }>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
+  return {
+    item: {
+      id: def.id,
+      name: def.name,
+      command: def.command,
+      args: def.args,
+      shell: def.shell,
+      cwd: def.cwd,
+      env: def.env,
+      timeoutMs: def.timeoutMs,
+      maxAttempts: def.maxAttempts,
+      runAt: def.runAt === null ? null : new Date(def.runAt).toISOString(),
+      // Sections 9 and 10 fill these in; until then every item has the defaults.
+      schedule: null,
+      dependsOn: [],
+      priority: 0,
+      source: row.source,
+    },
+    outcome: row.outcome,
+    state: itemState(row, now),
+    error: row.outcome === 'failed' ? row.last_error : null,
+    attempts: attempts.map(
+      (a): AttemptDetail => ({
+        attempt: a.attempt,
+        startedAt: new Date(a.started_at).toISOString(),
+        finishedAt: a.finished_at === null ? null : new Date(a.finished_at).toISOString(),
+        durationMs: a.finished_at === null ? null : Math.max(0, a.finished_at - a.started_at),
+        outcome: a.outcome,
+        exitCode: a.exit_code,
+        signal: a.signal,
+        error: a.error,
+        outputBytes: a.output_bytes,
+        problems: [],
+      }),
+    ),
+  };
 }
 
 function toSummary(r: ItemRow, now: number): ItemSummary {

@@ -1,6 +1,6 @@
 // Control requests from the parent process that forked this engine host (the VS Code extension),
-// over the IPC channel: start, stop, poll, retry, trust. They travel here rather than over HTTP so
-// that the HTTP API stays read-only.
+// over the IPC channel: start, stop, poll, retry, cancel, hold, release, trust. They travel here
+// rather than over HTTP, which takes control only when a token is configured (contract section 8).
 import type { FromHostMessage, ToHostMessage } from '../shared/hostProtocol';
 import type { RunningHost } from './engineHost';
 
@@ -26,7 +26,17 @@ export function serveControlChannel(host: RunningHost, send: (m: FromHostMessage
             return reply({ ok: true });
           case 'retryItem':
             engine.retryItem(message.itemId);
-            return reply({ ok: true });
+            return reply({ ok: true, result: engine.itemDetail(message.itemId) });
+          // Section 8: each answers with the item as GET /items/{id} reports it after the change.
+          case 'cancelItem':
+            engine.cancelItem(message.itemId);
+            return reply({ ok: true, result: engine.itemDetail(message.itemId) });
+          case 'holdItem':
+            engine.holdItem(message.itemId);
+            return reply({ ok: true, result: engine.itemDetail(message.itemId) });
+          case 'releaseItem':
+            engine.releaseItem(message.itemId);
+            return reply({ ok: true, result: engine.itemDetail(message.itemId) });
           case 'retryAllFailed':
             return reply({ ok: true, result: engine.retryAllFailed() });
           case 'grantTrust':

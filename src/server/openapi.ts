@@ -6,7 +6,7 @@
 // responses, and a client validating with this document must not break when that happens.
 import { ENGINE_NAME, ITEM_STATES, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
-import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
+import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** RFC 3339's date-time, which `format: date-time` alone leaves loose (Ajv also takes `+01` and a space). */
@@ -23,10 +23,13 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden_host',
   'forbidden_origin',
+  'control_disabled',
   'not_found',
   'output_pruned',
   'range_not_satisfiable',
   'method_not_allowed',
+  'conflict',
+  'body_too_large',
   'internal_error',
   'request_timeout',
   'headers_too_large',
@@ -80,14 +83,19 @@ const linkHeader = {
 export function buildOpenApiDocument(version: string, serverUrl: string): Record<string, unknown> {
   const paths = pathItems();
   // HEAD takes exactly GET's parameters: one list, so the two cannot differ.
-  for (const item of Object.values(paths)) if (item.get.parameters) item.head.parameters = item.get.parameters;
+  for (const item of Object.values(paths)) if (item.get?.parameters && item.head) item.head.parameters = item.get.parameters;
   return {
     openapi: '3.1.0',
     info: {
       title: 'Engine Monitor API',
       version,
       description: [
-        'Read-only monitoring API of the Engine Monitor launch engine (the engine is named `' + ENGINE_NAME + '`).',
+        'Monitoring API of the Engine Monitor launch engine (the engine is named `' + ENGINE_NAME + '`), and its control over HTTP.',
+        '',
+        'Reads (GET, HEAD) need no token unless one is configured. Control (POST on `/items/{id}/cancel`, `/retry`, `/hold`, `/release`,',
+        '`/engine/start`, `/stop`, `/poll`) is served only when a token is configured: without one every POST answers 403',
+        '(code `control_disabled`); with one, a POST without the right `Authorization: Bearer <token>` answers 401. A POST needs no body;',
+        `one of at most ${MAX_CONTROL_BODY_BYTES} bytes is ignored, a larger one answers 413.`,
         '',
         'All times are ISO 8601 UTC with milliseconds, exactly as `Date.prototype.toISOString()` writes them.',
         'Every response (event streams aside) is `application/json; charset=utf-8` and carries',
@@ -99,8 +107,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         '`Authorization: Bearer <token>`, else 401.',
         '',
         'Errors share one body, `{ "error": { "code", "message" } }`. Any path not listed here answers 404',
-        '(`components.responses.NotFound`); any method other than GET and HEAD answers 405 with',
-        '`Allow: GET, HEAD` (`components.responses.MethodNotAllowed`). A 500 is a bug.',
+        '(`components.responses.NotFound`); a method a path does not take answers 405 with an `Allow` header:',
+        '`GET, HEAD` on reading paths, `POST` on control paths (`components.responses.MethodNotAllowed`). A 500 is a bug.',
         'Endpoints reject unknown query parameters with 400. Below HTTP (malformed requests, headers over 16 KiB,',
         'a request not received within 10 s / 30 s) the server answers 400, 431 or 408 with the same error body and closes the connection.',
       ].join('\n'),
@@ -141,8 +149,28 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         NotFound: { description: 'No such path (code `not_found`).', headers: commonHeaders, content: json(ref('Error')) },
         MethodNotAllowed: {
-          description: 'Only GET and HEAD are served (code `method_not_allowed`).',
-          headers: { ...commonHeaders, Allow: { description: 'Always `GET, HEAD`.', schema: { type: 'string', const: 'GET, HEAD' } } },
+          description: 'The path does not take this method (code `method_not_allowed`).',
+          headers: {
+            ...commonHeaders,
+            Allow: { description: '`GET, HEAD` on reading paths, `POST` on control paths.', schema: { type: 'string', enum: ['GET, HEAD', 'POST'] } },
+          },
+          content: json(ref('Error')),
+        },
+        ControlForbidden: {
+          description:
+            'As `Forbidden`, or (code `control_disabled`) no token is configured: control over HTTP needs one (`--token`, `--token-file`, `ENGINE_MONITOR_TOKEN`, or the setting `engineMonitor.server.token`).',
+          headers: commonHeaders,
+          content: json(ref('Error')),
+        },
+        ItemNotFound: { description: 'No item with this id (code `not_found`).', headers: commonHeaders, content: json(ref('Error')) },
+        Conflict: {
+          description: 'The item (or the engine) is not in a state that allows this (code `conflict`): e.g. cancelling a launched item, retrying a pending one, starting an engine whose workspace is not trusted. The message says why.',
+          headers: commonHeaders,
+          content: json(ref('Error')),
+        },
+        BodyTooLarge: {
+          description: `The request body is over ${MAX_CONTROL_BODY_BYTES} bytes (code \`body_too_large\`); a control request needs none.`,
+          headers: commonHeaders,
           content: json(ref('Error')),
         },
         InternalError: { description: 'A bug (code `internal_error`); the details are logged by the engine host.', headers: commonHeaders, content: json(ref('Error')) },
@@ -329,9 +357,68 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
           required: ['items', 'total', 'limit', 'offset'],
           properties: {
             items: { type: 'array', items: ref('ItemSummary') },
-            total: count('Items matching the outcome filter, across all pages.'),
+            total: count('Items matching the filters, across all pages.'),
             limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
             offset: count('Items skipped.'),
+          },
+        },
+        ItemDefinition: {
+          type: 'object',
+          required: ['id', 'name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'dependsOn', 'priority', 'source'],
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            command: { type: 'string' },
+            args: { type: 'array', items: { type: 'string' } },
+            shell: { type: 'boolean' },
+            cwd: { type: ['string', 'null'], description: 'The absolute working folder the item launches in.' },
+            env: { type: 'object', additionalProperties: { type: 'string' } },
+            timeoutMs: { type: 'integer', minimum: 1 },
+            maxAttempts: { type: 'integer', minimum: 1 },
+            runAt: nullableTime('Not launched before this time; null: as soon as possible.'),
+            schedule: { description: 'The item\'s schedule (section 9); null until schedules exist.' },
+            dependsOn: { type: 'array', items: { type: 'string' }, description: 'Ids this item waits for (section 9); empty until dependencies exist.' },
+            priority: { type: 'integer', description: 'Launch priority (section 9); 0 until priorities exist.' },
+            source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
+          },
+        },
+        AttemptProblem: {
+          type: 'object',
+          required: ['file', 'line', 'column', 'severity', 'message', 'code'],
+          properties: {
+            file: { type: 'string' },
+            line: { type: 'integer', minimum: 1 },
+            column: { type: ['integer', 'null'], minimum: 1 },
+            severity: { type: 'string', enum: ['error', 'warning', 'info'] },
+            message: { type: 'string' },
+            code: { type: ['string', 'null'] },
+          },
+        },
+        AttemptDetail: {
+          type: 'object',
+          required: ['attempt', 'startedAt', 'finishedAt', 'durationMs', 'outcome', 'exitCode', 'signal', 'error', 'outputBytes', 'problems'],
+          properties: {
+            attempt: { type: 'integer', minimum: 1, description: 'Its number: 1, 2, …, counted again from 1 after a retry by hand.' },
+            startedAt: time('When the attempt started.'),
+            finishedAt: nullableTime('Null while running.'),
+            durationMs: { type: ['integer', 'null'], minimum: 0 },
+            outcome: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
+            exitCode: { type: ['integer', 'null'] },
+            signal: { type: ['string', 'null'] },
+            error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
+            outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept; null when none was captured.' },
+            problems: { type: 'array', items: ref('AttemptProblem') },
+          },
+        },
+        ItemDetail: {
+          type: 'object',
+          required: ['item', 'outcome', 'state', 'error', 'attempts'],
+          properties: {
+            item: ref('ItemDefinition'),
+            outcome: { type: 'string', enum: ['launched', 'pending', 'failed'] },
+            state: { type: 'string', enum: [...ITEM_STATES] },
+            error: { type: ['string', 'null'], description: 'Why a failed item failed for good (e.g. `cancelled`, `exited with code 3`); null otherwise.' },
+            attempts: { type: 'array', items: ref('AttemptDetail'), description: 'Every attempt, oldest first (those before a retry by hand included).' },
           },
         },
       },
@@ -339,14 +426,100 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
   };
 }
 
+interface Operation {
+  parameters?: object[];
+  [key: string]: unknown;
+}
+
 interface PathItem {
   /** Path parameters, shared by the operations. */
   parameters?: object[];
-  get: { parameters?: object[] } & Record<string, unknown>;
-  head: { parameters?: object[] } & Record<string, unknown>;
+  get?: Operation;
+  head?: Operation;
+  post?: Operation;
+}
+
+const itemIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The item id, percent-encoded (`encodeURIComponent`).',
+  schema: { type: 'string', minLength: 1 },
+};
+
+/** A control operation: POST, token required, 202 with `answer`. */
+function control(operationId: string, summary: string, description: string, answer: object, itemPath: boolean): Operation {
+  return {
+    operationId,
+    summary,
+    description: `${description} Only when a token is configured; the request takes no parameters and needs no body.`,
+    security: [{ bearerToken: [] }],
+    ...(itemPath ? { parameters: [itemIdParameter] } : {}),
+    responses: {
+      '202': ok(itemPath ? 'Done; the item as `GET /items/{id}` reports it now.' : 'Done; the `/status` body.', answer),
+      '400': { $ref: '#/components/responses/BadRequest' },
+      '401': { $ref: '#/components/responses/Unauthorized' },
+      '403': { $ref: '#/components/responses/ControlForbidden' },
+      ...(itemPath ? { '404': { $ref: '#/components/responses/ItemNotFound' } } : {}),
+      '409': { $ref: '#/components/responses/Conflict' },
+      '413': { $ref: '#/components/responses/BodyTooLarge' },
+      '500': { $ref: '#/components/responses/InternalError' },
+    },
+  };
+}
+
+function controlPaths(): Record<string, PathItem> {
+  return {
+    '/items/{id}/cancel': {
+      post: control(
+        'cancelItem',
+        'Cancel a pending item',
+        'A running attempt gets SIGTERM (SIGKILL after 5 s) and is recorded failed with error `cancelled` (`launch_cancelled`); the item fails at once, with no retry, whatever attempts it had left. An attempt recorded but not spawned yet is never spawned. 409 for a launched or failed item.',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
+    '/items/{id}/retry': {
+      post: control('retryItem', 'Retry a failed item', 'Its attempts reset and it is pending again (`item_retried`); 409 for an item that is not failed.', ref('ItemDetail'), true),
+    },
+    '/items/{id}/hold': {
+      post: control(
+        'holdItem',
+        'Hold a pending item',
+        'It is not launched until released (state `held`, whatever its runAt); a running attempt goes on. Holding a held item changes nothing (202). 409 for a launched or failed item.',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
+    '/items/{id}/release': {
+      post: control(
+        'releaseItem',
+        'Release a held item',
+        'It launches when due (at once if it already is). Releasing an item that is not held changes nothing (202). 409 for a launched or failed item.',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
+    '/engine/start': {
+      post: control('startEngine', 'Start (or resume) launching', '409 while the workspace is not trusted.', ref('StatusResponse'), false),
+    },
+    '/engine/stop': {
+      post: control('stopEngine', 'Stop launching', 'Running attempts finish and are recorded.', ref('StatusResponse'), false),
+    },
+    '/engine/poll': {
+      post: control('pollEngine', 'Poll the item sources now', 'Answers once the poll is done.', ref('StatusResponse'), false),
+    },
+  };
 }
 
 function pathItems(): Record<string, PathItem> {
+  return {
+    ...readPaths(),
+    ...controlPaths(),
+  };
+}
+
+function readPaths(): Record<string, PathItem> {
   return {
     '/stats': {
       get: {
@@ -440,9 +613,26 @@ function pathItems(): Record<string, PathItem> {
       get: {
         operationId: 'getItems',
         summary: 'Known items with their outcome (beside the four monitoring endpoints, for the UI)',
-        description: 'Paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow.',
+        description: 'In discovery order, paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow. Filters combine with AND.',
         parameters: [
           { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },
+          {
+            name: 'state',
+            in: 'query',
+            description:
+              'Only items in one of these states, comma-separated (`state=running,held`); the server also accepts the parameter repeated. `blocked` matches nothing until dependencies exist.',
+            style: 'form',
+            explode: false,
+            schema: { type: 'array', items: { type: 'string', enum: [...ITEM_STATES] } },
+          },
+          {
+            name: 'q',
+            in: 'query',
+            description:
+              'Text search: split into words (runs of letters and digits) and lower-cased; every word must start a word of the item\'s id, name, command or args, case-insensitive (`q=build 42` finds `build-42`). ' +
+              `At most ${MAX_Q_WORDS} words. Empty or without letters and digits: no filter.`,
+            schema: { type: 'string', maxLength: MAX_Q_LENGTH, pattern: Q_PATTERN },
+          },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
           { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
         ],
@@ -453,6 +643,21 @@ function pathItems(): Record<string, PathItem> {
         },
       },
       head: head('Items, headers only', linkHeader),
+    },
+    '/items/{id}': {
+      get: {
+        operationId: 'getItem',
+        summary: 'One item: its definition with defaults filled in, its state and every attempt',
+        description: 'Takes no query parameters.',
+        parameters: [itemIdParameter],
+        responses: {
+          '200': ok('The item.', ref('ItemDetail')),
+          '400': { $ref: '#/components/responses/BadRequest' },
+          '404': { $ref: '#/components/responses/ItemNotFound' },
+          ...standardErrors,
+        },
+      },
+      head: head('Item, headers only', {}, { '404': { description: 'No item with this id.', headers: commonHeaders } }),
     },
     '/events': {
       get: {

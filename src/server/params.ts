@@ -4,14 +4,10 @@
 //
 // Express's own query parser (qs) is disabled (see server.ts): it turns `a[b]=1` into objects
 // and merges repeats in ways we would have to undo. URLSearchParams gives us the raw list.
-import type { ItemOutcome } from '../shared/api';
+import { itemsQueryString, parseItemsQueryString, type ItemsRequest } from '../shared/itemFilter';
 import { logsQueryString, parseLogsQueryString, type LogsRequest } from '../shared/logFilter';
 import {
-  DEFAULT_LIMIT,
   InvalidParameterError,
-  MAX_LIMIT,
-  integerParam,
-  oneOf,
   parseParams as parseSharedParams,
   single,
   type RawParams,
@@ -115,32 +111,23 @@ export function nextLogsQueryString(parsed: ParsedLogsQuery, lastId: number): st
 // ---------------------------------------------------------------------------------------------
 // /items
 
-export const ITEMS_PARAMS = ['outcome', 'limit', 'offset'] as const;
-export const MAX_OFFSET = 1_000_000_000;
+export { ITEMS_PARAMS, MAX_OFFSET } from '../shared/itemFilter';
 
-export interface ItemsQuery {
-  outcome?: ItemOutcome;
-  limit: number;
-  offset: number;
-}
+export type ItemsQuery = ItemsRequest;
 
 export function parseItemsQuery(queryString: string): ItemsQuery {
-  return strictly(() => {
-    const params = parseSharedParams(queryString, ITEMS_PARAMS);
-    const outcome = oneOf(params, 'outcome', ['launched', 'pending', 'failed'] as const);
-    const limit = integerParam(params, 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT);
-    const offset = integerParam(params, 'offset', 0, MAX_OFFSET, 0);
-    return outcome ? { outcome, limit, offset } : { limit, offset };
-  });
+  return strictly(() => parseItemsQueryString(queryString));
 }
 
 export function nextItemsQueryString(query: ItemsQuery, nextOffset: number): string {
-  const out = new URLSearchParams();
-  if (query.outcome) out.set('outcome', query.outcome);
-  out.set('limit', String(query.limit));
-  out.set('offset', String(nextOffset));
-  return out.toString();
+  return itemsQueryString(query.filter, { limit: query.limit, offset: nextOffset });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Control (POST)
+
+/** A POST needs no body; one is read (and ignored) up to this size, so a client that sends `{}` is fine. */
+export const MAX_CONTROL_BODY_BYTES = 1024;
 
 // ---------------------------------------------------------------------------------------------
 // /events

@@ -15,6 +15,8 @@ import { HttpError } from './respond';
 export interface Guard {
   /** Undefined when the request may proceed, else the error to answer with. */
   check(req: IncomingMessage): HttpError | undefined;
+  /** Whether a token is configured: control over HTTP (POST) is served only then (contract section 8). */
+  readonly tokenConfigured: boolean;
 }
 
 /** True for host names that only ever reach this machine. */
@@ -58,6 +60,7 @@ export function createGuard(options: { boundHost: string; port: number; token?: 
   const tokenDigest = options.token ? digest(options.token) : undefined;
 
   return {
+    tokenConfigured: tokenDigest !== undefined,
     check(req) {
       const host = req.headers.host;
       if (host === undefined || !(hosts.has(host) || hosts.has(host.toLowerCase()))) {

@@ -18,10 +18,13 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden_host'
   | 'forbidden_origin'
+  | 'control_disabled'
   | 'not_found'
   | 'output_pruned'
   | 'range_not_satisfiable'
   | 'method_not_allowed'
+  | 'conflict'
+  | 'body_too_large'
   | 'internal_error'
   | 'request_timeout'
   | 'headers_too_large';

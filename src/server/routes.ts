@@ -13,10 +13,11 @@
 // res.json and the like.
 import express, { type NextFunction, type Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HealthResponse, StatsResponse, StatusResponse } from '../shared/api';
-import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
+import type { HealthResponse, ItemDetail, StatsResponse, StatusResponse } from '../shared/api';
+import { ControlError, isControllable, type ControllableEngine, type HealthSnapshot, type MonitoredEngine } from '../core/monitoredEngine';
 import { SSE_HEADERS, type EventHub } from './events';
 import {
+  MAX_CONTROL_BODY_BYTES,
   nextItemsQueryString,
   nextLogsQueryString,
   parseItemsQuery,
@@ -26,7 +27,7 @@ import {
   queryStringOf,
 } from './params';
 import type { Guard } from './protection';
-import { HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
+import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
 import { TurnQueue } from './turnQueue';
 import { addOutputRoute } from './outputRoute';
 
@@ -38,7 +39,10 @@ export interface RouteContext {
   openApiText: string;
 }
 
-const ALLOWED_METHODS = 'GET, HEAD';
+const READ_METHODS = 'GET, HEAD';
+const CONTROL_METHODS = 'POST';
+/** Control paths (contract section 8): POST only, and only with a token configured. */
+const CONTROL_PATH = /^\/(?:items\/[^/]*\/(?:cancel|retry|hold|release)|engine\/(?:start|stop|poll))$/;
 
 /**
  * The request handler: Express's Router with the API's routes. Paths are exact (/Stats and /stats/
@@ -50,6 +54,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   app.use(protection(ctx.guard));
   addMonitoringRoutes(app, engine, ctx);
   addPageRoutes(app, engine);
+  addControlRoutes(app, engine, ctx);
   addEventsRoute(app, ctx.hub);
   addOpenApiRoute(app, ctx.openApiText);
   addOutputRoute(app, engine);
@@ -64,18 +69,31 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   };
 }
 
-/** The guard's refusal (Host, Origin, token…), or 405 for anything but GET and HEAD. */
+/**
+ * The guard's refusal (Host, Origin, token…); then the method: GET and HEAD on every path but the
+ * control paths, which take POST, and a POST at all only when a token is configured.
+ */
 function protection(guard: Guard): (req: IncomingMessage, res: ServerResponse, next: NextFunction) => void {
   return (req, res, next) => {
     const refusal = guard.check(req);
     if (refusal) return sendError(res, refusal);
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (req.method === 'POST' && !guard.tokenConfigured) {
       return sendError(
         res,
-        new HttpError(405, 'method_not_allowed', `Method ${req.method} is not allowed; this API is read-only: use GET or HEAD.`, {
-          Allow: ALLOWED_METHODS,
-        }),
+        new HttpError(
+          403,
+          'control_disabled',
+          'Control over HTTP needs a token, and none is configured: start the engine with --token (or --token-file, or ENGINE_MONITOR_TOKEN), or set engineMonitor.server.token, then send "Authorization: Bearer <token>". Without one the API is read-only.',
+        ),
       );
+    }
+    const control = CONTROL_PATH.test(pathOf(req.url));
+    const allowed = control ? req.method === 'POST' : req.method === 'GET' || req.method === 'HEAD';
+    if (!allowed) {
+      const message = control
+        ? `Method ${req.method} is not allowed on ${pathOf(req.url)}, a control path: use POST.`
+        : `Method ${req.method} is not allowed on ${pathOf(req.url)}: use GET or HEAD (control paths such as /items/{id}/cancel take POST).`;
+      return sendError(res, new HttpError(405, 'method_not_allowed', message, { Allow: control ? CONTROL_METHODS : READ_METHODS }));
     }
     next();
   };
@@ -120,6 +138,14 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
     });
   });
 
+  // /items/{id}: the id is one path segment, percent-encoded. Read by hand rather than as a route
+  // parameter, so a bad encoding is a 400 that says so; deeper paths (an attempt's output) go on.
+  app.get(/^\/items\/[^/]+$/, (req: IncomingMessage, res: ServerResponse, next: NextFunction) => {
+    const itemId = itemIdOf(req.url);
+    rejectAnyParams(req.url);
+    pages.run(res, next, () => sendJson(res, 200, requireItem(engine, itemId)));
+  });
+
   app.get('/items', (req: IncomingMessage, res: ServerResponse, next: NextFunction) => {
     const query = parseItemsQuery(queryStringOf(req.url));
     pages.run(res, next, () => {
@@ -132,6 +158,97 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
       sendJson(res, 200, { items, total, limit: query.limit, offset: query.offset }, headers);
     });
   });
+}
+
+/**
+ * POST /items/{id}/cancel|retry|hold|release and /engine/start|stop|poll: 202 with the item (as
+ * GET /items/{id}) or the /status body. protection() has let through only POSTs with a token.
+ */
+function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContext): void {
+  const itemActions: Record<string, (e: ControllableEngine, id: string) => void> = {
+    cancel: (e, id) => e.cancelItem(id),
+    retry: (e, id) => e.retryItem(id),
+    hold: (e, id) => e.holdItem(id),
+    release: (e, id) => e.releaseItem(id),
+  };
+  const engineActions: Record<string, (e: ControllableEngine) => void | Promise<void>> = {
+    start: (e) => e.startLaunching(),
+    stop: (e) => e.stopLaunching(),
+    poll: (e) => e.pollNow(),
+  };
+  app.post(/^\/items\/[^/]*\/(?:cancel|retry|hold|release)$/, async (req: IncomingMessage, res: ServerResponse) => {
+    const path = pathOf(req.url);
+    const action = path.slice(path.lastIndexOf('/') + 1);
+    const itemId = itemIdOf(path.slice(0, path.lastIndexOf('/')));
+    const control = await controlRequest(engine, req);
+    await runControl(() => itemActions[action](control, itemId));
+    sendJson(res, 202, requireItem(engine, itemId));
+  });
+  app.post(/^\/engine\/(?:start|stop|poll)$/, async (req: IncomingMessage, res: ServerResponse) => {
+    const path = pathOf(req.url);
+    const control = await controlRequest(engine, req);
+    await runControl(() => engineActions[path.slice('/engine/'.length)](control));
+    const body: StatusResponse = { ...engine.status(), timestamp: new Date().toISOString(), server: { url: ctx.url } };
+    sendJson(res, 202, body);
+  });
+}
+
+/** Checks a control request (no parameters, a body of at most MAX_CONTROL_BODY_BYTES, ignored) and the engine's ability to take it. */
+async function controlRequest(engine: MonitoredEngine, req: IncomingMessage): Promise<ControllableEngine> {
+  rejectAnyParams(req.url);
+  await readIgnoredBody(req);
+  if (!isControllable(engine)) throw new HttpError(403, 'control_disabled', 'This server was started read-only: its engine takes no control requests.');
+  return engine;
+}
+
+/** Runs a control action, turning the engine's refusals into 404 and 409 (with its message). */
+async function runControl(action: () => void | Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (err) {
+    if (err instanceof ControlError) throw new HttpError(err.reason === 'not_found' ? 404 : 409, err.reason, err.message);
+    throw err;
+  }
+}
+
+/** Reads a request body that carries nothing the API uses; 413 beyond the limit. */
+function readIgnoredBody(req: IncomingMessage): Promise<void> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const tooLarge = () =>
+    new HttpError(413, 'body_too_large', `A control request needs no body; one of at most ${MAX_CONTROL_BODY_BYTES} bytes is ignored, and this one is larger.`, {
+      Connection: 'close',
+    });
+  if (declared > MAX_CONTROL_BODY_BYTES) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > MAX_CONTROL_BODY_BYTES) {
+        req.removeAllListeners('data');
+        req.pause();
+        reject(tooLarge());
+      }
+    });
+    req.once('end', () => resolve());
+    req.once('error', reject);
+  });
+}
+
+/** The item of an /items/{id}… path, percent-decoded; 400 when the encoding is broken. */
+function itemIdOf(url: string | undefined): string {
+  const segment = pathOf(url).split('/')[2] ?? '';
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`The item id in the path, ${JSON.stringify(segment)}, is not valid percent-encoding; encode the id with encodeURIComponent.`);
+  }
+}
+
+/** The item as GET /items/{id} reports it, or 404. */
+function requireItem(engine: MonitoredEngine, itemId: string): ItemDetail {
+  const detail = engine.itemDetail(itemId);
+  if (!detail) throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId)}; GET /items lists the known items.`);
+  return detail;
 }
 
 /** /events: the server-sent event stream (events.ts); HEAD answers with its headers only. */
@@ -166,7 +283,7 @@ function addNotFoundAndErrors(app: Router): void {
   app.use((req: IncomingMessage, res: ServerResponse) => {
     sendError(
       res,
-      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /events, /openapi.json.`),
+      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /events, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
     );
   });
 

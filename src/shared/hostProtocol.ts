@@ -1,6 +1,7 @@
 // Messages between the VS Code extension and the engine host it forks (node IPC channel, as a
 // language client talks to its server). Reads go over the HTTP API like any script's; control
-// (start, stop, retry…) goes over this channel so that the HTTP API stays read-only.
+// (start, stop, retry, cancel, hold…) goes over this channel, token or not: HTTP takes control only
+// when a token is configured (contract section 8).
 
 export type ControlCommand =
   | { command: 'start' }

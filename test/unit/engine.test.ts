@@ -115,27 +115,30 @@ describe('engine: polling, launching, retries, outcomes', function () {
     assert.equal(engine.stats().pending, 1, 'the far one waits');
   });
 
-  it('ingests idempotently, rejects a redefinition, and logs each rejection once', async () => {
+  it('ingests idempotently, rejects a redefinition of a launched item, and logs each rejection once', async () => {
     ws.enqueue('a.json', nodeItem('same', '0'));
-    ws.enqueue('b.json', [nodeItem('same', '0'), nodeItem('same', 'process.exit(1)')]);
+    ws.enqueue('b.json', [nodeItem('same', '0')]);
     ws.enqueue('bad.json', '{ not json');
     ws.enqueue('mixed.jsonl', `${JSON.stringify(nodeItem('line0', '0'))}\n{"command": 5}\n\n${JSON.stringify({ command: process.execPath, args: ['-e', '0'] })}\n`);
     engine = await Engine.create(ws.options());
     await engine.start();
     await settled(engine);
+    // "same" has launched by now: another definition of it is rejected (section 8).
+    ws.enqueue('c.json', [nodeItem('same', 'process.exit(1)')]);
     for (let i = 0; i < 3; i++) await engine.pollNow();
     const rejected = allLogs(engine).filter((e) => e.action === 'item_rejected');
     assert.deepEqual(
       rejected.map((e) => [e.details!.file, e.details!.entry]),
       [
-        ['.engine/queue/b.json', 1],
         ['.engine/queue/bad.json', null],
         ['.engine/queue/mixed.jsonl', 1],
+        ['.engine/queue/c.json', 0],
       ],
     );
-    assert.match(rejected[0].message, /already known with a different definition/);
-    assert.match(rejected[1].message, /not valid JSON/);
-    assert.match(rejected[2].message, /command must be string/);
+    assert.match(rejected[0].message, /not valid JSON/);
+    assert.match(rejected[1].message, /command must be string/);
+    assert.match(rejected[2].message, /"same" has already launched .*give the new item another id/);
+    assert.equal(rejected[2].itemId, 'same');
     const ids = engine.listItems({ limit: 10, offset: 0 }).items.map((i) => i.id);
     assert.equal(ids.length, 3);
     assert.ok(ids.includes('same') && ids.includes('line0'));

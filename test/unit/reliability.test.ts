@@ -43,7 +43,7 @@ describe('reliability: crashes and bad input', function () {
       ['empty.json', '', /file is empty/],
       ['scalar.json', '42', /one item object or an array/],
       ['escape.json', JSON.stringify({ id: 'e', command: 'true', cwd: '../..' }), /resolves outside the workspace/],
-      ['conflict.json', JSON.stringify({ id: 'valid-0', command: 'false' }), /already known with a different definition/],
+      ['conflict.json', JSON.stringify({ id: 'valid-0', command: 'false' }), /has already launched/],
     ];
     ws.enqueue('valid.json', [ok('valid-0'), ok('valid-1')]);
     ws.enqueue('bom.json', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(ok('bom')))]));

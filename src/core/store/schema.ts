@@ -6,7 +6,8 @@ import type { SqlDatabase } from './sqlJs';
 
 export const SCHEMA_VERSION = 2;
 
-const SCHEMA_V1 = `
+/** Exported for the migration test, which builds a database as version 1 wrote it. */
+export const SCHEMA_V1 = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE items (
   seq INTEGER PRIMARY KEY,
@@ -77,6 +78,11 @@ export const MUTATIONS = {
   item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
   // Retries waiting out a backoff, moved by a jump of the wall clock (attempts > 0: not a runAt).
   items_backoff_shift: "UPDATE items SET due_at = due_at + ? WHERE outcome = 'pending' AND running = 0 AND attempts > 0 AND due_at IS NOT NULL",
+  // Section 8: hold/release (held, updated_at, id), and a queue file's new definition of a pending or
+  // failed item (name, source, definition, def_hash, max_attempts, run_at, attempts, due_at, updated_at, id).
+  item_hold: 'UPDATE items SET held = ?, updated_at = ? WHERE id = ?',
+  item_update:
+    'UPDATE items SET name = ?, source = ?, definition = ?, def_hash = ?, max_attempts = ?, run_at = ?, attempts = ?, due_at = ?, updated_at = ? WHERE id = ?',
   attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
   // Captured output (src/core/outputRetention.ts): its size once the attempt has finished, and
@@ -130,15 +136,16 @@ export function applyPragmas(db: Database): void {
   db.run('PRAGMA temp_store = MEMORY');
 }
 
-export function migrate(db: Database): void {
-  if (schemaVersion(db) === 0) {
+/** Brings `db` up to `upTo` (this version by default), one step at a time. */
+export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
+  if (schemaVersion(db) === 0 && upTo >= 1) {
     db.run('BEGIN');
     db.run(SCHEMA_V1);
     db.run('PRAGMA user_version = 1');
     db.run('COMMIT');
   }
   // Each step in its own transaction, so a database is always at one version or the next.
-  if (schemaVersion(db) === 1) {
+  if (schemaVersion(db) === 1 && upTo >= 2) {
     db.run('BEGIN');
     db.run(SCHEMA_V2);
     db.run('PRAGMA user_version = 2');

@@ -37,9 +37,11 @@ export function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]):
       if (version > SCHEMA_VERSION) {
         throw new Error(`it was written by a newer Engine Monitor (schema ${version}, this one reads up to ${SCHEMA_VERSION}); update the extension`);
       }
+      // Compared with a new database of its own version: an older one is ours too, and is
+      // migrated once it is open (recovery.ts).
       const fresh = new SQL.Database();
       try {
-        migrate(fresh);
+        migrate(fresh, Math.max(version, 1));
         const mismatch = schemaMismatch(db, fresh);
         if (mismatch) throw new Error(`it is not an Engine Monitor database: ${mismatch}`);
       } finally {

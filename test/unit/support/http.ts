@@ -19,6 +19,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Send no Host header at all (node:http adds one otherwise). */
   omitHost?: boolean;
+  /** A request body, sent as is. */
+  body?: string | Buffer;
 }
 
 /** One request to `base` + `path` (path may include a query string; sent as is). */
@@ -52,7 +54,7 @@ export function request(base: string, path: string, options: RequestOptions = {}
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
@@ -210,8 +212,8 @@ export class OpenApiChecker {
   }
 
   /** Validates a body against the JSON schema the document gives for that path and status. */
-  assertBody(path: string, status: number, body: unknown): void {
-    const response = this.response(path, status);
+  assertBody(path: string, status: number, body: unknown, method = 'get'): void {
+    const response = this.response(path, status, method);
     const content = response.content?.['application/json; charset=utf-8'];
     if (!content) throw new Error(`no JSON content documented for ${status} ${path}`);
     this.assertSchema(content.schema, body, `${status} ${path}`);

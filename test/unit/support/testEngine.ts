@@ -5,9 +5,11 @@
 // faithfully — filtering, ordering, keyset paging and hasMore — so the server's parameter handling
 // and cursor paging are exercised for real. The real engine (src/core) has its own API tests
 // against the same server (api.test.ts).
-import type { ItemOutcome, ItemSummary, LogEntry, StatsOverview, StatusResponse } from '../../../src/shared/api';
+import type { ItemDetail, ItemOutcome, ItemSummary, LogEntry, StatsOverview, StatusResponse } from '../../../src/shared/api';
+import { itemWords, wordsMatch } from '../../../src/shared/itemFilter';
+import { searchWords } from '../../../src/shared/logFilter';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
-import type { AttemptOutput, EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
+import type { AttemptOutput, EngineEvent, HealthSnapshot, ItemsPage, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
 
 /** Mulberry32: a tiny seeded PRNG so generated data is the same on every run. */
 export function seededRandom(seed: number): () => number {
@@ -205,9 +207,55 @@ export class TestEngine implements MonitoredEngine {
     return this.items.some((i) => i.id === itemId) ? { found: 'no_attempt' } : { found: 'no_item' };
   }
 
-  listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number } {
-    const matching = this.items.filter((i) => !filter.outcome || i.outcome === filter.outcome);
-    return { items: matching.slice(filter.offset, filter.offset + filter.limit), total: matching.length };
+  listItems(query: ItemsPage): { items: ItemSummary[]; total: number } {
+    const { outcome, states, q } = query.filter ?? {};
+    const wanted = q === undefined ? [] : searchWords(q);
+    const matching = this.items.filter(
+      (i) =>
+        (!outcome || i.outcome === outcome) &&
+        (!states?.length || states.includes(i.state)) &&
+        wordsMatch(wanted, itemWords({ id: i.id, name: i.name, command: 'node', args: [] })),
+    );
+    return { items: matching.slice(query.offset, query.offset + query.limit), total: matching.length };
+  }
+
+  /** The item as GET /items/{id} reports it: its summary turned into a detail with one attempt per attempt made. */
+  itemDetail(itemId: string): ItemDetail | undefined {
+    const i = this.items.find((x) => x.id === itemId);
+    if (!i) return undefined;
+    return {
+      item: {
+        id: i.id,
+        name: i.name,
+        command: 'node',
+        args: ['-e', '0'],
+        shell: false,
+        cwd: '/tmp',
+        env: {},
+        timeoutMs: 600_000,
+        maxAttempts: i.maxAttempts,
+        runAt: null,
+        schedule: null,
+        dependsOn: [],
+        priority: 0,
+        source: i.source,
+      },
+      outcome: i.outcome,
+      state: i.state,
+      error: i.outcome === 'failed' ? i.lastError : null,
+      attempts: Array.from({ length: i.attempts }, (_, n) => ({
+        attempt: n + 1,
+        startedAt: i.updatedAt,
+        finishedAt: i.updatedAt,
+        durationMs: 0,
+        outcome: n + 1 === i.attempts && i.outcome === 'launched' ? ('succeeded' as const) : ('failed' as const),
+        exitCode: n + 1 === i.attempts && i.outcome === 'launched' ? 0 : 1,
+        signal: null,
+        error: null,
+        outputBytes: null,
+        problems: [],
+      })),
+    };
   }
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
