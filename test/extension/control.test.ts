@@ -1,0 +1,60 @@
+// Cancel, Hold and Release (contract section 8) from the Items view and the palette's commands,
+// in this window's own engine (the private channel); the outcome is read over HTTP, as a script
+// would.
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { addItem, getApi, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
+
+describe('Cancel, Hold and Release', function () {
+  this.timeout(90_000);
+
+  before(async function () {
+    this.timeout(90_000);
+    const api = await getApi();
+    await waitForEngine(api);
+    await showViews(api);
+  });
+
+  it('Cancel on a running item\'s node ends its attempt: the item fails with "cancelled", without a retry', async () => {
+    const api = await getApi();
+    const id = 'control-sleep';
+    await addItem({ id, name: 'Sleeps five minutes', command: 'sleep', args: ['300'], maxAttempts: 3 });
+    await waitFor(`${id} to run`, async () => (await itemDetail(id)).state === 'running');
+    const node = await waitFor('the running item in the Items view', () => viewNodes(api, 'items').find((n) => n.item?.id === id && n.item.state === 'running'));
+    assert.match(node.contextValue ?? '', /^item\.(running|pending)$/, 'the context value the Cancel action is shown for');
+
+    // As the inline action invokes it: with the tree node.
+    await vscode.commands.executeCommand('engineMonitor.cancelItem', node);
+    const detail = await waitFor(`${id} to fail`, async () => {
+      const d = await itemDetail(id);
+      return d.outcome === 'failed' && d;
+    }, 20_000);
+    assert.equal(detail.state, 'failed');
+    assert.equal(detail.error, 'cancelled');
+    assert.equal(detail.attempts.length, 1, 'no automatic retry after a cancel, although 3 attempts were allowed');
+    assert.equal(detail.attempts[0].outcome, 'failed');
+    assert.equal(detail.attempts[0].error, 'cancelled');
+  });
+
+  it('Hold keeps a pending item from launching and Release lets it go', async () => {
+    const id = 'control-held';
+    await addItem({ id, name: 'Held for later', command: 'node', args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' });
+    assert.equal((await itemDetail(id)).state, 'scheduled');
+    await vscode.commands.executeCommand('engineMonitor.holdItem', id);
+    await waitFor(`${id} held`, async () => (await itemDetail(id)).state === 'held');
+    const api = await getApi();
+    await waitFor('the held item\'s node to offer Release', () => viewNodes(api, 'items').find((n) => n.item?.id === id && n.item.state === 'held'));
+    await vscode.commands.executeCommand('engineMonitor.releaseItem', { itemId: id });
+    await waitFor(`${id} released (scheduled again)`, async () => (await itemDetail(id)).state === 'scheduled');
+    const detail = await itemDetail(id);
+    assert.equal(detail.outcome, 'pending');
+    assert.equal(detail.attempts.length, 0);
+  });
+
+  it('refuses to cancel an item that has launched, saying why (no silent success)', async () => {
+    const api = await getApi();
+    const launched = await waitFor('a launched item', async () => (await itemDetail('output-200-lines')).outcome === 'launched' && 'output-200-lines');
+    await assert.rejects(api._testing.controller.control({ command: 'cancelItem', itemId: launched }), /launched|cannot|not pending/i);
+    assert.equal((await itemDetail(launched)).outcome, 'launched');
+  });
+});
