@@ -36,7 +36,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,launch,startup,editor').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,launch,output,startup,editor').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -62,6 +62,10 @@ const CFG = {
   memLogs: int('BENCH_MEM_LOGS', 100_000, 100_000),
   memJournal: int('BENCH_MEM_JOURNAL', 20_000, 20_000),
   startupRuns: int('BENCH_STARTUP_RUNS', 3, 1),
+  /** Output scenario: items launched with capture on and off (each printing a line to stdout and stderr), and the flood's size. */
+  outputItems: int('BENCH_OUTPUT_ITEMS', 1_000, 300),
+  outputRuns: int('BENCH_OUTPUT_RUNS', 3, 1),
+  floodMB: int('BENCH_FLOOD_MB', 100, 100),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   reuseSeed: process.env.BENCH_REUSE_SEED !== '0',
 };
@@ -112,7 +116,7 @@ async function build(): Promise<void> {
   mkdirSync(BUILD, { recursive: true });
   await esbuild.build({
     entryPoints: {
-      ...Object.fromEntries(['seed', 'server', 'launch', 'startup'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
+      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
       'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.
@@ -581,6 +585,107 @@ async function scenarioLaunch(): Promise<void> {
   loopRows('launch', 'engine host during launches (worst run)', worst, allSnapshots, allWorkerMs);
 }
 
+// ---- output capture: launch throughput with capture on and off, /stats under a 100 MB flood ------
+
+interface FloodReport {
+  ms: number;
+  helperRssBefore: number;
+  helperRssPeak: number;
+  loop: LoopDelay;
+}
+
+async function scenarioOutput(): Promise<void> {
+  log('\n== output capture');
+  // Each attempt prints a line on stdout and one on stderr: with capture on, two files and a
+  // segment index per attempt, written by the launch helper.
+  const command = '/bin/sh';
+  const args = ['-c', 'echo "attempt output line"; echo "attempt error line" >&2'];
+  const on: number[] = [];
+  const off: number[] = [];
+  for (let r = 0; r < CFG.outputRuns; r++) {
+    for (const capture of [false, true]) {
+      const e = await runChild<LaunchResult>('launch', {
+        root: path.join(TMP, 'output-launch'),
+        items: CFG.outputItems,
+        command,
+        args,
+        concurrency: CFG.concurrency,
+        snapshotIntervalMs: CFG.launchSnapshotMs,
+        captureOutput: capture,
+      });
+      if (e.launched !== CFG.outputItems) log(`  warning: ${e.launched} of ${CFG.outputItems} launched, ${e.failed} failed`);
+      (capture ? on : off).push(e.wallMs);
+      log(
+        `  run ${r + 1}, capture ${capture ? 'on' : 'off'}: ${e.wallMs.toFixed(0)} ms (${((CFG.outputItems / e.wallMs) * 1000).toFixed(0)} launches/s; ` +
+          `journal fdatasync ${e.fsyncMs.toFixed(0)} ms in ${e.fsyncs}, helper cpu ${e.helperCpu?.selfMs ?? '?'} ms, engine cpu ${e.cpuMs.toFixed(0)} ms)`,
+      );
+    }
+  }
+  raw['output launches'] = { captureOnMs: on, captureOffMs: off };
+  const onMs = median(on);
+  const offMs = median(off);
+  add({
+    scenario: 'output',
+    measure: `${CFG.outputItems} × sh printing to stdout and stderr: launches/s with capture on vs off`,
+    value: (CFG.outputItems / onMs) * 1000,
+    unit: 'launches/s',
+    baseline: (CFG.outputItems / offMs) * 1000,
+    ratio: offMs / onMs,
+    target: 'ratio ≥ 0.9',
+    met: offMs / onMs >= 0.9,
+  });
+
+  // /stats latency from this process, one request at a time: idle, then while an attempt prints 100 MB.
+  const child = fork(path.join(BUILD, 'output.js'), [], {
+    env: { ...process.env, BENCH_CONFIG: JSON.stringify({ root: path.join(TMP, 'output-flood'), floodMB: CFG.floodMB }) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: execArgv('output', true),
+  });
+  const next = <T>(type: string) => new Promise<T>((resolve) => child.on('message', (m: { type: string }) => m.type === type && resolve(m as T)));
+  const { url } = await next<{ url: string }>('ready');
+  const timeStats = async (until: () => boolean, minSamples: number): Promise<number[]> => {
+    const times: number[] = [];
+    while (!until() || times.length < minSamples) {
+      const t0 = performance.now();
+      await (await fetch(`${url}/stats`)).arrayBuffer();
+      times.push(performance.now() - t0);
+    }
+    return times;
+  };
+  const idleUntil = performance.now() + 2000;
+  const idle = await timeStats(() => performance.now() > idleUntil, 200);
+  let flooding = true;
+  const flooded = next<FloodReport>('flooded').then((report) => {
+    flooding = false;
+    return report;
+  });
+  child.send({ type: 'flood' });
+  const loaded = await timeStats(() => !flooding, 0);
+  const report = await flooded;
+  child.send({ type: 'exit' });
+  await new Promise((resolve) => child.once('exit', resolve));
+  const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)];
+  raw['output flood'] = { idleMs: idle, loadedMs: loaded, report };
+  add({
+    scenario: 'output',
+    measure: `/stats p99 while one attempt prints ${CFG.floodMB} MB (1 client, ${loaded.length} requests in ${fmt(report.ms)} ms)`,
+    value: p99(loaded),
+    unit: 'ms',
+    baseline: p99(idle),
+    ratio: p99(loaded) / p99(idle),
+    target: '≤ 10 × idle + 50 ms',
+    met: p99(loaded) <= 10 * p99(idle) + 50,
+  });
+  add({ scenario: 'output', measure: `${CFG.floodMB} MB printed and captured (10 MiB kept)`, value: (CFG.floodMB / report.ms) * 1000, unit: 'MB/s', note: `engine loop p99 ${report.loop.p99} ms, max ${report.loop.max} ms during the flood` });
+  add({
+    scenario: 'output',
+    measure: `launch helper RSS growth during the ${CFG.floodMB} MB flood`,
+    value: (report.helperRssPeak - report.helperRssBefore) / (1024 * 1024),
+    unit: 'MB',
+    note: `from ${mb(report.helperRssBefore)} MB to a peak of ${mb(report.helperRssPeak)} MB`,
+  });
+}
+
 // ---- scenario 3: startup, memory, snapshot at 100k items + 100k entries ------------------------
 
 interface StartupResult {
@@ -698,6 +803,7 @@ async function main(): Promise<void> {
   try {
     if (CFG.only.includes('api')) await scenarioApi();
     if (CFG.only.includes('launch')) await scenarioLaunch();
+    if (CFG.only.includes('output')) await scenarioOutput();
     if (CFG.only.includes('startup')) await scenarioStartup();
     if (CFG.only.includes('editor')) await scenarioEditor();
   } finally {

@@ -16,6 +16,8 @@ interface Config {
   args: string[];
   concurrency: number;
   snapshotIntervalMs: number;
+  /** false: the engine does not capture the attempts' output (the output scenario's baseline). */
+  captureOutput?: boolean;
 }
 
 const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     snapshotMinJournalBytes: 0,
     // The bundle beside this one, as the engine host finds it beside dist/cli.js.
     launchHelper: locateLaunchHelper(),
+    captureOutput: config.captureOutput !== false,
   });
   const workerMs: number[] = [];
   const snapshotParts: { part: string; ms: number; at: number }[] = [];

@@ -1,0 +1,105 @@
+// Child: the output scenario's engine under a flood. A persisted engine with its HTTP server; the
+// parent measures /stats from its own process, first idle, then while one attempt prints 100 MB as
+// fast as it can (on 'flood'), and this child reports when the attempt ended, how long it took,
+// and the launch helper's peak RSS meanwhile.
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Engine } from '../../src/core/engine';
+import type { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
+import { startHttpServer } from '../../src/server/server';
+import { LoopMonitor } from '../lib';
+
+interface Config {
+  root: string;
+  floodMB: number;
+}
+
+const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
+
+async function main(): Promise<void> {
+  rmSync(config.root, { recursive: true, force: true });
+  const ws = path.join(config.root, 'ws');
+  const queue = path.join(ws, '.engine', 'queue');
+  mkdirSync(queue, { recursive: true });
+  const enqueue = (name: string, item: unknown) => {
+    const file = path.join(queue, name);
+    writeFileSync(`${file}.tmp`, JSON.stringify(item));
+    renameSync(`${file}.tmp`, file);
+  };
+  // One attempt first, so the launch helper is up before the idle measurement.
+  enqueue('warmup.json', { id: 'warmup', command: process.execPath, args: ['-e', '0'] });
+  const engine = await Engine.create({
+    workspaceFolders: [ws],
+    storageDir: path.join(config.root, 'storage'),
+    queueDirectory: '.engine/queue',
+    pollIntervalMs: 100,
+    concurrency: 4,
+    maxAttempts: 1,
+    timeoutMs: 120_000,
+    logMaxEntries: 100_000,
+    logMaxAgeDays: 14,
+    initialMode: 'running',
+    version: '0.0.0-bench',
+    launchHelper: locateLaunchHelper(),
+  });
+  await engine.start();
+  const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+  const launcher = (engine as unknown as { launcher: AttemptLauncher }).launcher;
+  const finished = (id: string) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (engine.listItems({ limit: 1000, offset: 0 }).items.some((i) => i.id === id && i.outcome !== 'pending')) {
+          unsubscribe();
+          resolve();
+        }
+      };
+      const unsubscribe = engine.subscribe((e) => void (e.type === 'stats' && check()));
+      check();
+    });
+  await finished('warmup');
+  process.send!({ type: 'ready', url: server.url });
+
+  process.on('message', (m: { type: string }) => {
+    if (m.type === 'flood') {
+      void (async () => {
+        const loop = new LoopMonitor();
+        loop.phase = 'flood';
+        const helperPid = launcher.helperPid;
+        const rss0 = helperPid === undefined ? 0 : rssOf(helperPid);
+        let peak = rss0;
+        const sampler = setInterval(() => (peak = Math.max(peak, helperPid === undefined ? 0 : rssOf(helperPid))), 20);
+        const t0 = performance.now();
+        enqueue('flood.json', {
+          id: 'flood',
+          command: process.execPath,
+          args: ['-e', `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${config.floodMB}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`],
+        });
+        await finished('flood');
+        const ms = performance.now() - t0;
+        clearInterval(sampler);
+        process.send!({ type: 'flooded', ms, helperRssBefore: rss0, helperRssPeak: peak, loop: loop.read() });
+      })();
+    } else if (m.type === 'exit') {
+      void (async () => {
+        await server.close();
+        await engine.shutdown(1000);
+        rmSync(config.root, { recursive: true, force: true });
+        process.exit(0);
+      })();
+    }
+  });
+}
+
+function rssOf(pid: number): number {
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});
