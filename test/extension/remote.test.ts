@@ -22,8 +22,8 @@ interface Headless {
   dir: string;
 }
 
-/** `node dist/cli.js serve` on its own workspace and storage, any free port, with a token (or without). */
-async function startHeadless(token: string | undefined = TOKEN): Promise<Headless> {
+/** `node dist/cli.js serve` on its own workspace and storage, any free port, with a token (none: ''). */
+async function startHeadless(token = TOKEN): Promise<Headless> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-remote-'));
   const workspace = path.join(dir, 'workspace');
   const queue = path.join(workspace, '.engine', 'queue');
@@ -181,7 +181,7 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
   it('without a token on the remote engine, control is refused with a message saying that it needs one', async () => {
     const api = await getApi();
     const { controller } = api._testing;
-    tokenless = await startHeadless(undefined);
+    tokenless = await startHeadless('');
     await config().update('remote.url', tokenless.url, vscode.ConfigurationTarget.Workspace);
     await waitFor('the token-less remote engine to be connected', () => api.baseUrl() === tokenless!.url && api._testing.model.available, 20_000);
     await waitFor('remote-sleep to run there', async () => (await remoteGet<ItemDetail>(tokenless!, '/items/remote-sleep', '')).body.state === 'running');
