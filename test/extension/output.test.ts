@@ -58,6 +58,9 @@ describe('Show Output and Find Item', function () {
     assert.equal(all.match(/line \d+ of 200\r\n/g)?.length, 200, 'every line once');
     assert.ok(!/[^\r]\n/.test(all), 'no bare \\n reaches the terminal');
     assert.match(session.tail, /attempt 1 succeeded/);
+    // stderr in ANSI red (the terminal draws it in the theme's terminal.ansiRed), stdout not.
+    assert.ok(session.tail.includes('\x1b[31ma warning on stderr\r\n\x1b[39m'), `stderr not red in ${JSON.stringify(session.tail.slice(-400))}`);
+    assert.ok(!/\x1b\[31m[^\x1b]*line \d+ of 200/.test(all), 'stdout is not red');
 
     // Showing the same attempt again shows the same terminal.
     const again = await vscode.commands.executeCommand<OutputSession>('engineMonitor.showOutput', { itemId: id, attempt: 1 });

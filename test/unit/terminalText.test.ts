@@ -2,7 +2,7 @@
 // arrives in chunks cut anywhere, so the text must not depend on where the cuts fall.
 import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { encodeFrame, FrameReader, noteLine, NOTE_END, NOTE_START, STDERR_END, STDERR_START, TerminalText, type OutputStream } from '../../src/extension/output/terminalText';
+import { encodeRun, RunReader, noteLine, NOTE_END, NOTE_START, STDERR_END, STDERR_START, TerminalText, type OutputStream } from '../../src/extension/output/terminalText';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -74,7 +74,7 @@ describe('TerminalText (Show Output terminal text)', () => {
   });
 });
 
-describe('FrameReader (?format=tagged output)', () => {
+describe('RunReader (?format=runs output)', () => {
   const concat = (parts: Uint8Array[]) => {
     const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
@@ -93,10 +93,10 @@ describe('FrameReader (?format=tagged output)', () => {
       ['stdout', ''],
       ['stdout', 'done\n'],
     ];
-    const body = concat(runs.map(([s, t]) => encodeFrame(s, enc(t))));
+    const body = concat(runs.map(([s, t]) => encodeRun(s, enc(t))));
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 10 }), (at) => {
-        const reader = new FrameReader();
+        const reader = new RunReader();
         const text = new TerminalText();
         let out = '';
         for (const part of cut(body, at)) for (const run of reader.push(part)) out += text.push(run.stream, run.bytes);
@@ -109,10 +109,24 @@ describe('FrameReader (?format=tagged output)', () => {
     );
   });
 
-  it('says when the body stopped inside a frame, and refuses a body that is not tagged', () => {
-    const reader = new FrameReader();
-    reader.push(encodeFrame('stdout', enc('abc')).subarray(0, 6));
+  it('reads the engine\'s own framing byte for byte', () => {
+    // As the engine writes it (src/server/outputRoute.ts): a header line, then exactly that many bytes.
+    const body = Uint8Array.from([...enc('stdout 3\nab\nstderr 2\n'), 0xff, 0x0a, ...enc('engine 0\n')]);
+    const runs = new RunReader().push(body);
+    assert.deepEqual(runs.map((r) => [r.stream, [...r.bytes]]), [
+      ['stdout', [0x61, 0x62, 0x0a]],
+      ['stderr', [0xff, 0x0a]],
+    ]);
+  });
+
+  it('says when the body stopped inside a run, and refuses a body that is not in runs', () => {
+    const reader = new RunReader();
+    reader.push(encodeRun('stdout', enc('abc')).subarray(0, 10));
     assert.equal(reader.complete, false);
-    assert.throws(() => new FrameReader().push(enc('plain text')), /not in the tagged format/);
+    const half = new RunReader();
+    half.push(enc('stderr 1'));
+    assert.equal(half.complete, false, 'inside a header');
+    assert.throws(() => new RunReader().push(enc('plain text\n')), /not in runs/);
+    assert.throws(() => new RunReader().push(enc('x'.repeat(100))), /not in runs/);
   });
 });

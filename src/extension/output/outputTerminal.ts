@@ -7,7 +7,7 @@ import type { AttemptDetail, ItemDetail } from '../../shared/api';
 import { formatDuration } from '../../shared/format';
 import { describeError, type EngineClient } from '../engineClient';
 import { Disposable, toDisposable } from '../dispose';
-import { FrameReader, noteLine, TerminalText } from './terminalText';
+import { RunReader, noteLine, TerminalText } from './terminalText';
 
 /** What the tests (and a reused terminal) can read back: the start and the end of what was written. */
 const TRANSCRIPT_KEEP = 64 * 1024;
@@ -132,16 +132,16 @@ export class OutputSession implements vscode.Pseudoterminal {
         return;
       }
       this._state = 'following';
-      const frames = res.headers.get('content-type')?.startsWith('application/octet-stream') ? new FrameReader() : undefined;
+      const runs = res.headers.get('content-type')?.startsWith('application/octet-stream') ? new RunReader() : undefined;
       const reader = res.body.getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        if (frames) for (const run of frames.push(value)) this.write(text.push(run.stream, run.bytes));
+        if (runs) for (const run of runs.push(value)) this.write(text.push(run.stream, run.bytes));
         else this.write(text.push('stdout', value));
       }
       this.write(text.end());
-      if (frames && !frames.complete) this.write('\r\n' + noteLine('the output ended in the middle of a frame'));
+      if (runs && !runs.complete) this.write('\r\n' + noteLine('the output ended in the middle of a run'));
       await this.writeEnd();
     } catch (err) {
       this.write(text.end());
@@ -155,14 +155,14 @@ export class OutputSession implements vscode.Pseudoterminal {
 
   /**
    * The output, always followed: for an attempt that has ended the engine sends what it stored
-   * and closes. Tagged with its streams (stderr in red) when the engine offers `format=tagged`;
-   * an engine that does not (400 for the parameter) sends the combined text, uncoloured.
+   * and closes. In runs of one stream each (`format=runs`, so stderr can be red); an engine that
+   * does not know the parameter (400) is asked for the combined text, shown uncoloured.
    */
   private async request(): Promise<Response> {
     const path = `${outputPath(this.itemId, this.attempt)}?follow=true`;
-    const tagged = await this.client.open(`${path}&format=tagged`, { signal: this.abort.signal });
-    if (tagged.status !== 400) return tagged;
-    await tagged.body?.cancel();
+    const runs = await this.client.open(`${path}&format=runs`, { signal: this.abort.signal });
+    if (runs.status !== 400) return runs;
+    await runs.body?.cancel();
     return this.client.open(path, { signal: this.abort.signal, headers: { Accept: 'text/plain' } });
   }
 

@@ -73,22 +73,21 @@ export function noteLine(text: string): string {
   return `${NOTE_START}${escapeControls(text)}${NOTE_END}\r\n`;
 }
 
-/** Frame header of `?format=tagged`: 1 byte stream tag, 4 bytes length (u32 big-endian). */
-const FRAME_HEADER = 5;
-const TAGS: Record<number, OutputStream> = { 0x6f /* o */: 'stdout', 0x65 /* e */: 'stderr', 0x6d /* m */: 'engine' };
+/** The longest run header there is ("stderr 4294967295\n" and some slack). */
+const MAX_HEADER = 32;
+const STREAMS: ReadonlySet<string> = new Set<OutputStream>(['stdout', 'stderr', 'engine']);
 
 /**
- * Splits the body of `GET …/output?format=tagged` into runs of one stream: frames of a 1-byte tag
- * ('o' stdout, 'e' stderr, 'm' a line of the engine's), a u32 big-endian length and that many
- * bytes. Frames are cut anywhere by the HTTP chunks: an incomplete header waits for the next
- * chunk, an incomplete payload is passed on as far as it goes. An unknown tag is an error (the
- * body is not this format) rather than bytes shown in the wrong colour.
+ * Splits the body of `GET …/output?format=runs` into runs of one stream: each run is a header line
+ * `<stdout|stderr|engine> <length>\n` followed by exactly <length> bytes. The HTTP chunks cut runs
+ * anywhere: an incomplete header waits for the next chunk, an incomplete run is passed on as far
+ * as it goes. A header that is not one is an error (the body is not this format), rather than
+ * bytes shown in the wrong colour.
  */
-export class FrameReader {
-  private header = new Uint8Array(FRAME_HEADER);
-  private headerFill = 0;
+export class RunReader {
+  private header = '';
   private stream: OutputStream = 'stdout';
-  /** Payload bytes still to come in the current frame. */
+  /** Bytes of the current run still to come. */
   private remaining = 0;
 
   push(chunk: Uint8Array): Array<{ stream: OutputStream; bytes: Uint8Array }> {
@@ -102,32 +101,33 @@ export class FrameReader {
         i += n;
         continue;
       }
-      const n = Math.min(FRAME_HEADER - this.headerFill, chunk.length - i);
-      this.header.set(chunk.subarray(i, i + n), this.headerFill);
-      this.headerFill += n;
-      i += n;
-      if (this.headerFill < FRAME_HEADER) break;
-      this.headerFill = 0;
-      const stream = TAGS[this.header[0]];
-      if (!stream) throw new Error(`the output is not in the tagged format (a frame starts with byte ${this.header[0]})`);
-      this.stream = stream;
-      this.remaining = new DataView(this.header.buffer).getUint32(1, false);
+      const nl = chunk.indexOf(0x0a, i);
+      const end = nl === -1 ? chunk.length : nl;
+      // Header bytes are ASCII; latin1 keeps a stray byte visible in the error instead of hiding it.
+      for (let k = i; k < end; k++) this.header += String.fromCharCode(chunk[k]);
+      if (this.header.length > MAX_HEADER) throw new Error(`the output is not in runs (no run header in ${JSON.stringify(this.header.slice(0, MAX_HEADER))}…)`);
+      if (nl === -1) break;
+      i = nl + 1;
+      const m = /^([a-z]+) (\d{1,10})$/.exec(this.header);
+      if (!m || !STREAMS.has(m[1])) throw new Error(`the output is not in runs (a run header reads ${JSON.stringify(this.header)})`);
+      this.header = '';
+      this.stream = m[1] as OutputStream;
+      this.remaining = Number(m[2]);
     }
     return runs;
   }
 
-  /** True when the body ended between frames (not inside one). */
+  /** True when the body ended between runs (not inside one). */
   get complete(): boolean {
-    return this.remaining === 0 && this.headerFill === 0;
+    return this.remaining === 0 && this.header === '';
   }
 }
 
-/** Builds a tagged body (for tests, and as the format's one definition). */
-export function encodeFrame(stream: OutputStream, bytes: Uint8Array): Uint8Array {
-  const tag = stream === 'stdout' ? 0x6f : stream === 'stderr' ? 0x65 : 0x6d;
-  const frame = new Uint8Array(FRAME_HEADER + bytes.length);
-  frame[0] = tag;
-  new DataView(frame.buffer).setUint32(1, bytes.length, false);
-  frame.set(bytes, FRAME_HEADER);
-  return frame;
+/** One run as `format=runs` sends it (for tests, and as the format's definition on this side). */
+export function encodeRun(stream: OutputStream, bytes: Uint8Array): Uint8Array {
+  const header = new TextEncoder().encode(`${stream} ${bytes.length}\n`);
+  const run = new Uint8Array(header.length + bytes.length);
+  run.set(header);
+  run.set(bytes, header.length);
+  return run;
 }
