@@ -49,7 +49,8 @@ export async function closeLayout(layout: OutputLayout | undefined): Promise<voi
 /** Bytes of a file, or bytes given directly (a marker line). */
 export type OutputPiece = { part: Part; offset: number; length: number; stream: OutputStreamTag } | { bytes: Buffer; stream: OutputStreamTag };
 
-export type StreamFilter = 'stdout' | 'stderr' | undefined;
+/** undefined: the combined bytes (untagged); 'all': every stream, each piece tagged by the index. */
+export type StreamFilter = 'stdout' | 'stderr' | 'all' | undefined;
 
 const TAG: Record<'stdout' | 'stderr', OutputStreamTag> = { stdout: 'o', stderr: 'e' };
 
@@ -197,7 +198,7 @@ async function rangePieces(layout: OutputLayout, from: number, to: number, strea
       const x = Math.max(a, at);
       const y = Math.min(b, runEnd);
       if (x < y) {
-        if (tag === TAG[stream] || tag === 'm') pieces.push({ part, offset: x - part.start, length: y - x, stream: tag });
+        if (stream === 'all' || tag === TAG[stream] || tag === 'm') pieces.push({ part, offset: x - part.start, length: y - x, stream: tag });
         end = y;
       }
       at = runEnd;

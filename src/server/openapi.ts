@@ -515,6 +515,13 @@ function pathItems(): Record<string, PathItem> {
         parameters: [
           { name: 'stream', in: 'query', description: "Only this stream (with the engine's own marker lines).", schema: { type: 'string', enum: ['stdout', 'stderr'] } },
           { name: 'follow', in: 'query', description: '`true`: stream new output until the attempt ends.', schema: { type: 'string', enum: ['true', 'false'], default: 'false' } },
+          {
+            name: 'format',
+            in: 'query',
+            description:
+              '`text` (default): the bytes as printed. `runs`: the same bytes framed by stream, for clients that colour stderr: each run of one stream is a line `<stdout|stderr|engine> <length>` (ending in `\\n`) followed by exactly `<length>` bytes, as `application/octet-stream`; `engine` runs are the marker lines. Range is ignored with `runs`; `follow` and `stream` work.',
+            schema: { type: 'string', enum: ['text', 'runs'], default: 'text' },
+          },
         ],
         responses: {
           '200': {
@@ -523,7 +530,7 @@ function pathItems(): Record<string, PathItem> {
               ...commonHeaders,
               'Accept-Ranges': { description: 'Always `bytes` (absent when following).', schema: { type: 'string', const: 'bytes' } },
             },
-            content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } },
+            content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } }, 'application/octet-stream': { schema: { type: 'string' } } },
           },
           '206': {
             description: 'The requested range of the output.',

@@ -7,24 +7,42 @@
 // - `Range: bytes=a-b | a- | -n` (one range) → 206 with Content-Range; unsatisfiable → 416;
 //   a Range the server cannot parse, or several ranges, is ignored (200 with everything, as
 //   RFC 9110 allows);
+// - `format=runs`: the same bytes framed by stream, for a terminal that colours stderr: each run
+//   of one stream is a line `<stdout|stderr|engine> <length>\n` followed by exactly <length>
+//   bytes (Content-Type application/octet-stream; Range is ignored, follow works);
 // - `follow=true`: what exists now, then new output as it arrives (polled every FOLLOW_POLL_MS),
 //   until the attempt ends; Range is ignored then. A client that goes away leaves nothing behind:
 //   its poll timer and its end listener go with its response's 'close'.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AttemptOutput, MonitoredEngine } from '../core/monitoredEngine';
-import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type StreamFilter } from '../core/outputReader';
+import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type OutputPiece, type StreamFilter } from '../core/outputReader';
+import type { OutputStreamTag } from '../core/outputFiles';
 import { oneOf } from '../shared/queryParams';
 import { parseParams, queryStringOf } from './params';
 import { HttpError, badRequest } from './respond';
 
-export const OUTPUT_PARAMS = ['stream', 'follow'] as const;
+export const OUTPUT_PARAMS = ['stream', 'follow', 'format'] as const;
 const OUTPUT_PATH = /^\/items\/([^/?]+)\/attempts\/([^/?]+)\/output$/;
 const TEXT_HEADERS = {
   'Content-Type': 'text/plain; charset=utf-8',
   'Cache-Control': 'no-store',
   'X-Content-Type-Options': 'nosniff',
 } as const;
+const RUNS_HEADERS = { ...TEXT_HEADERS, 'Content-Type': 'application/octet-stream' } as const;
+const RUN_NAMES: Record<OutputStreamTag, string> = { o: 'stdout', e: 'stderr', m: 'engine' };
+
+/** A piece as format=runs frames it: its header line, then its bytes. */
+const runHeader = (p: OutputPiece): Buffer => Buffer.from(`${RUN_NAMES[p.stream]} ${pieceLength(p)}\n`);
+
+/** Sends pieces, framed as runs or as they are. */
+async function sendPieces(res: ServerResponse, pieces: OutputPiece[], runs: boolean, skip = 0, length = Infinity): Promise<void> {
+  if (!runs) return copyPieces(pieces, skip, length, (chunk) => write(res, chunk));
+  for (const piece of pieces) {
+    await write(res, runHeader(piece));
+    await copyPieces([piece], 0, Infinity, (chunk) => write(res, chunk));
+  }
+}
 /** How often a follower looks for new output. */
 export const FOLLOW_POLL_MS = 200;
 
@@ -58,9 +76,16 @@ async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: S
     if (!layout && !output.running && !output.started) {
       throw new HttpError(404, 'not_found', `Attempt ${attempt} of item ${JSON.stringify(itemId)} never started a process: it has no output.`);
     }
-    if (query.follow && output.running) return await follow(req, res, output, layout, query.stream);
-    const view = layout ? await outputView(layout, query.stream) : { pieces: [], end: 0 };
-    const length = view.pieces.reduce((n, p) => n + pieceLength(p), 0);
+    const filter: StreamFilter = query.runs ? (query.stream ?? 'all') : query.stream;
+    if (query.follow && output.running) return await follow(req, res, output, layout, filter, query.runs);
+    const view = layout ? await outputView(layout, filter) : { pieces: [], end: 0 };
+    const length = view.pieces.reduce((n, p) => n + pieceLength(p) + (query.runs ? runHeader(p).length : 0), 0);
+    if (query.runs) {
+      res.writeHead(200, { ...RUNS_HEADERS, 'Content-Length': length });
+      if (req.method === 'HEAD') return void res.end();
+      await sendPieces(res, view.pieces, true);
+      return void res.end();
+    }
     const range = query.follow ? undefined : parseRange(req.headers.range, length);
     if (range === 'unsatisfiable') {
       throw new HttpError(416, 'range_not_satisfiable', `Range ${req.headers.range} is outside the output, which has ${length} bytes now.`, {
@@ -72,7 +97,7 @@ async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: S
     if (range) headers['Content-Range'] = `bytes ${start}-${end - 1}/${length}`;
     res.writeHead(range ? 206 : 200, headers);
     if (req.method === 'HEAD') return void res.end();
-    await copyPieces(view.pieces, start, end - start, (chunk) => write(res, chunk));
+    await sendPieces(res, view.pieces, false, start, end - start);
     res.end();
   } catch (err) {
     if (res.headersSent) res.destroy();
@@ -90,8 +115,9 @@ async function follow(
   output: Extract<AttemptOutput, { found: 'output' }>,
   first: OutputLayout | undefined,
   stream: StreamFilter,
+  runs: boolean,
 ): Promise<void> {
-  res.writeHead(200, { ...TEXT_HEADERS });
+  res.writeHead(200, { ...(runs ? RUNS_HEADERS : TEXT_HEADERS) });
   if (req.method === 'HEAD') return void res.end();
   followers++;
   let ended = false;
@@ -111,7 +137,7 @@ async function follow(
     let position = 0;
     if (first) {
       const view = await outputView(first, stream);
-      await copyPieces(view.pieces, 0, Infinity, (chunk) => write(res, chunk));
+      await sendPieces(res, view.pieces, runs);
       position = view.end;
     }
     for (;;) {
@@ -122,7 +148,7 @@ async function follow(
       try {
         if (layout) {
           const next = await outputSince(layout, position, stream);
-          await copyPieces(next.pieces, 0, Infinity, (chunk) => write(res, chunk));
+          await sendPieces(res, next.pieces, runs);
           position = next.end;
         }
       } finally {
@@ -168,12 +194,13 @@ function write(res: ServerResponse, chunk: Buffer): Promise<void> {
   });
 }
 
-export function parseOutputQuery(queryString: string): { stream: StreamFilter; follow: boolean } {
+export function parseOutputQuery(queryString: string): { stream: 'stdout' | 'stderr' | undefined; follow: boolean; runs: boolean } {
   const params = parseParams(queryString, OUTPUT_PARAMS);
   try {
     const stream = oneOf(params, 'stream', ['stdout', 'stderr'] as const);
     const follow = oneOf(params, 'follow', ['true', 'false'] as const) === 'true';
-    return { stream, follow };
+    const runs = oneOf(params, 'format', ['text', 'runs'] as const) === 'runs';
+    return { stream, follow, runs };
   } catch (err) {
     throw badRequest((err as Error).message);
   }

@@ -36,6 +36,22 @@ async function finished(url: string, id: string, timeoutMs = 30_000): Promise<It
   }
 }
 
+/** A format=runs body as [stream, text] pairs, adjacent runs of one stream joined. */
+function parseRuns(body: Buffer): [string, string][] {
+  const runs: [string, string][] = [];
+  let at = 0;
+  while (at < body.length) {
+    const eol = body.indexOf(0x0a, at);
+    const m = /^(stdout|stderr|engine) (\d+)$/.exec(body.toString('latin1', at, eol));
+    assert.ok(m, `a run header at ${at}: ${JSON.stringify(body.toString('latin1', at, at + 40))}`);
+    const text = body.toString('utf8', eol + 1, eol + 1 + Number(m[2]));
+    if (runs.length > 0 && runs[runs.length - 1][0] === m[1]) runs[runs.length - 1][1] += text;
+    else runs.push([m[1], text]);
+    at = eol + 1 + Number(m[2]);
+  }
+  return runs;
+}
+
 async function stop(run: ServeProcess): Promise<void> {
   run.child.kill('SIGTERM');
   await run.exited;
@@ -75,6 +91,16 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
       assert.equal(stderr.body.toString(), 'err one\nerr two\n');
       const stdout = await outputBytes(`${url}/items/mixed/attempts/1/output?stream=stdout`);
       assert.equal(stdout.body.toString(), 'out one\nout two\nout three\nout four\n');
+      // format=runs: the same bytes, each run of one stream after a "<stream> <length>" line.
+      const framed = await outputBytes(`${url}/items/mixed/attempts/1/output?format=runs`);
+      assert.equal(framed.headers.get('content-type'), 'application/octet-stream');
+      assert.deepEqual(parseRuns(framed.body), [
+        ['stdout', 'out one\n'],
+        ['stderr', 'err one\n'],
+        ['stdout', 'out two\nout three\n'],
+        ['stderr', 'err two\n'],
+        ['stdout', 'out four\n'],
+      ]);
     };
     await check();
     // The index on disk: a header, then one (stream, length) record per run of one stream.
@@ -126,6 +152,9 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     assert.equal(beyond.status, 416);
     assert.equal(beyond.headers['content-range'], `bytes */${body.length}`);
     assert.equal((beyond.json as { error: { code: string } }).error.code, 'range_not_satisfiable');
+    const framed = parseRuns((await outputBytes(`${url}/items/big/attempts/1/output?format=runs`)).body);
+    assert.deepEqual(framed.map(([stream]) => stream), ['stdout', 'engine', 'stdout']);
+    assert.equal(framed[1][1], marker.toString());
     const headOnly = await request(url, '/items/big/attempts/1/output', { method: 'HEAD' });
     assert.equal(headOnly.status, 200);
     assert.equal(headOnly.headers['content-length'], String(body.length));
@@ -219,6 +248,25 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     assert.equal(newer.body.length, 700 * 1024);
     // The log entries stay.
     assert.ok((await allLogs(url)).some((e) => e.itemId === 'older' && e.action === 'launch_succeeded'));
+  });
+
+  it('deletes an item\'s output once log retention has pruned every log entry of that item', async () => {
+    ws.enqueue('a.json', nodeItem('old', 'console.log("old output")'));
+    let url = (await start()).url;
+    await finished(url, 'old');
+    assert.equal((await request(url, '/items/old/attempts/1/output')).text, 'old output\n');
+    await stop(run!);
+    // Restarted keeping 2 entries: pruning at start leaves the last engine_stopped and the new
+    // engine_started, none of item "old".
+    url = (await start('--log-max-entries', '2')).url;
+    let res = await request(url, '/items/old/attempts/1/output');
+    for (let i = 0; i < 100 && res.status !== 410; i++) {
+      await sleep(50);
+      res = await request(url, '/items/old/attempts/1/output');
+    }
+    assert.equal(res.status, 410, res.text);
+    assert.equal((await allLogs(url)).some((e) => e.itemId === 'old'), false);
+    await waitFor('the files to go', () => !existsSync(path.join(ws.storage, 'output', '1.out')) && !existsSync(path.join(ws.storage, 'output', '1.idx')));
   });
 
   it('an attempt printing 100 MB does not slow /stats, and the launch helper stays small', async function () {
