@@ -13,6 +13,7 @@ import { RunReader, noteLine, TerminalText } from './terminalText';
 const TRANSCRIPT_KEEP = 64 * 1024;
 /** Ctrl+C in the terminal stops following (the terminal stays open with what it shows). */
 const CTRL_C = '\x03';
+const HIDE_CURSOR = '\x1b[?25l';
 
 export type OutputSessionState = 'opening' | 'following' | 'ended';
 
@@ -123,7 +124,8 @@ export class OutputSession implements vscode.Pseudoterminal {
   }
 
   private async run(): Promise<void> {
-    this.write(noteLine(this.header));
+    // A read-only terminal: no cursor blinking under the output.
+    this.write(HIDE_CURSOR + noteLine(this.header));
     const text = new TerminalText();
     try {
       const res = await this.request();
@@ -178,8 +180,10 @@ export class OutputSession implements vscode.Pseudoterminal {
   }
 }
 
+/** True when the output written so far ends a line (colour changes after the line break do not count). */
 function endsWithNewline(text: string): boolean {
-  return text.length === 0 || text.endsWith('\n');
+  const visible = text.replace(/(\x1b\[[0-9;]*m)+$/, '');
+  return visible.length === 0 || visible.endsWith('\n');
 }
 
 /** A sentence for an output request the engine did not answer with the output. */
