@@ -69,6 +69,12 @@ describe('Show Output and Find Item', function () {
     const node = await waitFor('the item in the Items view', () => viewNodes(api, 'items').find((n) => n.item?.id === id));
     assert.equal(node.command?.command, 'engineMonitor.showOutput');
     assert.deepEqual(node.command?.arguments, [id]);
+    // So does a click on a log entry about the attempt, naming that attempt.
+    const entry = await waitFor('its launch_succeeded entry in the Logs view', () =>
+      viewNodes(api, 'logs').find((n) => n.entry?.itemId === id && n.entry.action === 'launch_succeeded'));
+    assert.equal(entry.command?.command, 'engineMonitor.showOutput');
+    assert.deepEqual(entry.command?.arguments, [{ itemId: id, attempt: 1 }]);
+    assert.equal(await vscode.commands.executeCommand('engineMonitor.showOutput', ...(entry.command?.arguments ?? [])), session);
   });
 
   it('follows a running attempt live until it ends, then says how it ended', async () => {
