@@ -97,16 +97,26 @@ describe('Show Output and Find Item', function () {
     assert.ok(session.tail.indexOf('after the gate') < session.tail.indexOf('attempt 1 succeeded'));
   });
 
-  it('closing the terminal stops following a running attempt', async () => {
+  it('Ctrl+C stops following, Show Output again follows anew, and closing the terminal stops it', async () => {
     const gate = path.join(gateDir, 'never');
     const id = 'output-close';
     const script = "const fs = require('fs'); console.log('waiting'); setInterval(() => { if (fs.existsSync(process.argv[1])) process.exit(0); }, 50);";
     await addItem({ id, name: 'Never ends', command: 'node', args: ['-e', script, gate], maxAttempts: 1 });
     await waitFor(`${id} to run`, async () => (await itemDetail(id)).state === 'running');
-    const session = (await vscode.commands.executeCommand<OutputSession>('engineMonitor.showOutput', id));
-    await waitFor('the terminal to follow', () => session.state === 'following' && session.tail.includes('waiting'));
-    session.terminal!.dispose();
-    await waitFor('the session to end with its terminal', () => session.closed && session.state === 'ended', 10_000);
+
+    const first = await vscode.commands.executeCommand<OutputSession>('engineMonitor.showOutput', id);
+    await waitFor('the terminal to follow', () => first.state === 'following' && first.tail.includes('waiting'));
+    first.terminal!.sendText('\x03', false);
+    await waitFor('Ctrl+C to stop following', () => first.state === 'ended', 10_000);
+    assert.match(first.tail, /stopped following \(Ctrl\+C\); the attempt goes on/);
+    assert.equal(first.complete, false);
+    assert.equal((await itemDetail(id)).state, 'running', 'Ctrl+C does not touch the attempt');
+
+    const second = await vscode.commands.executeCommand<OutputSession>('engineMonitor.showOutput', id);
+    assert.notEqual(second, first, 'a terminal that stopped following is not reused');
+    await waitFor('the new terminal to follow', () => second.state === 'following' && second.tail.includes('waiting'));
+    second.terminal!.dispose();
+    await waitFor('the session to end with its terminal', () => second.closed && second.state === 'ended', 10_000);
     assert.equal((await itemDetail(id)).state, 'running', 'closing the terminal does not touch the attempt');
     await fs.writeFile(gate, '');
     await waitFor(`${id} to finish`, async () => (await itemDetail(id)).outcome === 'launched');

@@ -14,6 +14,8 @@ const TRANSCRIPT_KEEP = 64 * 1024;
 /** Ctrl+C in the terminal stops following (the terminal stays open with what it shows). */
 const CTRL_C = '\x03';
 const HIDE_CURSOR = '\x1b[?25l';
+/** SGR 0: every colour and style back to the default. */
+const RESET = '\x1b[0m';
 
 export type OutputSessionState = 'opening' | 'following' | 'ended';
 
@@ -53,9 +55,9 @@ export class OutputSession implements vscode.Pseudoterminal {
   private readonly abort = new AbortController();
   private _state: OutputSessionState = 'opening';
   private _closed = false;
+  private _complete = false;
   private headText = '';
   private tailText = '';
-  private written = 0;
   terminal: vscode.Terminal | undefined;
 
   constructor(
@@ -69,6 +71,11 @@ export class OutputSession implements vscode.Pseudoterminal {
 
   get state(): OutputSessionState {
     return this._state;
+  }
+
+  /** Everything up to the attempt's end was printed (not stopped by Ctrl+C or an error). */
+  get complete(): boolean {
+    return this._complete;
   }
 
   /** The terminal was closed (by the user or by disposal). */
@@ -111,7 +118,6 @@ export class OutputSession implements vscode.Pseudoterminal {
 
   private write(text: string): void {
     if (!text || this._closed) return;
-    this.written += text.length;
     if (this.headText.length < TRANSCRIPT_KEEP) this.headText += text.slice(0, TRANSCRIPT_KEEP - this.headText.length);
     this.tailText = (this.tailText + text).slice(-TRANSCRIPT_KEEP);
     this.writeEmitter.fire(text);
@@ -143,13 +149,17 @@ export class OutputSession implements vscode.Pseudoterminal {
         else this.write(text.push('stdout', value));
       }
       this.write(text.end());
-      if (runs && !runs.complete) this.write('\r\n' + noteLine('the output ended in the middle of a run'));
+      this._complete = !runs || runs.complete;
+      if (runs && !runs.complete) this.write(`${RESET}\r\n${noteLine('the output ended in the middle of a run')}`);
       await this.writeEnd();
     } catch (err) {
+      const byUser = this.abort.signal.aborted;
+      // Whatever stopped the reading (a body not in runs, a lost connection), the request goes too.
+      this.abort.abort();
       this.write(text.end());
       if (this._closed) return;
-      if (this.abort.signal.aborted) this.write('\r\n' + noteLine('stopped following (Ctrl+C); the attempt goes on'));
-      else this.write('\r\n' + noteLine(`the output stopped: ${describeError(err)}`));
+      if (byUser) this.write(`${RESET}\r\n${noteLine('stopped following (Ctrl+C); the attempt goes on')}`);
+      else this.write(`${RESET}\r\n${noteLine(`the output stopped: ${describeError(err)}`)}`);
     } finally {
       this.finish();
     }
@@ -173,7 +183,8 @@ export class OutputSession implements vscode.Pseudoterminal {
     try {
       const detail = await this.client.get<ItemDetail>(itemPath(this.itemId));
       const attempt = detail.attempts.find((a) => a.attempt === this.attempt && a.startedAt === this.startedAt);
-      if (attempt) this.write(endsWithNewline(this.tailText) ? noteLine(describeAttemptEnd(attempt)) : '\r\n' + noteLine(describeAttemptEnd(attempt)));
+      // The program may have left a colour on: the note starts from the default one.
+      if (attempt) this.write(RESET + (endsWithNewline(this.tailText) ? '' : '\r\n') + noteLine(describeAttemptEnd(attempt)));
     } catch {
       // The output itself was printed; how the attempt ended is a courtesy.
     }
@@ -234,8 +245,10 @@ export class OutputTerminals extends Disposable {
    * one that prints the output and follows it while the attempt runs.
    */
   show(detail: ItemDetail, attempt: AttemptDetail): OutputSession {
+    // The same run, still open, and either still following or printed to its end (one that
+    // stopped early, by Ctrl+C or a lost connection, is replaced by a new terminal that follows).
     const existing = [...this.sessions].find(
-      (s) => !s.closed && s.itemId === detail.item.id && s.attempt === attempt.attempt && s.startedAt === attempt.startedAt,
+      (s) => !s.closed && s.itemId === detail.item.id && s.attempt === attempt.attempt && s.startedAt === attempt.startedAt && (s.state !== 'ended' || s.complete),
     );
     if (existing?.terminal) {
       existing.terminal.show();
