@@ -3,7 +3,23 @@
 // would.
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import { addItem, getApi, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
+import type { ItemSummary, StatsResponse } from '../../src/shared/api';
+import { addItem, getApi, getJson, itemDetail, showViews, sleep, viewNodes, waitFor, waitForEngine } from './helpers';
+
+/**
+ * Accepts the first entry of the quick pick a running command shows. The quick pick is the
+ * workbench's own (window.showQuickPick): no handle to wait on from here, so accept until the
+ * command returns (accepting with no quick pick open does nothing).
+ */
+async function acceptFirst(command: Thenable<unknown>): Promise<void> {
+  let done = false;
+  const finished = Promise.resolve(command).finally(() => (done = true));
+  for (let i = 0; !done && i < 100; i++) {
+    await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+    await Promise.race([finished, sleep(200)]);
+  }
+  await finished;
+}
 
 describe('Cancel, Hold and Release', function () {
   this.timeout(90_000);
@@ -49,6 +65,21 @@ describe('Cancel, Hold and Release', function () {
     const detail = await itemDetail(id);
     assert.equal(detail.outcome, 'pending');
     assert.equal(detail.attempts.length, 0);
+  });
+
+  it('from the palette, Hold and Release offer a quick pick of the items they apply to', async () => {
+    const api = await getApi();
+    const held = async () => (await getJson<StatsResponse>(api, '/stats')).overview.held;
+    assert.equal(await held(), 0);
+    // No argument: a quick pick of the pending items that are not held; accept its first entry.
+    await acceptFirst(vscode.commands.executeCommand('engineMonitor.holdItem'));
+    await waitFor('one item held', async () => (await held()) === 1);
+    const heldItems = (await getJson<{ items: ItemSummary[] }>(api, '/items?state=held')).items;
+    assert.equal(heldItems.length, 1);
+    // Release lists only held items: there is one.
+    await acceptFirst(vscode.commands.executeCommand('engineMonitor.releaseItem'));
+    await waitFor('no item held', async () => (await held()) === 0);
+    assert.notEqual((await itemDetail(heldItems[0].id)).state, 'held');
   });
 
   it('refuses to cancel an item that has launched, saying why (no silent success)', async () => {
