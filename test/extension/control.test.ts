@@ -84,7 +84,9 @@ describe('Cancel, Hold and Release', function () {
 
   it('refuses to cancel an item that has launched, saying why (no silent success)', async () => {
     const api = await getApi();
-    const launched = await waitFor('a launched item', async () => (await itemDetail('output-200-lines')).outcome === 'launched' && 'output-200-lines');
+    const launched = 'control-quick';
+    await addItem({ id: launched, name: 'Quick', command: 'node', args: ['-e', '0'], maxAttempts: 1 });
+    await waitFor(`${launched} to launch`, async () => (await itemDetail(launched)).outcome === 'launched');
     await assert.rejects(api._testing.controller.control({ command: 'cancelItem', itemId: launched }), /launched|cannot|not pending/i);
     assert.equal((await itemDetail(launched)).outcome, 'launched');
   });
