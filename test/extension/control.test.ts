@@ -71,6 +71,10 @@ describe('Cancel, Hold and Release', function () {
     const api = await getApi();
     const held = async () => (await getJson<StatsResponse>(api, '/stats')).overview.held;
     assert.equal(await held(), 0);
+    // Only items that stay put (scheduled for 2099) may be pending: one that launches between the
+    // pick and the accept is refused, rightly, and would make this test about timing.
+    await waitFor('the demo queue to settle', async () =>
+      (await getJson<{ items: ItemSummary[] }>(api, '/items?outcome=pending&limit=500')).items.every((i) => i.state === 'scheduled'), 60_000);
     // No argument: a quick pick of the pending items that are not held; accept its first entry.
     await acceptFirst(vscode.commands.executeCommand('engineMonitor.holdItem'));
     await waitFor('one item held', async () => (await held()) === 1);
