@@ -13,6 +13,8 @@ import type { OutputTarget } from './outputFiles';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
+/** After the process exits, the longest its pipes are read for output it left in them. */
+const EXIT_DRAIN_MS = 2000;
 /** Between SIGTERM and SIGKILL when an attempt times out: time for its command to clean up. */
 export const KILL_GRACE_MS = 5000;
 
@@ -239,13 +241,16 @@ function watchProcess(
     if (openPipes === 0) return flush();
     onPipesClosed = flush;
     // 50 ms without output, not counting time the pipes were paused for the disk: what the
-    // process printed just before it exited is still in the pipes then, and is kept.
+    // process printed just before it exited is still in the pipes then, and is kept. At most
+    // EXIT_DRAIN_MS in all, so that a grandchild printing on through the pipes never holds the
+    // attempt open (what the process itself left in the pipes, 64 KiB each, drains well within it).
     let quiet: NodeJS.Timeout | undefined;
     onFlowing = () => {
       clearTimeout(quiet);
       if (!paused) quiet = setTimeout(flush, 50).unref();
     };
     onFlowing();
+    setTimeout(flush, EXIT_DRAIN_MS).unref();
   });
 }
 

@@ -161,8 +161,9 @@ export class Engine implements MonitoredEngine {
       concurrency: this.options.concurrency,
     });
     this.persistence.start();
-    // A cap lowered since the last run applies now.
+    // A cap lowered since the last run applies now; output files no attempt of this database owns go.
     this.output.enforceTotal();
+    await this.output.removeStrays(this.lastAttemptId);
     // The helper also builds the periodic snapshots (in processes it starts), so a persisted
     // engine has it ready before its first snapshot even if it has launched nothing yet.
     if (this.options.storageDir) this.launcher.prepare();

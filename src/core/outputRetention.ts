@@ -9,7 +9,7 @@
 // Either way the attempt row gets output_pruned = 1 (journaled), and the output endpoint answers 410.
 // Files are deleted asynchronously, off the event loop's critical path.
 import { mkdirSync, mkdtempSync } from 'node:fs';
-import { readFile, rm, unlink } from 'node:fs/promises';
+import { readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -141,6 +141,25 @@ export class OutputRetention {
       // no tail segments
     }
     await Promise.all([gone(tailsFile(dir, id)), gone(headFile(dir, id)), gone(headIndexFile(dir, id))]);
+  }
+
+  /**
+   * Before the first launch: files of attempt ids this database never handed out (left by a
+   * database that was lost and started again empty, so its ids start again at 1) would otherwise
+   * be mixed into the new attempts' output.
+   */
+  async removeStrays(lastAttemptId: number): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return;
+    }
+    const stray = names.filter((n) => {
+      const id = /^(\d+)\./.exec(n)?.[1];
+      return id !== undefined && Number(id) > lastAttemptId;
+    });
+    await Promise.all(stray.map((n) => unlink(path.join(this.dir, n)).catch(() => undefined)));
   }
 
   /** At engine shutdown: waits for deletions under way; a temporary folder is removed. */

@@ -315,11 +315,12 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
 
   it('a full disk cuts the output, the attempt still runs and is recorded, and /health reports the storage error', async function () {
     if (!existsSync('/dev/full')) this.skip();
-    // Attempt 1's output file is /dev/full, where every write fails with ENOSPC.
+    const { url } = await start();
+    // Attempt 1's output file is /dev/full, where every write fails with ENOSPC. Made once the
+    // engine runs: at its start it removes files of attempts its database never had.
     mkdirSync(path.join(ws.storage, 'output'), { recursive: true });
     symlinkSync('/dev/full', path.join(ws.storage, 'output', '1.out'));
     ws.enqueue('a.json', nodeItem('full', 'console.log("x".repeat(1000))'));
-    const { url } = await start();
     assert.equal((await finished(url, 'full')).outcome, 'launched');
     const health = await request(url, '/health');
     assert.equal(health.status, 503);
@@ -331,6 +332,17 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     await finished(url, 'fine');
     assert.equal((await request(url, '/health')).status, 200);
     assert.equal((await request(url, '/items/fine/attempts/1/output')).text, 'ok\n');
+  });
+
+  it('at start removes output files of attempts its database never had (a database lost and begun again)', async () => {
+    const dir = path.join(ws.storage, 'output');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['1.out', '1.idx', '1.tails', '1.t3.out', '1.t3.idx']) writeFileSync(path.join(dir, f), 'stale');
+    ws.enqueue('a.json', nodeItem('fresh', 'console.log("fresh")'));
+    const { url } = await start();
+    await finished(url, 'fresh');
+    assert.equal((await request(url, '/items/fresh/attempts/1/output')).text, 'fresh\n');
+    assert.deepEqual(readdirSync(dir).sort(), ['1.idx', '1.out']);
   });
 
   it('refuses a per-attempt cap under 64 KiB with a usage error', async () => {
@@ -367,5 +379,28 @@ describe('attempt output: a follower that disconnects', function () {
       await engine.shutdown(2000);
       ws.dispose();
     }
+  });
+});
+
+describe('attempt output: an engine without storage, launching in its own process', function () {
+  this.timeout(60_000);
+  it('captures into a temporary folder it removes at shutdown', async () => {
+    const ws = new TempWorkspace('engine-output-memory-');
+    ws.enqueue('a.json', nodeItem('mem', 'console.log("in memory"); setTimeout(() => console.error("and stderr"), 60)'));
+    const engine = await Engine.create(ws.options({ storageDir: null, launchHelper: null }));
+    await engine.start();
+    const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    const dir = (engine as unknown as { output: { dir: string } }).output.dir;
+    try {
+      await waitFor('the item to finish', () => engine.stats().launched === 1);
+      assert.equal((await request(server.url, '/items/mem/attempts/1/output')).text, 'in memory\nand stderr\n');
+      assert.equal((await request(server.url, '/items/mem/attempts/1/output?stream=stderr')).text, 'and stderr\n');
+      assert.ok(existsSync(path.join(dir, '1.out')));
+    } finally {
+      await server.close();
+      await engine.shutdown(1000);
+      ws.dispose();
+    }
+    assert.equal(existsSync(dir), false, `${dir} removed at shutdown`);
   });
 });
