@@ -28,8 +28,8 @@ export class Container extends Disposable {
   readonly views: EngineViews;
   readonly statusBar: EngineStatusBar;
   readonly outputTerminals: OutputTerminals;
-  /** Find Item's quick pick while it is open (the tests type into it). */
-  findItemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
+  /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
+  itemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
   activationMs = 0;
 

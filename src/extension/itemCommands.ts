@@ -106,12 +106,23 @@ async function pickItemFor(c: Container, kind: ControlKind): Promise<string | un
     void vscode.window.showInformationMessage(CONTROL[kind].none);
     return undefined;
   }
-  const pick = await vscode.window.showQuickPick(items.map(itemPick), {
-    placeHolder: `${CONTROL[kind].verb} which item?`,
-    matchOnDescription: true,
-    matchOnDetail: true,
+  const qp = vscode.window.createQuickPick<ItemPick>();
+  qp.placeholder = `${CONTROL[kind].verb} which item?`;
+  qp.matchOnDescription = true;
+  qp.matchOnDetail = true;
+  qp.items = items.map(itemPick);
+  const chosen = await new Promise<ItemSummary | undefined>((resolve) => {
+    qp.onDidAccept(() => {
+      resolve(qp.selectedItems[0]?.item);
+      qp.hide();
+    });
+    qp.onDidHide(() => resolve(undefined));
+    c.itemPick = qp;
+    qp.show();
   });
-  return pick?.item.id;
+  qp.dispose();
+  if (c.itemPick === qp) c.itemPick = undefined;
+  return chosen?.id;
 }
 
 /**
@@ -157,13 +168,13 @@ export async function findItem(c: Container, placeholder = 'Find an item by id, 
       qp.hide();
     });
     qp.onDidHide(() => resolve(undefined));
-    c.findItemPick = qp;
+    c.itemPick = qp;
     qp.show();
     void search('');
   });
   clearTimeout(timer);
   qp.dispose();
-  if (c.findItemPick === qp) c.findItemPick = undefined;
+  if (c.itemPick === qp) c.itemPick = undefined;
   if (!chosen || !open) return chosen ? { itemId: chosen.id } : undefined;
   if (chosen.attempts > 0) {
     await showOutput(c, chosen.id);

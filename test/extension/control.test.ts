@@ -4,21 +4,15 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { ItemSummary, StatsResponse } from '../../src/shared/api';
-import { addItem, getApi, getJson, itemDetail, showViews, sleep, viewNodes, waitFor, waitForEngine } from './helpers';
+import { addItem, getApi, getJson, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
 
-/**
- * Accepts the first entry of the quick pick a running command shows. The quick pick is the
- * workbench's own (window.showQuickPick): no handle to wait on from here, so accept until the
- * command returns (accepting with no quick pick open does nothing).
- */
+/** Picks the first entry of the item quick pick a running command shows, and waits for the command. */
 async function acceptFirst(command: Thenable<unknown>): Promise<void> {
-  let done = false;
-  const finished = Promise.resolve(command).finally(() => (done = true));
-  for (let i = 0; !done && i < 100; i++) {
-    await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-    await Promise.race([finished, sleep(200)]);
-  }
-  await finished;
+  const api = await getApi();
+  const qp = await waitFor('the item quick pick', () => (api._testing.itemPick?.items.length ?? 0) > 0 && api._testing.itemPick);
+  qp.activeItems = [qp.items[0]];
+  await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+  await command;
 }
 
 describe('Cancel, Hold and Release', function () {

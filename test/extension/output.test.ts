@@ -125,7 +125,7 @@ describe('Show Output and Find Item', function () {
   it('Find Item searches /items?q= as the user types and opens the chosen item\'s output', async () => {
     const api = await getApi();
     const found = vscode.commands.executeCommand<{ itemId: string } | undefined>('engineMonitor.findItem');
-    const qp = await waitFor('the Find Item quick pick', () => api._testing.findItemPick);
+    const qp = await waitFor('the Find Item quick pick', () => api._testing.itemPick);
     qp.value = 'two hund';
     const pick = await waitFor('the matching item in the list', () =>
       qp.items.length > 0 && !qp.busy && qp.items.every((i) => (i as unknown as { item: { id: string } }).item.id === 'output-200-lines') && qp.items[0]);
