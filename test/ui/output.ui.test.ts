@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { ItemDetail, LogEntry } from '../../src/shared/api';
 import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
-import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
 const LINES = {
@@ -135,7 +135,6 @@ describe('Show Output, failure and rejection notifications (code-server)', funct
     // It fails again, and this time Show Output opens its output.
     const again = notification(page, /"Exits 3" failed for good/);
     await again.waitFor({ timeout: 30_000 });
-    await sleep(200);
     await again.locator('.monaco-button', { hasText: 'Show Output' }).click();
     await waitUntil('the failed attempt\'s output in a terminal', async () => {
       const rows = await terminalRows(page);
