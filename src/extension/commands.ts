@@ -4,23 +4,11 @@ import * as vscode from 'vscode';
 import type { ItemSummary } from '../shared/api';
 import { Commands, type CommandId, REMOTE_TOKEN_SECRET, Views } from './constants';
 import type { Container } from './container';
-import { ControlUnavailableError } from './engineController';
+import { ControlNeedsTokenError, ControlUnavailableError } from './engineController';
+import { itemCommandHandlers, targetOf } from './itemCommands';
 import { showDashboard } from './dashboard/dashboard';
 import { pickLogFilter } from './logFilterPick';
 import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand } from './queue';
-import type { TreeNode } from './views/nodeTree';
-
-/** An item command's argument: a tree node, an ItemSummary, or an item id. */
-function itemIdOf(arg: unknown): string | undefined {
-  if (typeof arg === 'string') return arg;
-  if (arg && typeof arg === 'object') {
-    const node = arg as Partial<TreeNode> & Partial<ItemSummary>;
-    if (node.item) return node.item.id;
-    if (node.entry?.itemId) return node.entry.itemId;
-    if (typeof node.id === 'string' && 'outcome' in node) return node.id;
-  }
-  return undefined;
-}
 
 function describeResult(result: unknown): string | undefined {
   if (result && typeof result === 'object') {
@@ -112,7 +100,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
     [Commands.createQueueFolder]: () => createQueueFolderCommand(queue),
     [Commands.addItem]: () => addItemCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
     [Commands.retryItem]: async (arg) => {
-      const itemId = itemIdOf(arg) ?? (await pickFailedItem(c));
+      const itemId = targetOf(arg)?.itemId ?? (await pickFailedItem(c));
       if (!itemId) return;
       await controller.control({ command: 'retryItem', itemId });
       void vscode.window.setStatusBarMessage(`$(debug-restart) Retrying ${itemId}`, 3000);
@@ -125,11 +113,12 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       afterControl();
     },
     [Commands.showItemLogs]: async (arg) => {
-      const itemId = itemIdOf(arg);
+      const itemId = targetOf(arg)?.itemId;
       await logs.setFilter(itemId ? { itemId } : { actions: ['item_failed'] });
       await vscode.commands.executeCommand(`${Views.logs}.focus`);
     },
     [Commands.setRemoteToken]: () => setRemoteToken(c),
+    ...itemCommandHandlers(c),
   };
 
   return Object.entries(handlers).map(([id, handler]) =>
@@ -138,6 +127,13 @@ export function registerCommands(c: Container): vscode.Disposable[] {
         return await handler(...args);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof ControlNeedsTokenError) {
+          // The remote engine has no token, so it takes no control over HTTP: say how to give it one.
+          void vscode.window.showWarningMessage(message, 'Set Remote Engine Token…').then((choice) => {
+            if (choice) void vscode.commands.executeCommand(Commands.setRemoteToken);
+          });
+          return undefined;
+        }
         if (err instanceof ControlUnavailableError) {
           // Not a failure: this window cannot control that engine, and says where to.
           void vscode.window.showInformationMessage(message);

@@ -135,7 +135,7 @@ export const SETTINGS = {
     pattern: '^(https?://\\S+)?$',
     patternErrorMessage: 'An http:// or https:// URL, or empty.',
     markdownDescription:
-      'Base URL of a headless engine to monitor instead of running one in this window, e.g. `http://127.0.0.1:7411` (an engine started with `engine-monitor serve` on another machine or in a container). Empty: run the engine here. Its token is not a setting: run **Engine Monitor: Set Remote Engine Token…** (kept in VS Code\'s secret storage). A remote engine is controlled (start, stop, retry) where it runs.',
+      'Base URL of a headless engine to monitor instead of running one in this window, e.g. `http://127.0.0.1:7411` (an engine started with `engine-monitor serve` on another machine or in a container). Empty: run the engine here. Its token is not a setting: run **Engine Monitor: Set Remote Engine Token…** (kept in VS Code\'s secret storage). Control commands (start, stop, poll, retry, cancel, hold, release) reach it over HTTP, which that engine allows only when it was started with a token.',
   },
 } as const satisfies Record<string, SettingSpec>;
 

@@ -1,7 +1,10 @@
 // Shared by the extension-host tests: the extension's API object and polling helpers. No fake
 // timers here: the engine is a real process and the UI updates over a real event stream.
 import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { ItemDetail } from '../../src/shared/api';
+import { writeQueueItem } from '../../src/extension/queue';
 import type { EngineMonitorApi } from '../../src/extension/extension';
 import type { TreeNode } from '../../src/extension/views/nodeTree';
 import type { ViewName } from '../../src/extension/views/treeViews';
@@ -72,4 +75,17 @@ export async function showViews(api: EngineMonitorApi): Promise<void> {
   }
   await waitFor('the Status and Items views to be visible', () =>
     api._testing.views.views.status.visible && api._testing.views.views.items.visible, 10_000);
+}
+
+/** Writes an item into the workspace's queue folder, polls, and waits until the engine knows it. */
+export async function addItem(def: Record<string, unknown> & { id: string }): Promise<void> {
+  const api = await getApi();
+  await writeQueueItem(path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue'), def);
+  await vscode.commands.executeCommand('engineMonitor.pollNow');
+  await waitFor(`item ${def.id} to be known`, async () => (await getJson<{ item?: { id: string } }>(api, `/items/${encodeURIComponent(def.id)}`)).item?.id === def.id);
+}
+
+/** GET /items/{id}. */
+export async function itemDetail(id: string): Promise<ItemDetail> {
+  return getJson<ItemDetail>(await getApi(), `/items/${encodeURIComponent(id)}`);
 }

@@ -11,6 +11,10 @@ export async function run(): Promise<void> {
   // Define describe/it on the global object, then load the files: their top-level describe()
   // calls register the suites.
   mocha.suite.emit('pre-require', globalThis, 'engine-monitor', mocha);
+  // While working on one suite: ENGINE_MONITOR_TEST_GREP=<regexp of test titles> (code-server's
+  // environment reaches this extension host).
+  const grep = process.env.ENGINE_MONITOR_TEST_GREP;
+  if (grep) mocha.grep(new RegExp(grep));
   if (!vscode.workspace.isTrusted) {
     // The Workspace Trust pass (runInCodeServer.ts runs it with trust enabled, folder untrusted).
     require('./restricted.test');
@@ -24,6 +28,8 @@ export async function run(): Promise<void> {
     require('./resilience.test');
     require('./remote.test');
     require('./walkthrough.test');
+    require('./output.test');
+    require('./control.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

@@ -1,15 +1,16 @@
 // Remote mode (issue 6, item 5): with engineMonitor.remote.url set, this window stops forking its
 // own engine host and monitors a headless engine started elsewhere, through the same client, so
 // the views, the status bar and the terminals' environment follow that engine. Its token lives in
-// SecretStorage and is really required: a wrong one is a clear error state. Clearing the setting
-// brings this window's own engine back, without a reload.
+// SecretStorage and is really required: a wrong one is a clear error state. Control commands go
+// over HTTP (contract section 8), which an engine without a token refuses with a clear message.
+// Clearing the setting brings this window's own engine back, without a reload.
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { HealthResponse, StatsResponse } from '../../src/shared/api';
+import type { HealthResponse, ItemDetail, StatsResponse } from '../../src/shared/api';
 import { EXTENSION_ID, getApi, isAlive, nodeById, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
 
 const TOKEN = 'remote-test-token-3f9a';
@@ -21,8 +22,8 @@ interface Headless {
   dir: string;
 }
 
-/** `node dist/cli.js serve` on its own workspace and storage, any free port, with a token. */
-async function startHeadless(): Promise<Headless> {
+/** `node dist/cli.js serve` on its own workspace and storage, any free port, with a token (none: ''). */
+async function startHeadless(token = TOKEN): Promise<Headless> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-remote-'));
   const workspace = path.join(dir, 'workspace');
   const queue = path.join(workspace, '.engine', 'queue');
@@ -33,11 +34,13 @@ async function startHeadless(): Promise<Headless> {
     { id: 'remote-ok-2', name: 'Remote OK 2', command: node, args: ['-e', '0'] },
     { id: 'remote-broken', name: 'Remote broken', command: node, args: ['-e', 'process.exit(3)'], maxAttempts: 1 },
     { id: 'remote-later', name: 'Remote later', command: node, args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' },
+    { id: 'remote-sleep', name: 'Remote sleep', command: 'sleep', args: ['300'], maxAttempts: 3 },
   ];
   writeFileSync(path.join(queue, 'remote.json'), JSON.stringify(items));
   const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
   const cli = path.join(ext.extensionPath, 'dist', 'cli.js');
-  const child = spawn(node, [cli, 'serve', '--workspace', workspace, '--storage', path.join(dir, 'state'), '--port', '0', '--token', TOKEN, '--poll-interval', '300', '--quiet'], {
+  const tokenArgs = token ? ['--token', token] : [];
+  const child = spawn(node, [cli, 'serve', '--workspace', workspace, '--storage', path.join(dir, 'state'), '--port', '0', ...tokenArgs, '--poll-interval', '300', '--quiet'], {
     // In desktop VS Code process.execPath is Electron; this makes it a plain Node.
     env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,6 +66,13 @@ async function startHeadless(): Promise<Headless> {
   return { child, url, dir };
 }
 
+async function stopHeadless(h: Headless | undefined): Promise<void> {
+  if (!h) return;
+  h.child.kill('SIGTERM');
+  await new Promise((r) => (h.child.exitCode !== null ? r(undefined) : h.child.once('exit', r)));
+  rmSync(h.dir, { recursive: true, force: true });
+}
+
 async function remoteGet<T>(h: Headless, pathAndQuery: string, token = TOKEN): Promise<{ status: number; body: T }> {
   const res = await fetch(h.url + pathAndQuery, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
   return { status: res.status, body: (await res.json()) as T };
@@ -72,13 +82,14 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
   this.timeout(120_000);
   const config = () => vscode.workspace.getConfiguration('engineMonitor');
   let headless: Headless | undefined;
+  let tokenless: Headless | undefined;
 
   before(async () => {
     headless = await startHeadless();
-    // Its own queue settles: two launched, one failed, one scheduled for 2099.
+    // Its own queue settles: two launched, one failed, one scheduled for 2099, one running.
     await waitFor('the headless engine to launch its queue', async () => {
       const { overview } = (await remoteGet<StatsResponse>(headless!, '/stats')).body;
-      return overview.launched === 2 && overview.failed === 1 && overview.pending === 1;
+      return overview.launched === 2 && overview.failed === 1 && overview.pending === 2 && overview.running === 1;
     }, 60_000);
   });
 
@@ -87,11 +98,8 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
     const api = await getApi();
     await config().update('remote.url', undefined, vscode.ConfigurationTarget.Workspace);
     await api._testing.context.secrets.delete(SECRET_KEY);
-    if (headless) {
-      headless.child.kill('SIGTERM');
-      await new Promise((r) => (headless!.child.exitCode !== null ? r(undefined) : headless!.child.once('exit', r)));
-      rmSync(headless.dir, { recursive: true, force: true });
-    }
+    await stopHeadless(headless);
+    await stopHeadless(tokenless);
     // The next suite needs this window's own engine back.
     await waitFor('the local engine back', () => api._testing.controller.state === 'running' && api._testing.model.available, 45_000);
   });
@@ -148,20 +156,48 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
     assert.ok(!JSON.stringify(config()).includes(TOKEN), 'the token is in no setting');
   });
 
-  it('says that a remote engine is controlled where it runs', async () => {
+  it('controls the remote engine over HTTP with its token: Cancel ends a running item there', async () => {
     const api = await getApi();
-    await assert.rejects(api._testing.controller.control({ command: 'pollNow' }), (err: Error) => {
+    const { controller } = api._testing;
+    assert.equal((await remoteGet<ItemDetail>(headless!, '/items/remote-sleep')).body.state, 'running');
+    // As the Items view's inline action invokes it: with the tree node.
+    const node = await waitFor('the remote running item in the Items view', () => viewNodes(api, 'items').find((n) => n.item?.id === 'remote-sleep'));
+    await vscode.commands.executeCommand('engineMonitor.cancelItem', node);
+    const detail = await waitFor('remote-sleep to be cancelled on the remote engine', async () => {
+      const d = (await remoteGet<ItemDetail>(headless!, '/items/remote-sleep')).body;
+      return d.outcome === 'failed' && d;
+    }, 20_000);
+    assert.equal(detail.error, 'cancelled');
+    assert.equal(detail.attempts.length, 1);
+    // Restarting the remote process is not an HTTP action: said, not attempted.
+    await assert.rejects(controller.restart(), (err: Error) => {
       // (By name: this suite is a separate bundle with its own copy of the class.)
       assert.equal(err.name, 'ControlUnavailableError');
       assert.match(err.message, /remote engine at http:\/\/127\.0\.0\.1:\d+/);
-      assert.match(err.message, /where it runs/);
       return true;
     });
-    await assert.rejects(api._testing.controller.stop(), { name: 'ControlUnavailableError' });
-    // The command itself reports it (as information) and does not throw.
-    await vscode.commands.executeCommand('engineMonitor.stop');
-    const health = (await remoteGet<HealthResponse>(headless!, '/health')).body;
-    assert.equal(health.checks.engine, 'running', 'the remote engine was not stopped');
+  });
+
+  it('without a token on the remote engine, control is refused with a message saying that it needs one', async () => {
+    const api = await getApi();
+    const { controller } = api._testing;
+    tokenless = await startHeadless('');
+    await config().update('remote.url', tokenless.url, vscode.ConfigurationTarget.Workspace);
+    await waitFor('the token-less remote engine to be connected', () => api.baseUrl() === tokenless!.url && api._testing.model.available, 20_000);
+    await waitFor('remote-sleep to run there', async () => (await remoteGet<ItemDetail>(tokenless!, '/items/remote-sleep', '')).body.state === 'running');
+
+    await assert.rejects(controller.control({ command: 'cancelItem', itemId: 'remote-sleep' }), (err: Error) => {
+      assert.equal(err.name, 'ControlNeedsTokenError');
+      assert.match(err.message, /needs a token/);
+      assert.match(err.message, /engineMonitor\.server\.token/);
+      assert.match(err.message, /Set Remote Engine Token/);
+      return true;
+    });
+    // The command reports it (a warning with "Set Remote Engine Token…") and does not throw.
+    await vscode.commands.executeCommand('engineMonitor.cancelItem', 'remote-sleep');
+    assert.equal((await remoteGet<ItemDetail>(tokenless, '/items/remote-sleep', '')).body.state, 'running', 'nothing was cancelled');
+    await config().update('remote.url', headless!.url, vscode.ConfigurationTarget.Workspace);
+    await waitFor('the first remote engine again', () => api.baseUrl() === headless!.url && api._testing.model.available, 20_000);
   });
 
   it('refuses a remote URL that is not http(s), saying why', async () => {

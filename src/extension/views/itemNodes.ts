@@ -2,6 +2,7 @@
 // manifest's view/item/context menu turns into an inline Retry.
 import * as vscode from 'vscode';
 import type { ItemOutcome, ItemSummary } from '../../shared/api';
+import { Commands } from '../constants';
 import type { ItemsSnapshot } from '../engineModel';
 import { OUTCOMES } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
@@ -65,6 +66,8 @@ export function itemNode(item: ItemSummary): TreeNode {
     tooltip: () => itemTooltip(item),
     icon,
     contextValue: `item.${item.outcome}`,
+    // A click shows the latest attempt's output; an item that never ran has none to show.
+    command: item.attempts > 0 ? { command: Commands.showOutput, title: 'Show Output', arguments: [item.id] } : undefined,
     item,
   };
 }
