@@ -5,6 +5,7 @@ import type { EngineState, LogAction } from '../../src/shared/api';
 import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
+import { ItemDetailView } from './itemDetail';
 import { LogTable } from './logTable';
 import { OverviewView, refreshTimes } from './overview';
 import { query, runCommand, settle } from './rpc';
@@ -58,6 +59,14 @@ const logs = new LogTable(
     saveState();
   },
   (message) => announce(`Error: ${message}`, true),
+  (itemId) => void detail.open(itemId),
+);
+const detail = new ItemDetailView(
+  (itemId) => {
+    state.detailItemId = itemId;
+    saveState();
+  },
+  (message) => announce(`Error: ${message}`, true),
 );
 
 const app = document.getElementById('app')!;
@@ -80,6 +89,7 @@ replaceChildren(
     h('section', { class: 'panel chart-panel', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title' }, 'Launches per minute, last hour'), legend(), chart.element),
   ),
   overview.details,
+  detail.element,
   logs.element,
 );
 app.removeAttribute('aria-busy');
@@ -140,6 +150,8 @@ function loadAll(): void {
   void refreshOverview();
   void loadTimeline();
   void logs.reload().then(restoreScroll);
+  if (detail.openItemId) void detail.reload();
+  else if (state.detailItemId) void detail.open(state.detailItemId, { reveal: false }); // restoreScroll places the page
 }
 
 function restoreScroll(): void {
@@ -202,6 +214,7 @@ function onEvent(event: LiveEvent): void {
     case 'log':
       chart.add(event.data);
       logs.addLive(event.data);
+      detail.addLive(event.data);
       if (STATUS_ACTIONS.has(event.data.action)) scheduleStatusRefresh();
       return;
   }

@@ -13,11 +13,16 @@ import {
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
-import { readLogPage, readOverview, readTimeline } from './dashboardQueries';
+import { readItem, readLogPage, readOutput, readOverview, readTimeline } from './dashboardQueries';
 
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
 const COMMAND_IDS: Record<DashboardCommand, CommandId> = Commands;
+/**
+ * Contract section 8's Show Output terminal, contributed by the item commands (commands.ts). It is
+ * called with the item id and the attempt number.
+ */
+const SHOW_OUTPUT_COMMAND = 'engineMonitor.showOutput';
 
 export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -85,6 +90,15 @@ export class DashboardPanel implements vscode.Disposable {
           return null;
         });
         return;
+      case 'showOutput':
+        void this.answer(m.requestId, async () => {
+          if (!(await vscode.commands.getCommands(true)).includes(SHOW_OUTPUT_COMMAND)) {
+            throw new Error('this version of Engine Monitor has no Show Output command');
+          }
+          await vscode.commands.executeCommand(SHOW_OUTPUT_COMMAND, m.itemId, m.attempt);
+          return null;
+        });
+        return;
     }
   }
 
@@ -97,6 +111,10 @@ export class DashboardPanel implements vscode.Disposable {
         return readLogPage(reader, q.params.filter, q.params.limit, q.params.page);
       case 'timeline':
         return readTimeline(reader, q.params.since);
+      case 'item':
+        return readItem(reader, q.params.id);
+      case 'output':
+        return readOutput(reader, q.params.id, q.params.attempt, q.params.stream);
     }
   }
 
