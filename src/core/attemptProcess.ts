@@ -8,6 +8,8 @@ import type { ItemDefinition } from './items';
 import { ATTEMPT_MARKER_VARIABLE, LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup, signalGroup } from './processGroup';
 import { workingFolderProblem } from './workingFolder';
+import { BACKLOG_HIGH, OutputCapture } from './outputCapture';
+import type { OutputTarget } from './outputFiles';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -26,6 +28,10 @@ export interface AttemptResult {
   stdoutTail: string;
   stderrTail: string;
   pid: number | null;
+  /** Size of the captured output as served (outputFiles.ts); null: not captured (never spawned, or capture off). */
+  outputBytes: number | null;
+  /** Why capturing stopped early (disk full…), else null. */
+  outputError: string | null;
 }
 
 export interface RunningAttempt {
@@ -54,6 +60,10 @@ export interface LaunchOptions {
   workspaceFolders?: readonly string[];
   /** Who ends the attempt's leftovers; the process-wide one unless the caller keeps its own. */
   sweeper?: LeftoverSweeper;
+  /** Where to capture the attempt's stdout and stderr; none: only the tails are kept. */
+  output?: OutputTarget;
+  /** Capturing failed (disk full…): said once, as soon as it happens; the attempt runs on. */
+  onOutputError?: (error: string) => void;
 }
 
 /**
@@ -73,6 +83,7 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   const sweeper = options.sweeper ?? leftoverSweeper;
   sweeper.started(marker);
   const { child, error: spawnError } = spawnAttempt(item, attempt, marker);
+  const capture = child && options.output ? new OutputCapture(options.output, options.onOutputError) : undefined;
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;
@@ -104,7 +115,10 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       child?.stdout?.destroy();
       child?.stderr?.destroy();
       const succeeded = exitCode === 0 && !timedOut && error === null;
-      resolve({
+      const captured = capture ? capture.close() : Promise.resolve({ bytes: null, error: null });
+      // The attempt is reported once its output is on disk: a follower that learns of its end has
+      // everything to read, and output_bytes is final.
+      void captured.then((end) => resolve({
         succeeded,
         exitCode,
         signal,
@@ -115,14 +129,16 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
         stdoutTail: stdout.text(),
         stderrTail: stderr.text(),
         pid,
-      });
+        outputBytes: end.bytes,
+        outputError: end.error,
+      }));
     };
 
     if (spawnError || !child) {
       queueMicrotask(() => finish(null, null, `spawn failed: ${spawnError?.message ?? 'unknown error'}`));
       return;
     }
-    watchProcess(child, item, stdout, stderr, finish);
+    watchProcess(child, item, stdout, stderr, capture, finish);
     timeoutTimer = setTimeout(() => {
       timedOut = true;
       terminate();
@@ -166,10 +182,32 @@ function watchProcess(
   item: ItemDefinition,
   stdout: TailBuffer,
   stderr: TailBuffer,
+  capture: OutputCapture | undefined,
   finish: (exitCode: number | null, signal: string | null, error: string | null) => void,
 ): void {
-  child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  // Output is written as it arrives; when the disk falls behind, both pipes pause (the process
+  // then blocks in its own writes) rather than this process buffering without bound.
+  let paused = false;
+  let onFlowing: (() => void) | undefined;
+  const received = (tail: TailBuffer, stream: 'o' | 'e', chunk: Buffer) => {
+    tail.push(chunk);
+    onFlowing?.();
+    if (!capture) return;
+    capture.push(stream, chunk);
+    if (!paused && capture.backlog >= BACKLOG_HIGH) {
+      paused = true;
+      child.stdout!.pause();
+      child.stderr!.pause();
+      capture.whenDrained(() => {
+        paused = false;
+        child.stdout!.resume();
+        child.stderr!.resume();
+        onFlowing?.();
+      });
+    }
+  };
+  child.stdout!.on('data', (chunk: Buffer) => received(stdout, 'o', chunk));
+  child.stderr!.on('data', (chunk: Buffer) => received(stderr, 'e', chunk));
   // Counted from the start: the pipes often close before 'exit' is emitted (a quick command),
   // and a listener added only at 'exit' would then wait out the whole flush delay below.
   let openPipes = 2;
@@ -194,11 +232,19 @@ function watchProcess(
     const flush = () => {
       if (flushed) return;
       flushed = true;
+      onFlowing = undefined;
       finish(code, signal, null);
     };
     if (openPipes === 0) return flush();
     onPipesClosed = flush;
-    setTimeout(flush, 50).unref();
+    // 50 ms without output, not counting time the pipes were paused for the disk: what the
+    // process printed just before it exited is still in the pipes then, and is kept.
+    let quiet: NodeJS.Timeout | undefined;
+    onFlowing = () => {
+      clearTimeout(quiet);
+      if (!paused) quiet = setTimeout(flush, 50).unref();
+    };
+    onFlowing();
   });
 }
 
@@ -218,6 +264,8 @@ export function resultWithoutProcess(startedAt: number, error: string): AttemptR
     stdoutTail: '',
     stderrTail: '',
     pid: null,
+    outputBytes: null,
+    outputError: null,
   };
 }
 

@@ -6,7 +6,8 @@
 // options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
 import type { EngineState, ItemOutcome, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
-import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
+import type { AttemptOutput, EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from './monitoredEngine';
+import { OutputRetention } from './outputRetention';
 import type { ItemDefinition } from './items';
 import { resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
@@ -57,6 +58,11 @@ export class Engine implements MonitoredEngine {
   private readonly startedAt = Date.now();
   private readonly launcher: AttemptLauncher;
   private readonly entries: EngineLog;
+  private readonly output: OutputRetention;
+  /** Followers of running attempts' output, by attempt id: told when the attempt ends. */
+  private readonly outputEndListeners = new Map<number, Set<() => void>>();
+  /** The last failure to capture an attempt's output (disk full…); /health reports it like a journal error. */
+  private outputError: string | null = null;
 
   private counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0, held: 0 };
   private lastLaunch: LaunchRecord | null = null;
@@ -79,10 +85,12 @@ export class Engine implements MonitoredEngine {
     this.version = options.version;
     this.mode = options.initialMode;
     this.entries = new EngineLog(store, this.events);
+    this.output = new OutputRetention(store, options);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
       workspaceFolders: options.workspaceFolders,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
+      onOutputError: (attemptId, error) => this.onOutputError(attemptId, error),
     });
     this.ingestion = new ItemIngestion(store, options, {
       log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
@@ -116,6 +124,7 @@ export class Engine implements MonitoredEngine {
           this.scheduleDispatch();
         }
       },
+      onItemsForgotten: (itemIds) => this.output.itemsForgotten(itemIds),
     });
   }
 
@@ -152,6 +161,8 @@ export class Engine implements MonitoredEngine {
       concurrency: this.options.concurrency,
     });
     this.persistence.start();
+    // A cap lowered since the last run applies now.
+    this.output.enforceTotal();
     // The helper also builds the periodic snapshots (in processes it starts), so a persisted
     // engine has it ready before its first snapshot even if it has launched nothing yet.
     if (this.options.storageDir) this.launcher.prepare();
@@ -228,7 +239,11 @@ export class Engine implements MonitoredEngine {
     // After `closed`, so what ends now stays recorded as running (interrupted at the next start):
     // SIGKILL after the same 1 s for what ignores SIGTERM, then the helper exits.
     await this.launcher.close(1000);
+    // Followers of attempts that did not finish get the end of their response.
+    for (const listeners of this.outputEndListeners.values()) for (const l of listeners) l();
+    this.outputEndListeners.clear();
     this.persistence.stop();
+    await this.output.close();
     this.store.close();
     this.events.clear();
   }
@@ -268,7 +283,8 @@ export class Engine implements MonitoredEngine {
   }
 
   health(): HealthSnapshot {
-    const checks = { database: this.store.lastError === null ? 'ok' : 'error', engine: this.engineState() } as const;
+    const storageOk = this.store.lastError === null && this.outputError === null;
+    const checks = { database: storageOk ? 'ok' : 'error', engine: this.engineState() } as const;
     return { status: healthStatus(checks), checks };
   }
 
@@ -300,6 +316,50 @@ export class Engine implements MonitoredEngine {
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
     return this.events.subscribe(listener);
+  }
+
+  attemptOutput(itemId: string, attempt: number): AttemptOutput {
+    const row = this.store.get<{ id: number; outcome: string; output_bytes: number | null; output_pruned: number }>(
+      'SELECT id, outcome, output_bytes, output_pruned FROM attempts WHERE item_id = ? AND attempt = ? ORDER BY id DESC LIMIT 1',
+      [itemId, attempt],
+    );
+    if (!row) return readItem(this.store, itemId) ? { found: 'no_attempt' } : { found: 'no_item' };
+    if (row.output_pruned) return { found: 'pruned' };
+    const active = this.active.get(row.id);
+    // Spawned, or about to be (journaled): a follower waits for its output and its end.
+    const running = active !== undefined;
+    if (!running && row.output_bytes === null && row.outcome !== 'running') {
+      // Never spawned (spawn failed, storage down), or cut short by a crash: whatever reached
+      // the disk is served, and an attempt with no file at all is one that never started.
+      return { found: 'output', dir: this.output.dir, attemptId: row.id, running: false, started: false, onEnd: () => () => undefined };
+    }
+    return {
+      found: 'output',
+      dir: this.output.dir,
+      attemptId: row.id,
+      running,
+      started: true,
+      onEnd: (listener) => {
+        if (!this.active.has(row.id)) {
+          queueMicrotask(listener);
+          return () => undefined;
+        }
+        let set = this.outputEndListeners.get(row.id);
+        if (!set) this.outputEndListeners.set(row.id, (set = new Set()));
+        set.add(listener);
+        return () => {
+          set.delete(listener);
+          if (set.size === 0 && this.outputEndListeners.get(row.id) === set) this.outputEndListeners.delete(row.id);
+        };
+      },
+    };
+  }
+
+  /** For tests: followers of running attempts' output still registered. */
+  get outputFollowers(): number {
+    let n = 0;
+    for (const set of this.outputEndListeners.values()) n += set.size;
+    return n;
   }
 
   // ---- launching ------------------------------------------------------------------------
@@ -391,7 +451,7 @@ export class Engine implements MonitoredEngine {
   }
 
   private spawn(a: ActiveAttempt): void {
-    const run = this.launcher.launch(a.attemptId, a.item, a.attempt);
+    const run = this.launcher.launch(a.attemptId, a.item, a.attempt, this.output.target(a.attemptId));
     a.run = run;
     void run.done.then((result) => {
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
@@ -409,6 +469,7 @@ export class Engine implements MonitoredEngine {
     this.store.batch(() => {
       const { finishedAt, exitCode, signal, error, stdoutTail, stderrTail } = result;
       this.store.mutate('attempt_finish', [finishedAt, end.outcome, exitCode, signal, error, stdoutTail, stderrTail, a.attemptId]);
+      this.output.recordFinished(a.attemptId, result.outputBytes);
       const details = outcomeDetails(item, attempt, result);
       const now = result.finishedAt;
       if (result.succeeded) {
@@ -443,7 +504,31 @@ export class Engine implements MonitoredEngine {
       }
     });
     this.lastLaunch = launchRecord(item, attempt, a.startedAt, end);
+    this.outputFinished(a.attemptId, result);
     this.events.emit({ type: 'stats' });
+  }
+
+  /** The attempt's output is complete: its followers end, the total cap applies, a capture error clears. */
+  private outputFinished(attemptId: number, result: AttemptResult): void {
+    const listeners = this.outputEndListeners.get(attemptId);
+    this.outputEndListeners.delete(attemptId);
+    if (listeners) for (const l of listeners) l();
+    this.output.enforceTotal();
+    if (result.outputBytes !== null && result.outputError === null && this.outputError !== null) {
+      this.outputError = null;
+      this.log('database_recovered', 'info', 'attempt output is written again', null, null);
+    }
+  }
+
+  private onOutputError(attemptId: number, error: string): void {
+    const first = this.outputError === null;
+    this.outputError = error;
+    const a = this.active.get(attemptId);
+    this.log('database_error', 'error', `cannot write the output of attempt ${a?.attempt ?? '?'} of "${a?.item.name ?? '?'}": ${error}; the attempt runs on, its output is cut`, a?.item.id ?? null, {
+      error,
+      output: this.output.dir,
+    });
+    if (first) this.events.emit({ type: 'stats' });
   }
 
   // ---- recovery and state ---------------------------------------------------------------

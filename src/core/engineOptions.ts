@@ -28,6 +28,13 @@ export interface EngineOptions {
    * snapshot it would rewrite. 0: every interval in which something changed.
    */
   snapshotMinJournalBytes?: number;
+  /**
+   * Captured output per attempt (engineMonitor.output.maxBytesPerAttempt, default 10 MiB): beyond
+   * it, the first quarter and the last three quarters are kept (src/core/outputFiles.ts).
+   */
+  outputMaxBytes?: number;
+  /** All captured output together, in MiB (engineMonitor.output.maxTotalMB, default 1024): the oldest goes first. */
+  outputMaxTotalMB?: number;
   /** Base of the exponential backoff (1 s); tests may shorten it. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;

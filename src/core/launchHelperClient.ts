@@ -23,6 +23,7 @@ import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult,
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
 import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup } from './processGroup';
+import type { OutputTarget } from './outputFiles';
 import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
@@ -41,6 +42,8 @@ export interface AttemptLauncherOptions {
   warn?: (message: string, details: Record<string, unknown>) => void;
   /** The engine's workspace folders: an attempt's `cwd` must lead into one of them when it starts. */
   workspaceFolders?: readonly string[];
+  /** Capturing an attempt's output failed (disk full…), wherever it runs; the attempt runs on. */
+  onOutputError?: (attemptId: number, error: string) => void;
 }
 
 /** A helper that started but never became ready this many times in a row: launch in-process. */
@@ -89,6 +92,7 @@ class HelperAttempt implements RunningAttempt {
     readonly item: ItemDefinition,
     readonly attempt: number,
     private readonly owner: AttemptLauncher,
+    readonly output: OutputTarget | undefined,
   ) {
     this.done = new Promise((resolve) => (this.resolve = resolve));
   }
@@ -138,8 +142,8 @@ export class AttemptLauncher {
   }
 
   /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */
-  launch(attemptId: number, item: ItemDefinition, attempt: number): RunningAttempt {
-    const a = new HelperAttempt(attemptId, item, attempt, this);
+  launch(attemptId: number, item: ItemDefinition, attempt: number, output?: OutputTarget): RunningAttempt {
+    const a = new HelperAttempt(attemptId, item, attempt, this, output);
     if (this.closed) {
       a.finish(resultWithoutProcess(a.startedAt, 'the engine is shutting down; not launched'));
     } else if (this.inProcess) {
@@ -336,6 +340,7 @@ export class AttemptLauncher {
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
       const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
       if (this.options.workspaceFolders) launch.workspaceFolders = [...this.options.workspaceFolders];
+      if (a.output) launch.output = a.output;
       h.child.send(launch, () => undefined);
     }
   }
@@ -365,6 +370,9 @@ export class AttemptLauncher {
         a.finish(m.result);
         break;
       }
+      case 'output_error':
+        this.options.onOutputError?.(m.attemptId, m.error);
+        break;
       case 'checkpointed': {
         const settle = h.checkpoints.get(m.checkpointId);
         h.checkpoints.delete(m.checkpointId);
@@ -471,7 +479,13 @@ export class AttemptLauncher {
   }
 
   private launchInProcess(a: HelperAttempt): void {
-    const run = launchAttempt(a.item, a.attempt, { marker: a.marker, workspaceFolders: this.options.workspaceFolders, sweeper: this.sweeper });
+    const run = launchAttempt(a.item, a.attempt, {
+      marker: a.marker,
+      workspaceFolders: this.options.workspaceFolders,
+      sweeper: this.sweeper,
+      output: a.output,
+      onOutputError: (error) => this.options.onOutputError?.(a.attemptId, error),
+    });
     a.inProcess = run;
     a.pid = run.pid;
     void run.done.then((result) => a.finish(result));

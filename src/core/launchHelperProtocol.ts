@@ -3,6 +3,7 @@
 import type { ItemDefinition } from './items';
 import type { AttemptResult } from './attemptProcess';
 import type { CheckpointMessage } from './store';
+import type { OutputTarget } from './outputFiles';
 
 /** Engine → helper. */
 export type ToLaunchHelper =
@@ -10,7 +11,7 @@ export type ToLaunchHelper =
    * `marker`: the attempt's ENGINE_MONITOR_ATTEMPT token, chosen by the engine so that it can still
    * find the attempt's processes if this helper dies; `workspaceFolders`: where `cwd` must lead.
    */
-  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string; workspaceFolders?: string[] }
+  | { type: 'launch'; attemptId: number; item: ItemDefinition; attempt: number; marker: string; workspaceFolders?: string[]; output?: OutputTarget }
   | { type: 'terminate'; attemptId: number; graceMs: number }
   /** End every running attempt (SIGTERM, SIGKILL after `graceMs`) and exit: the engine is shutting down. */
   | { type: 'close'; graceMs: number }
@@ -31,6 +32,8 @@ export type FromLaunchHelper =
    */
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
   | { type: 'done'; attemptId: number; result: AttemptResult }
+  /** Capturing the attempt's output failed (disk full…); the attempt runs on. Sent once, when it happens. */
+  | { type: 'output_error'; attemptId: number; error: string }
   /** The checkpoint process answered, or ended without answering (ok: false, with why). */
   | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage }
   | { type: 'pong' };

@@ -56,6 +56,25 @@ export type EngineEvent =
   /** Some counter changed; the server reads stats() and throttles what it sends. */
   | { type: 'stats' };
 
+/**
+ * Where to read one attempt's captured output (src/core/outputReader.ts), or why there is none:
+ * the item or the attempt is unknown (or never started a process), or retention deleted it.
+ */
+export type AttemptOutput =
+  | { found: 'no_item' }
+  | { found: 'no_attempt' }
+  | { found: 'pruned' }
+  | {
+      found: 'output';
+      dir: string;
+      attemptId: number;
+      running: boolean;
+      /** The attempt spawned a process (or is about to): without files, its output is empty rather than absent. */
+      started: boolean;
+      /** Calls `listener` once when the attempt ends (its output then complete); returns the unsubscribe. Only while running. */
+      onEnd(listener: () => void): () => void;
+    };
+
 export interface MonitoredEngine {
   /** package.json version, reported by /health and /status. */
   readonly version: string;
@@ -67,4 +86,6 @@ export interface MonitoredEngine {
   queryLogs(query: LogQuery): LogPage;
   listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number };
   subscribe(listener: (event: EngineEvent) => void): () => void;
+  /** Attempt `attempt` (1-based, the latest of that number after a retry by hand) of the item. */
+  attemptOutput(itemId: string, attempt: number): AttemptOutput;
 }

@@ -18,6 +18,8 @@ export interface PersistenceHooks {
   isClosed(): boolean;
   /** After each second's commit or snapshot. */
   onPersisted(): void;
+  /** Pruning removed the last log entries of these items (their captured output goes too). */
+  onItemsForgotten?(itemIds: string[]): void;
 }
 
 const PERSIST_INTERVAL_MS = 1000;
@@ -118,6 +120,10 @@ export class PersistencePolicy {
     if (limit <= 0) return;
     // Bounded batches keep the event loop responsive; the next round continues.
     const upTo = Math.min(limit, oldest + PRUNE_BATCH - 1);
+    // The items this step touches, to learn afterwards which of them have no entry left.
+    const touched = this.hooks.onItemsForgotten
+      ? this.store.all<{ item_id: string }>('SELECT DISTINCT item_id FROM logs WHERE id <= ? AND item_id IS NOT NULL', [upTo]).map((r) => r.item_id)
+      : [];
     this.store.batch(() => {
       this.store.mutate('logs_fts_prune', [upTo]);
       this.store.mutate('logs_prune', [upTo]);
@@ -125,6 +131,10 @@ export class PersistencePolicy {
       // only this remains, and the journal carries it even when no snapshot follows for a while.
       this.store.setMeta('last_log_id', String(this.hooks.lastLogId()));
     });
+    if (touched.length > 0) {
+      const forgotten = touched.filter((id) => this.store.get('SELECT 1 AS x FROM logs WHERE item_id = ? LIMIT 1', [id]) === undefined);
+      if (forgotten.length > 0) this.hooks.onItemsForgotten!(forgotten);
+    }
     if (upTo < limit) setTimeout(() => this.pruneLogs(), 100).unref();
   }
 }

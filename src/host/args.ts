@@ -37,6 +37,8 @@ Options:
   --queue-dir <path>       queue folder, relative to each workspace      default ${d('queue.directory')}
   --log-max-entries <n>    log retention by count                        default ${d('logs.maxEntries')}
   --log-max-age-days <n>   log retention by age                          default ${d('logs.maxAgeDays')}
+  --output-max-bytes <n>   output kept per attempt (${SETTINGS['output.maxBytesPerAttempt'].minimum}-${SETTINGS['output.maxBytesPerAttempt'].maximum})   default ${d('output.maxBytesPerAttempt')}
+  --output-max-total-mb <n>  output kept in all, MiB; the oldest goes first   default ${d('output.maxTotalMB')}
   --grace <ms>             on SIGINT/SIGTERM, how long running attempts may finish   default 10000
   --snapshot-interval <ms> how often, at most, the journal is folded into a new snapshot  default 30000
   --snapshot-min-journal <bytes>  the journal a new snapshot waits for (and 1/32 of the
@@ -77,6 +79,8 @@ const SERVE_OPTIONS = {
   'queue-dir': { type: 'string', default: d('queue.directory') },
   'log-max-entries': { type: 'string', default: d('logs.maxEntries') },
   'log-max-age-days': { type: 'string', default: d('logs.maxAgeDays') },
+  'output-max-bytes': { type: 'string', default: d('output.maxBytesPerAttempt') },
+  'output-max-total-mb': { type: 'string', default: d('output.maxTotalMB') },
   grace: { type: 'string', default: '10000' },
   'snapshot-interval': { type: 'string', default: '30000' },
   'snapshot-min-journal': { type: 'string', default: '1048576' },
@@ -144,6 +148,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     queueDirectory: queueDir,
     logMaxEntries: setting('logs.maxEntries'),
     logMaxAgeDays: setting('logs.maxAgeDays'),
+    outputMaxBytes: setting('output.maxBytesPerAttempt'),
+    outputMaxTotalMB: setting('output.maxTotalMB'),
     graceMs: int('grace', values.grace, 0, 86_400_000),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),

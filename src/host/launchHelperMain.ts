@@ -14,8 +14,12 @@
 // It also starts the engine's checkpoint processes (Store.snapshotInBackground), for the same
 // reason: a fork from the engine host blocks its event loop for as long as the fork takes.
 //
+// It writes each attempt's output files too (src/core/outputCapture.ts): it reads the pipes anyway,
+// and the engine's event loop never sees the bytes.
+//
 // Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
-// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts).
+// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts,
+// outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
@@ -44,7 +48,12 @@ function send(message: FromLaunchHelper): void {
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {
   if (ending || runs.has(attemptId)) return;
   const t0 = performance.now();
-  const run = launchAttempt(message.item, message.attempt, { marker: message.marker, workspaceFolders: message.workspaceFolders });
+  const run = launchAttempt(message.item, message.attempt, {
+    marker: message.marker,
+    workspaceFolders: message.workspaceFolders,
+    output: message.output,
+    onOutputError: (error) => send({ type: 'output_error', attemptId, error }),
+  });
   const spawnMs = performance.now() - t0;
   runs.set(attemptId, run);
   if (run.pid !== null) groups.add(run.pid);

@@ -24,6 +24,8 @@ export const ERROR_CODES = [
   'forbidden_host',
   'forbidden_origin',
   'not_found',
+  'output_pruned',
+  'range_not_satisfiable',
   'method_not_allowed',
   'internal_error',
   'request_timeout',
@@ -338,6 +340,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
 }
 
 interface PathItem {
+  /** Path parameters, shared by the operations. */
+  parameters?: object[];
   get: { parameters?: object[] } & Record<string, unknown>;
   head: { parameters?: object[] } & Record<string, unknown>;
 }
@@ -484,6 +488,65 @@ function pathItems(): Record<string, PathItem> {
         },
       },
       head: head('Event stream headers only (no stream is opened)'),
+    },
+    '/items/{id}/attempts/{n}/output': {
+      parameters: [
+        { name: 'id', in: 'path', required: true, description: 'The item id, percent-encoded.', schema: { type: 'string', minLength: 1 } },
+        {
+          name: 'n',
+          in: 'path',
+          required: true,
+          description: 'The attempt number, from 1 (after a retry by hand, the latest attempt with that number). Anything but a positive integer is no attempt (404).',
+          schema: { type: 'string' },
+        },
+      ],
+      get: {
+        operationId: 'getAttemptOutput',
+        summary: "An attempt's captured output (stdout and stderr in arrival order)",
+        description: [
+          'The bytes exactly as the process wrote them (invalid UTF-8 included), as far as they exist: a running attempt gives what it printed so far.',
+          'Per attempt at most `engineMonitor.output.maxBytesPerAttempt` (`--output-max-bytes`) is kept: beyond it the first quarter and the last three quarters, joined by one line',
+          '`[engine-monitor: <n> bytes of output dropped here]` (with a newline before and after). A capture cut short (disk full) ends with a line `[engine-monitor: output cut here, …]`.',
+          '',
+          '`Range: bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) answers 206 with `Content-Range`; a range that starts past the end answers 416; a Range header in another form (several ranges, other units) is ignored (200).',
+          '`follow=true` keeps the response open (chunked) and sends new output as it arrives, until the attempt ends; Range is ignored then. A follower that falls more than the kept tail behind gets a dropped-output line where bytes were skipped.',
+          'The 404 error covers an unknown item, an attempt number it never reached, and an attempt that never started a process; 410: retention deleted the output (the log entries may remain).',
+        ].join('\n'),
+        parameters: [
+          { name: 'stream', in: 'query', description: "Only this stream (with the engine's own marker lines).", schema: { type: 'string', enum: ['stdout', 'stderr'] } },
+          { name: 'follow', in: 'query', description: '`true`: stream new output until the attempt ends.', schema: { type: 'string', enum: ['true', 'false'], default: 'false' } },
+        ],
+        responses: {
+          '200': {
+            description: 'The output (all of it, or as far as it exists now).',
+            headers: {
+              ...commonHeaders,
+              'Accept-Ranges': { description: 'Always `bytes` (absent when following).', schema: { type: 'string', const: 'bytes' } },
+            },
+            content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } },
+          },
+          '206': {
+            description: 'The requested range of the output.',
+            headers: { ...commonHeaders, 'Content-Range': { description: '`bytes <first>-<last>/<length>`.', schema: { type: 'string', pattern: '^bytes \\d+-\\d+/\\d+$' } } },
+            content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } },
+          },
+          '400': { $ref: '#/components/responses/BadRequest' },
+          '404': { description: 'No such item, attempt, or the attempt never started a process (code `not_found`).', headers: commonHeaders, content: json(ref('Error')) },
+          '410': { description: 'The output was deleted by retention (code `output_pruned`).', headers: commonHeaders, content: json(ref('Error')) },
+          '416': {
+            description: 'The range starts past the end of the output (code `range_not_satisfiable`).',
+            headers: { ...commonHeaders, 'Content-Range': { description: '`bytes */<length>`.', schema: { type: 'string', pattern: '^bytes \\*/\\d+$' } } },
+            content: json(ref('Error')),
+          },
+          ...standardErrors,
+        },
+      },
+      head: head('Output headers only', {}, {
+        '206': { description: 'As GET, without a body.', headers: commonHeaders },
+        '404': { description: 'As GET, without a body.', headers: commonHeaders },
+        '410': { description: 'As GET, without a body.', headers: commonHeaders },
+        '416': { description: 'As GET, without a body.', headers: commonHeaders },
+      }),
     },
     '/openapi.json': {
       get: {

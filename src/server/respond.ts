@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'forbidden_host'
   | 'forbidden_origin'
   | 'not_found'
+  | 'output_pruned'
+  | 'range_not_satisfiable'
   | 'method_not_allowed'
   | 'internal_error'
   | 'request_timeout'

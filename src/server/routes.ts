@@ -28,6 +28,7 @@ import {
 import type { Guard } from './protection';
 import { HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
 import { TurnQueue } from './turnQueue';
+import { addOutputRoute } from './outputRoute';
 
 export interface RouteContext {
   guard: Guard;
@@ -51,6 +52,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   addPageRoutes(app, engine);
   addEventsRoute(app, ctx.hub);
   addOpenApiRoute(app, ctx.openApiText);
+  addOutputRoute(app, engine);
   addNotFoundAndErrors(app);
   return (req, res) => {
     // Every request ends in the two handlers addNotFoundAndErrors adds; this final callback only

@@ -112,6 +112,23 @@ export const SETTINGS = {
     flag: 'log-max-age-days',
     markdownDescription: 'Days a log entry is kept; older ones are pruned in the background.',
   },
+  'output.maxBytesPerAttempt': {
+    type: 'integer',
+    default: 10 * 1024 * 1024,
+    minimum: 64 * 1024,
+    maximum: 1024 * 1024 * 1024,
+    flag: 'output-max-bytes',
+    markdownDescription:
+      "Bytes of each attempt's output (stdout and stderr) kept in the storage folder. Beyond it the first quarter and the last three quarters are kept, joined by one line saying how many bytes were dropped.",
+  },
+  'output.maxTotalMB': {
+    type: 'integer',
+    default: 1024,
+    minimum: 1,
+    maximum: 1024 * 1024,
+    flag: 'output-max-total-mb',
+    markdownDescription: "MiB of attempt output kept in all: beyond it the oldest attempts' output is deleted (their log entries stay).",
+  },
   'remote.url': {
     type: 'string',
     default: '',

@@ -27,6 +27,8 @@ const CLI_FIELD: Record<IntegerSettingKey, keyof CliOptions> = {
   'engine.timeoutMs': 'timeoutMs',
   'logs.maxEntries': 'logMaxEntries',
   'logs.maxAgeDays': 'logMaxAgeDays',
+  'output.maxBytesPerAttempt': 'outputMaxBytes',
+  'output.maxTotalMB': 'outputMaxTotalMB',
 };
 
 const serve = (...flags: string[]) => parseServeArgs(['serve', '--workspace', tmpdir(), ...flags]);

@@ -79,6 +79,10 @@ export const MUTATIONS = {
   items_backoff_shift: "UPDATE items SET due_at = due_at + ? WHERE outcome = 'pending' AND running = 0 AND attempts > 0 AND due_at IS NOT NULL",
   attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
+  // Captured output (src/core/outputRetention.ts): its size once the attempt has finished, and
+  // that retention deleted it.
+  attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
+  attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
   // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.

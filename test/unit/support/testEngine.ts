@@ -7,7 +7,7 @@
 // against the same server (api.test.ts).
 import type { ItemOutcome, ItemSummary, LogEntry, StatsOverview, StatusResponse } from '../../../src/shared/api';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
-import type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
+import type { AttemptOutput, EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
 
 /** Mulberry32: a tiny seeded PRNG so generated data is the same on every run. */
 export function seededRandom(seed: number): () => number {
@@ -194,6 +194,15 @@ export class TestEngine implements MonitoredEngine {
     );
     matches.sort((a, b) => (query.order === 'asc' ? a.id - b.id : b.id - a.id));
     return { entries: matches.slice(0, query.limit).map((e) => ({ ...e })), hasMore: matches.length > query.limit };
+  }
+
+  /** Output of attempts, by `${itemId}/${attempt}`; other attempts of a known item are unknown. */
+  readonly outputs = new Map<string, AttemptOutput>();
+
+  attemptOutput(itemId: string, attempt: number): AttemptOutput {
+    const output = this.outputs.get(`${itemId}/${attempt}`);
+    if (output) return output;
+    return this.items.some((i) => i.id === itemId) ? { found: 'no_attempt' } : { found: 'no_item' };
   }
 
   listItems(filter: { outcome?: ItemOutcome; limit: number; offset: number }): { items: ItemSummary[]; total: number } {

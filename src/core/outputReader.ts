@@ -1,0 +1,258 @@
+// Reads an attempt's captured output (layout and format: outputFiles.ts) while it is being written
+// or after: the combined output, one stream of it, and what arrived after a given point (for a
+// follower). Every read is asynchronous and bounded by what it returns; nothing here holds the
+// event loop for a time that grows with the output.
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import {
+  droppedMarker,
+  headFile,
+  headIndexFile,
+  INDEX_HEADER_BYTES,
+  INDEX_MAGIC,
+  outputGeometry,
+  parseTails,
+  RECORD_BYTES,
+  segmentFile,
+  segmentIndexFile,
+  tailsFile,
+  type OutputGeometry,
+  type OutputStreamTag,
+} from './outputFiles';
+
+/** One file's part of the logical output L. */
+interface Part {
+  /** Offset in L of its first byte. */
+  start: number;
+  size: number;
+  file: string;
+  /** Open from the moment the layout was read: a segment the writer deletes meanwhile stays readable. */
+  data: FileHandle;
+  index: FileHandle;
+  /** Bytes to skip at the start of its index file (the header). */
+  indexOffset: number;
+}
+
+export interface OutputLayout {
+  geometry: OutputGeometry;
+  /** N: bytes of L on disk now. */
+  total: number;
+  /** The parts still on disk, in order: the head, then the tail segments kept. */
+  parts: Part[];
+}
+
+/** Closes the layout's files; its pieces cannot be copied after this. */
+export async function closeLayout(layout: OutputLayout | undefined): Promise<void> {
+  if (!layout) return;
+  await Promise.all(layout.parts.flatMap((p) => [p.data.close(), p.index.close()])).catch(() => undefined);
+}
+
+/** Bytes of a file, or bytes given directly (a marker line). */
+export type OutputPiece = { part: Part; offset: number; length: number; stream: OutputStreamTag } | { bytes: Buffer; stream: OutputStreamTag };
+
+export type StreamFilter = 'stdout' | 'stderr' | undefined;
+
+const TAG: Record<'stdout' | 'stderr', OutputStreamTag> = { stdout: 'o', stderr: 'e' };
+
+export const pieceLength = (p: OutputPiece): number => ('bytes' in p ? p.bytes.length : p.length);
+
+/**
+ * The attempt's files as they are now; undefined when it has none (it printed nothing, or never
+ * ran). A tail segment deleted under the reader (the writer moved on) makes it read again.
+ */
+export async function readLayout(dir: string, attemptId: number): Promise<OutputLayout | undefined> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await tryReadLayout(dir, attemptId);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries >= 5) throw err;
+    }
+  }
+}
+
+async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | undefined> {
+  const opened: Part[] = [];
+  const openPart = async (start: number, file: string, indexFile: string, indexOffset: number): Promise<Part> => {
+    const index = await open(indexFile, 'r');
+    let data: FileHandle;
+    try {
+      data = await open(file, 'r');
+    } catch (err) {
+      await index.close();
+      throw err;
+    }
+    // The index first, then the data: data is written before its index, so this order never sees
+    // an index record whose data is missing.
+    const part: Part = { start, size: 0, file, data, index, indexOffset };
+    opened.push(part);
+    return part;
+  };
+  try {
+    let head: Part;
+    try {
+      head = await openPart(0, headFile(dir, id), headIndexFile(dir, id), INDEX_HEADER_BYTES);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    const header = Buffer.alloc(INDEX_HEADER_BYTES);
+    const { bytesRead } = await head.index.read(header, 0, INDEX_HEADER_BYTES, 0);
+    // The writer creates the index and writes its header right after: a short one is that moment.
+    if (bytesRead < INDEX_HEADER_BYTES) {
+      await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened });
+      return undefined;
+    }
+    if (header.toString('latin1', 0, 4) !== INDEX_MAGIC) throw new Error(`${headIndexFile(dir, id)} is not an output index`);
+    const geometry = outputGeometry(header.readUInt32LE(4));
+    let tails: { first: number; last: number } | undefined;
+    try {
+      tails = parseTails(await readFile(tailsFile(dir, id), 'latin1'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    if (tails) {
+      for (let k = tails.first; k <= tails.last; k++) {
+        await openPart(geometry.head + k * geometry.segment, segmentFile(dir, id, k), segmentIndexFile(dir, id, k), 0);
+      }
+    }
+    // Sizes from the last part back to the head: a part is full before the next one gets a byte,
+    // so no size read here counts bytes that follow bytes an earlier part does not show.
+    for (let i = opened.length - 1; i >= 0; i--) opened[i].size = (await opened[i].data.stat()).size;
+    if (opened.length > 1) opened[0].size = Math.min(opened[0].size, geometry.head);
+    const last = opened[opened.length - 1];
+    return { geometry, total: last.start + last.size, parts: opened };
+  } catch (err) {
+    await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened });
+    throw err;
+  }
+}
+
+/** The logical ranges of L that are kept: all of it, or the head and the last T bytes. */
+function keptRanges(layout: OutputLayout): { ranges: [number, number][]; dropped: number } {
+  const { total } = layout;
+  const { cap, head, tail } = layout.geometry;
+  if (total <= cap) return { ranges: [[0, total]], dropped: 0 };
+  return { ranges: [[0, head], [total - tail, total]], dropped: total - cap };
+}
+
+/**
+ * The output as served now: combined, or one stream (with the engine's own lines, so a reader of
+ * one stream learns that output was dropped or cut). `end` is how far into L it reaches.
+ */
+export async function outputView(layout: OutputLayout, stream: StreamFilter): Promise<{ pieces: OutputPiece[]; end: number }> {
+  const { ranges, dropped } = keptRanges(layout);
+  const pieces: OutputPiece[] = [];
+  let end = 0;
+  for (let i = 0; i < ranges.length; i++) {
+    if (i > 0) pieces.push({ bytes: droppedMarker(dropped), stream: 'm' });
+    const got = await rangePieces(layout, ranges[i][0], ranges[i][1], stream);
+    pieces.push(...got.pieces);
+    end = got.end;
+  }
+  return { pieces, end };
+}
+
+/**
+ * What a follower at `from` (an offset in L) gets next: the bytes from there on; when the writer
+ * has deleted some of them already (the follower fell more than the kept tail behind), a marker
+ * line for those first.
+ */
+export async function outputSince(layout: OutputLayout, from: number, stream: StreamFilter): Promise<{ pieces: OutputPiece[]; end: number }> {
+  const pieces: OutputPiece[] = [];
+  const { head } = layout.geometry;
+  const firstKept = layout.parts.length > 1 ? layout.parts[1].start : head;
+  let start = from;
+  if (from >= head && from < firstKept) {
+    pieces.push({ bytes: droppedMarker(firstKept - from), stream: 'm' });
+    start = firstKept;
+  }
+  if (start >= layout.total) return { pieces, end: Math.max(start, from) };
+  const got = await rangePieces(layout, start, layout.total, stream);
+  pieces.push(...got.pieces);
+  return { pieces, end: got.end };
+}
+
+/**
+ * The bytes of L[from, to) on disk, combined (by the data files' sizes) or one stream's (by the
+ * index, which may not cover the newest data yet: `end` then stops where it does).
+ */
+async function rangePieces(layout: OutputLayout, from: number, to: number, stream: StreamFilter): Promise<{ pieces: OutputPiece[]; end: number }> {
+  const pieces: OutputPiece[] = [];
+  let end = from;
+  for (const part of layout.parts) {
+    const a = Math.max(from, part.start);
+    const b = Math.min(to, part.start + part.size);
+    if (a >= b) continue;
+    if (stream === undefined) {
+      pieces.push({ part, offset: a - part.start, length: b - a, stream: 'o' });
+      end = b;
+      continue;
+    }
+    // One stream: walk the part's index records over [a, b).
+    const records = await readWhole(part.index);
+    let at = part.start;
+    for (let r = part.indexOffset; r + RECORD_BYTES <= records.length && at < b; r += RECORD_BYTES) {
+      const tag = String.fromCharCode(records[r]) as OutputStreamTag;
+      const length = records.readUInt32LE(r + 4);
+      const runEnd = at + length;
+      const x = Math.max(a, at);
+      const y = Math.min(b, runEnd);
+      if (x < y) {
+        if (tag === TAG[stream] || tag === 'm') pieces.push({ part, offset: x - part.start, length: y - x, stream: tag });
+        end = y;
+      }
+      at = runEnd;
+    }
+    // The index stops short of the data: the rest is for the next read.
+    if (end < b) break;
+  }
+  return { pieces, end };
+}
+
+/** Copies `length` bytes of the pieces from `skip` on to `write`, one buffer of at most 64 KiB at a time. */
+export async function copyPieces(
+  pieces: OutputPiece[],
+  skip: number,
+  length: number,
+  write: (chunk: Buffer) => Promise<void>,
+): Promise<void> {
+  let toSkip = skip;
+  let left = length;
+  for (const piece of pieces) {
+    if (left <= 0) return;
+    const size = pieceLength(piece);
+    if (toSkip >= size) {
+      toSkip -= size;
+      continue;
+    }
+    const n = Math.min(size - toSkip, left);
+    if ('bytes' in piece) {
+      await write(piece.bytes.subarray(toSkip, toSkip + n));
+    } else {
+      let position = piece.offset + toSkip;
+      let remaining = n;
+      while (remaining > 0) {
+        const buffer = Buffer.allocUnsafe(Math.min(remaining, 64 * 1024));
+        const { bytesRead } = await piece.part.data.read(buffer, 0, buffer.length, position);
+        if (bytesRead === 0) throw new Error(`${piece.part.file} ended before the output it should hold`);
+        await write(buffer.subarray(0, bytesRead));
+        position += bytesRead;
+        remaining -= bytesRead;
+      }
+    }
+    toSkip = 0;
+    left -= n;
+  }
+}
+
+/** A file's whole content through its open handle (an index: 8 bytes per run of output). */
+async function readWhole(handle: FileHandle): Promise<Buffer> {
+  const size = (await handle.stat()).size;
+  const buffer = Buffer.alloc(size);
+  let at = 0;
+  while (at < size) {
+    const { bytesRead } = await handle.read(buffer, at, size - at, at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+  }
+  return buffer.subarray(0, at);
+}

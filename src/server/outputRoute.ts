@@ -1,0 +1,214 @@
+// GET /items/{id}/attempts/{n}/output (contract section 8): an attempt's captured output as
+// text/plain, the bytes exactly as the process wrote them (invalid UTF-8 included). Reads go
+// through src/core/outputReader.ts, asynchronously and a 64 KiB buffer at a time with the
+// response's backpressure, so a 10 MiB output (or a slow client) never holds the event loop.
+//
+// - `stream=stdout|stderr`: one stream (plus the engine's own marker lines);
+// - `Range: bytes=a-b | a- | -n` (one range) → 206 with Content-Range; unsatisfiable → 416;
+//   a Range the server cannot parse, or several ranges, is ignored (200 with everything, as
+//   RFC 9110 allows);
+// - `follow=true`: what exists now, then new output as it arrives (polled every FOLLOW_POLL_MS),
+//   until the attempt ends; Range is ignored then. A client that goes away leaves nothing behind:
+//   its poll timer and its end listener go with its response's 'close'.
+import type { Router } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AttemptOutput, MonitoredEngine } from '../core/monitoredEngine';
+import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type StreamFilter } from '../core/outputReader';
+import { oneOf } from '../shared/queryParams';
+import { parseParams, queryStringOf } from './params';
+import { HttpError, badRequest } from './respond';
+
+export const OUTPUT_PARAMS = ['stream', 'follow'] as const;
+const OUTPUT_PATH = /^\/items\/([^/?]+)\/attempts\/([^/?]+)\/output$/;
+const TEXT_HEADERS = {
+  'Content-Type': 'text/plain; charset=utf-8',
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+} as const;
+/** How often a follower looks for new output. */
+export const FOLLOW_POLL_MS = 200;
+
+let followers = 0;
+/** Follow responses open now (for tests: a client that left must not leave one behind). */
+export function openFollowers(): number {
+  return followers;
+}
+
+export function addOutputRoute(app: Router, engine: MonitoredEngine): void {
+  app.get(OUTPUT_PATH, (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
+    serveOutput(engine, req, res).catch(next);
+  });
+}
+
+async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const query = parseOutputQuery(queryStringOf(req.url));
+  const m = OUTPUT_PATH.exec(pathOf(req.url))!;
+  const itemId = decodeSegment(m[1]);
+  const attempt = /^[1-9][0-9]{0,8}$/.test(m[2]) ? Number(m[2]) : undefined;
+  const output = itemId === undefined ? ({ found: 'no_item' } as const) : attempt === undefined ? ({ found: 'no_attempt' } as const) : engine.attemptOutput(itemId, attempt);
+  if (output.found === 'no_item') throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId ?? m[1])}.`);
+  if (output.found === 'no_attempt') {
+    throw new HttpError(404, 'not_found', `Item ${JSON.stringify(itemId)} has no attempt ${JSON.stringify(m[2])}; attempts are numbered from 1.`);
+  }
+  if (output.found === 'pruned') {
+    throw new HttpError(410, 'output_pruned', `The output of attempt ${attempt} of item ${JSON.stringify(itemId)} was deleted by retention (engineMonitor.output.maxTotalMB or log retention); its log entries may remain.`);
+  }
+  const layout = await readLayout(output.dir, output.attemptId);
+  try {
+    if (!layout && !output.running && !output.started) {
+      throw new HttpError(404, 'not_found', `Attempt ${attempt} of item ${JSON.stringify(itemId)} never started a process: it has no output.`);
+    }
+    if (query.follow && output.running) return await follow(req, res, output, layout, query.stream);
+    const view = layout ? await outputView(layout, query.stream) : { pieces: [], end: 0 };
+    const length = view.pieces.reduce((n, p) => n + pieceLength(p), 0);
+    const range = query.follow ? undefined : parseRange(req.headers.range, length);
+    if (range === 'unsatisfiable') {
+      throw new HttpError(416, 'range_not_satisfiable', `Range ${req.headers.range} is outside the output, which has ${length} bytes now.`, {
+        'Content-Range': `bytes */${length}`,
+      });
+    }
+    const [start, end] = range ?? [0, length];
+    const headers: Record<string, string | number> = { ...TEXT_HEADERS, 'Accept-Ranges': 'bytes', 'Content-Length': end - start };
+    if (range) headers['Content-Range'] = `bytes ${start}-${end - 1}/${length}`;
+    res.writeHead(range ? 206 : 200, headers);
+    if (req.method === 'HEAD') return void res.end();
+    await copyPieces(view.pieces, start, end - start, (chunk) => write(res, chunk));
+    res.end();
+  } catch (err) {
+    if (res.headersSent) res.destroy();
+    if (res.headersSent && (err as Error).message === CLIENT_GONE) return;
+    throw err;
+  } finally {
+    await closeLayout(layout);
+  }
+}
+
+/** Sends what exists, then what arrives, until the attempt ends or the client leaves. */
+async function follow(
+  req: IncomingMessage,
+  res: ServerResponse,
+  output: Extract<AttemptOutput, { found: 'output' }>,
+  first: OutputLayout | undefined,
+  stream: StreamFilter,
+): Promise<void> {
+  res.writeHead(200, { ...TEXT_HEADERS });
+  if (req.method === 'HEAD') return void res.end();
+  followers++;
+  let ended = false;
+  let gone = false;
+  let wake: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const stopListening = output.onEnd(() => {
+    ended = true;
+    wake?.();
+  });
+  const onClose = () => {
+    gone = true;
+    wake?.();
+  };
+  res.once('close', onClose);
+  try {
+    let position = 0;
+    if (first) {
+      const view = await outputView(first, stream);
+      await copyPieces(view.pieces, 0, Infinity, (chunk) => write(res, chunk));
+      position = view.end;
+    }
+    for (;;) {
+      // Ended is read before the last look: output written before the end is in that look.
+      const last = ended;
+      if (gone) return;
+      const layout = await readLayout(output.dir, output.attemptId);
+      try {
+        if (layout) {
+          const next = await outputSince(layout, position, stream);
+          await copyPieces(next.pieces, 0, Infinity, (chunk) => write(res, chunk));
+          position = next.end;
+        }
+      } finally {
+        await closeLayout(layout);
+      }
+      if (last || gone) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        timer = setTimeout(resolve, FOLLOW_POLL_MS);
+      });
+      clearTimeout(timer);
+      wake = undefined;
+    }
+    if (!gone) res.end();
+  } catch (err) {
+    if ((err as Error).message !== CLIENT_GONE) console.error('engine-monitor: following attempt output failed', err);
+    res.destroy();
+  } finally {
+    followers--;
+    clearTimeout(timer);
+    stopListening();
+    res.off('close', onClose);
+  }
+}
+
+const CLIENT_GONE = 'the client closed the connection';
+
+/** Writes a chunk, waiting for the socket when the response's buffer is full. */
+function write(res: ServerResponse, chunk: Buffer): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.reject(new Error(CLIENT_GONE));
+  if (res.write(chunk)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      res.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      res.off('drain', onDrain);
+      reject(new Error(CLIENT_GONE));
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}
+
+export function parseOutputQuery(queryString: string): { stream: StreamFilter; follow: boolean } {
+  const params = parseParams(queryString, OUTPUT_PARAMS);
+  try {
+    const stream = oneOf(params, 'stream', ['stdout', 'stderr'] as const);
+    const follow = oneOf(params, 'follow', ['true', 'false'] as const) === 'true';
+    return { stream, follow };
+  } catch (err) {
+    throw badRequest((err as Error).message);
+  }
+}
+
+/**
+ * One byte range of a representation of `length` bytes, as [start, end): undefined when there is
+ * no Range header or one this server ignores (not bytes, malformed, several ranges).
+ */
+export function parseRange(header: string | undefined, length: number): [number, number] | 'unsatisfiable' | undefined {
+  if (header === undefined) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || length === 0) return 'unsatisfiable';
+    return [Math.max(0, length - suffix), length];
+  }
+  const start = Number(m[1]);
+  const last = m[2] === '' ? length - 1 : Number(m[2]);
+  if (last < start) return undefined;
+  if (start >= length) return 'unsatisfiable';
+  return [start, Math.min(last, length - 1) + 1];
+}
+
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+function pathOf(url: string | undefined): string {
+  const target = url ?? '/';
+  const q = target.indexOf('?');
+  return q === -1 ? target : target.slice(0, q);
+}
