@@ -7,6 +7,7 @@ import { Disposable, toDisposable } from './dispose';
 import type { LiveEvent } from '../shared/webviewProtocol';
 import type { EngineConnection, TextResponse } from './engineConnection';
 import { nextLink } from './linkHeader';
+import { getText } from './textRequest';
 import { SseParser } from './sse';
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -18,12 +19,6 @@ export interface ConnectionProblem {
   kind: 'unauthorized' | 'forbidden' | 'unreachable' | 'http';
   /** A sentence for the user, e.g. "HTTP 401: missing or wrong bearer token". */
   message: string;
-}
-
-/** The size after the slash of a `Content-Range` (`bytes 0-99/1234`, or `bytes *` + `/1234` for a 416); undefined when absent or unknown. */
-export function contentRangeTotal(header: string | null): number | undefined {
-  const m = header ? /\/(\d+)\s*$/.exec(header) : null;
-  return m ? Number(m[1]) : undefined;
 }
 
 export class EngineClient extends Disposable implements EngineConnection {
@@ -102,29 +97,10 @@ export class EngineClient extends Disposable implements EngineConnection {
     return { body, next: nextLink(res.headers.get('link')) };
   }
 
-  async getText(pathAndQuery: string, range?: string): Promise<TextResponse> {
+  getText(pathAndQuery: string, range?: string): Promise<TextResponse> {
     const base = this._baseUrl;
-    if (!base) throw new Error('The engine is not running.');
-    const headers = this.headers(range ? { Accept: 'text/plain', Range: range } : { Accept: 'text/plain' });
-    const get = () => fetch(base + pathAndQuery, { headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    // The same single retry as `request`, for a pooled socket to a restarted engine.
-    const res = await get().catch(get).catch((err: unknown) => {
-      throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
-    });
-    const totalBytes = contentRangeTotal(res.headers.get('content-range'));
-    // 416: the range starts beyond the end, which for an attempt with no output yet is any range.
-    if (res.status === 416) return { status: 416, text: '', totalBytes: totalBytes ?? 0 };
-    const text = await res.text();
-    if (!res.ok) {
-      let message = res.statusText;
-      try {
-        message = (JSON.parse(text) as ErrorBody).error.message || message;
-      } catch {
-        // not our JSON error body: keep the status text
-      }
-      throw new Error(`The engine refused ${pathAndQuery}: HTTP ${res.status} ${message}`);
-    }
-    return { status: res.status, text, totalBytes };
+    if (!base) return Promise.reject(new Error('The engine is not running.'));
+    return getText(base, pathAndQuery, { range, token: this._token, timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   private async request<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {

@@ -168,7 +168,7 @@ describe('Tree views', () => {
     }
     assert.ok(nodeById(api, 'items', 'items.running.ticking-2'), 'still running after the window (8 s)');
     const full = events.filter((e) => e === undefined).length;
-    const elements = events.filter((e) => e !== undefined).flatMap((e) => (Array.isArray(e) ? e : [e as TreeNode]));
+    const elements = events.filter((e) => e !== undefined).flatMap((e) => (Array.isArray(e) ? e : [e]));
     assert.equal(full, 0, 'no full refresh while only elapsed times moved');
     assert.ok(elements.includes(running), `the running row was refreshed (${elements.map((n) => n.id).join(', ')})`);
     assert.ok(!elements.includes(unchanged), 'an unchanged failed row was not');
