@@ -5,6 +5,7 @@ import type { EngineState, LogAction } from '../../src/shared/api';
 import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
+import { AttentionView } from './attention';
 import { ItemDetailView } from './itemDetail';
 import { LogTable } from './logTable';
 import { OverviewView, refreshTimes } from './overview';
@@ -61,6 +62,7 @@ const logs = new LogTable(
   (message) => announce(`Error: ${message}`, true),
   (itemId) => void detail.open(itemId),
 );
+const attention = new AttentionView((itemId) => void detail.open(itemId));
 const detail = new ItemDetailView(
   (itemId) => {
     state.detailItemId = itemId;
@@ -89,6 +91,7 @@ replaceChildren(
     h('section', { class: 'panel chart-panel', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title' }, 'Launches per minute, last hour'), legend(), chart.element),
   ),
   overview.details,
+  attention.element,
   detail.element,
   logs.element,
 );
@@ -140,6 +143,7 @@ function applyConnection(c: ConnectionInfo, initial: boolean): void {
     replaceChildren(banner, icon('debug-disconnect'), h('span', {}, text));
     banner.hidden = false;
     overview.clear();
+    attention.clear();
     logs.showUnavailable('Engine not reachable.');
     if (!initial || wasConnected) announce('Engine not reachable.');
   }
@@ -180,6 +184,7 @@ async function refreshOverview(): Promise<void> {
     overview.setStatus(o.status);
     overview.setHealth(o.health);
     overview.setStats(o.status.stats);
+    attention.set(await query('attention', {}));
     engineState = o.health.checks.engine;
     updateButtons();
     if (statusLine.classList.contains('error-text')) announce('');
@@ -203,6 +208,8 @@ function onEvent(event: LiveEvent): void {
   switch (event.name) {
     case 'stats':
       overview.setStats(event.data);
+      // Counters moved: an item started, finished or failed.
+      scheduleStatusRefresh();
       return;
     case 'health':
       overview.setHealth(event.data);

@@ -6,7 +6,7 @@
 // Handshake: the webview posts `ready` once its script runs (again after every reload of its
 // content); only then does the host post `init` and forward live events. Queries carry a
 // `requestId` that the host echoes in its `response`.
-import type { HealthResponse, IsoTime, ItemDetail, LogEntry, StatsOverview, StatusResponse } from './api';
+import type { HealthResponse, IsoTime, ItemDetail, ItemSummary, LogEntry, StatsOverview, StatusResponse } from './api';
 import type { LogFilter } from './logFilter';
 
 /**
@@ -41,10 +41,17 @@ export interface QueryMap {
   logs: { params: { filter: LogFilter; page?: LogPageToken; limit: number }; result: LogTablePage };
   /** Launch attempts since `since`, oldest first. */
   timeline: { params: { since: IsoTime }; result: LaunchTimeline };
+  /** The items that need a look: running now, and failed for good (the newest first). */
+  attention: { params: Record<string, never>; result: AttentionItems };
   /** `GET /items/{id}`: the definition and every attempt, for the item detail panel. */
   item: { params: { id: string }; result: ItemDetail };
   /** The start and the end of an attempt's output (`GET /items/{id}/attempts/{n}/output`). */
   output: { params: { id: string; attempt: number; stream: OutputStream }; result: OutputExcerpt };
+}
+
+export interface AttentionItems {
+  running: { items: ItemSummary[]; total: number };
+  failed: { items: ItemSummary[]; total: number };
 }
 
 /** Which output the detail panel shows: both streams in arrival order, or one of them. */
@@ -132,6 +139,7 @@ export function isWebviewToHost(value: unknown): value is WebviewToHost {
         case 'overview':
         case 'logs':
         case 'timeline':
+        case 'attention':
           return true;
         case 'item':
           return isItemId((m.params as { id?: unknown }).id);

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Frame, Locator, Page } from 'playwright-core';
 import type { ItemDetail, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const STDOUT_LINE = 'step 1 of 2: copied 12 files';
@@ -129,7 +129,8 @@ describe('Items by state, failed count and item detail (code-server)', function 
     const box = await item.boundingBox();
     assert.ok(box);
     // A cut of the status bar's left end, where the item is.
-    const file = path.join(path.dirname(await screenshot(wb.page, 'status-bar-failed-full')), 'status-bar-failed.png');
+    mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    const file = path.join(SCREENSHOT_DIR, 'status-bar-failed.png');
     await wb.page.screenshot({ path: file, clip: { x: 0, y: box.y - 8, width: Math.min(900, box.x + box.width + 300), height: box.height + 16 } });
     console.log(`      screenshot: ${file}`);
   });
@@ -139,6 +140,14 @@ describe('Items by state, failed count and item detail (code-server)', function 
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
     const items = pane(page, 'Items');
     await items.locator('.monaco-list-row').first().waitFor({ timeout: 30_000 });
+    // A wider side bar, so the screenshot shows whole descriptions: drag the sash at its edge.
+    const bar = await page.locator('.part.sidebar').boundingBox();
+    if (bar) {
+      await page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(bar.x + bar.width + 200, bar.y + bar.height / 2, { steps: 8 });
+      await page.mouse.up();
+    }
     // Give the Items view the room: collapse the Logs and Status views above it.
     for (const other of ['Logs', 'Status']) {
       const header = pane(page, other).locator('.pane-header');
@@ -180,7 +189,17 @@ describe('Items by state, failed count and item detail (code-server)', function 
     await runCommand(page, 'Show Engine Status');
     const frame = await dashboardFrame(page);
     await frame.locator('.connection[data-connected="true"]').waitFor({ timeout: 30_000 });
-    const link = frame.locator('button.item-link[data-item-id="nightly-backup"]').first();
+    // The items to look at: the running sleep, the failed backup with its reason.
+    const running = frame.locator('[data-list="running"] li');
+    await waitUntil('the running item in the dashboard', async () => (await running.count()) === 1);
+    assert.equal(await running.first().getAttribute('data-item-id'), 'long-sleep');
+    const failed = frame.locator('[data-list="failed"] li');
+    assert.equal(await failed.count(), 1);
+    assert.match((await failed.first().textContent()) ?? '', /Nightly backup \(fails\)2\/2 attempts.*exited with code 3/);
+    await clearNotifications(page);
+    console.log(`      screenshot: ${await screenshot(page, 'dashboard-attention')}`);
+
+    const link = frame.locator('table.logs button.item-link[data-item-id="nightly-backup"]').first();
     await link.waitFor({ timeout: 30_000 });
     await link.click();
 

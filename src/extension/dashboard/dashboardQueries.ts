@@ -1,9 +1,9 @@
 // The dashboard's reads, answered over the engine's public HTTP API. No `vscode` here: these are
 // plain functions of an EngineConnection-like reader, so they can be unit-tested in Node.
-import type { HealthResponse, ItemDetail, LogEntry, StatusResponse } from '../../shared/api';
+import type { HealthResponse, ItemDetail, ItemState, ItemSummary, LogEntry, StatusResponse } from '../../shared/api';
 import { logsPath, type LogFilter } from '../../shared/logFilter';
 import { MAX_LIMIT } from '../../shared/queryParams';
-import type { LaunchTimeline, LogPageToken, LogTablePage, OutputExcerpt, OutputStream, Overview } from '../../shared/webviewProtocol';
+import type { AttentionItems, LaunchTimeline, LogPageToken, LogTablePage, OutputExcerpt, OutputStream, Overview } from '../../shared/webviewProtocol';
 import { healthStatus } from '../../shared/health';
 
 /** What the queries need of EngineConnection. */
@@ -170,4 +170,33 @@ function cutBytes(text: string, bytes: number): string {
   if (buf.length <= bytes) return text;
   // A multi-byte character cut in two decodes as U+FFFD at the end: drop it.
   return buf.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+}
+
+/** Items the dashboard lists per state. */
+export const ATTENTION_LIMIT = 50;
+
+/** Running and failed items, for the dashboard's list of items that need a look. */
+export async function readAttention(reader: DashboardReader): Promise<AttentionItems> {
+  const [running, failed] = await Promise.all([readItemsInState(reader, 'running'), readItemsInState(reader, 'failed')]);
+  // The failure that just happened first: /items lists in discovery order.
+  failed.items.sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt));
+  return { running, failed };
+}
+
+type ItemsPage = { items: ItemSummary[]; total: number };
+
+/**
+ * `/items?state=` (section 8); an engine of part one refuses the parameter (400), and then the
+ * state is found in the `outcome` lists (running ones among the first 500 pending).
+ */
+async function readItemsInState(reader: DashboardReader, state: 'running' | 'failed'): Promise<ItemsPage> {
+  try {
+    return await reader.get<ItemsPage>(`/items?state=${state}&limit=${ATTENTION_LIMIT}`);
+  } catch (err) {
+    if (!/HTTP 400\b.*"state"/.test(String(err))) throw err;
+  }
+  if (state === 'failed') return reader.get<ItemsPage>(`/items?outcome=failed&limit=${ATTENTION_LIMIT}`);
+  const pending = await reader.get<ItemsPage>('/items?outcome=pending&limit=500');
+  const running = pending.items.filter((i) => ((i.state as ItemState | undefined) ?? i.phase) === 'running');
+  return { items: running.slice(0, ATTENTION_LIMIT), total: running.length };
 }
