@@ -276,10 +276,16 @@ describe('Items by state, failed count and item detail (code-server)', function 
     assert.ok(m.message > 0.6 * m.inner, `log messages are wide: ${JSON.stringify(m)}`);
     assert.ok(m.attemptCells > 0.6 * m.inner, `attempt cells are wide: ${JSON.stringify(m)}`);
     assert.ok(m.output > 0.6 * m.inner, `output is wide: ${JSON.stringify(m)}`);
-    await frame.evaluate(() => document.querySelector('section.item-detail')?.scrollIntoView({ block: 'start' }));
-    console.log(`      screenshot: ${await screenshot(page, 'dashboard-item-detail-narrow')}`);
-    await frame.evaluate(() => document.querySelector('section.logs-panel')?.scrollIntoView({ block: 'start' }));
-    console.log(`      screenshot: ${await screenshot(page, 'dashboard-logs-narrow')}`);
+    // The editor part alone: that is the narrow editor.
+    const editor = (await page.locator('.part.editor').boundingBox())!;
+    mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    for (const [name, section] of [['dashboard-item-detail-narrow', 'section.item-detail'], ['dashboard-logs-narrow', 'section.logs-panel']]) {
+      await frame.evaluate((sel) => document.querySelector(sel)?.scrollIntoView({ block: 'start' }), section);
+      await sleep(300);
+      const file = path.join(SCREENSHOT_DIR, `${name}.png`);
+      await page.screenshot({ path: file, clip: editor });
+      console.log(`      screenshot: ${file}`);
+    }
     await page.setViewportSize(viewport);
   });
 });

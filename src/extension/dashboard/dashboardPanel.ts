@@ -95,7 +95,8 @@ export class DashboardPanel implements vscode.Disposable {
           if (!(await vscode.commands.getCommands(true)).includes(SHOW_OUTPUT_COMMAND)) {
             throw new Error('this version of Engine Monitor has no Show Output command');
           }
-          await vscode.commands.executeCommand(SHOW_OUTPUT_COMMAND, m.itemId, m.attempt);
+          // Show Output takes `{ itemId, attempt }` (itemCommands.ts's OutputTarget).
+          await vscode.commands.executeCommand(SHOW_OUTPUT_COMMAND, { itemId: m.itemId, attempt: m.attempt });
           return null;
         });
         return;
