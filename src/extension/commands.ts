@@ -4,7 +4,8 @@ import * as vscode from 'vscode';
 import type { ItemSummary } from '../shared/api';
 import { Commands, type CommandId, REMOTE_TOKEN_SECRET, Views } from './constants';
 import type { Container } from './container';
-import { ControlUnavailableError } from './engineController';
+import { ControlNeedsTokenError, ControlUnavailableError } from './engineController';
+import { itemCommandHandlers } from './itemCommands';
 import { showDashboard } from './dashboard/dashboard';
 import { pickLogFilter } from './logFilterPick';
 import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand } from './queue';
@@ -130,6 +131,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       await vscode.commands.executeCommand(`${Views.logs}.focus`);
     },
     [Commands.setRemoteToken]: () => setRemoteToken(c),
+    ...itemCommandHandlers(c),
   };
 
   return Object.entries(handlers).map(([id, handler]) =>
@@ -138,6 +140,13 @@ export function registerCommands(c: Container): vscode.Disposable[] {
         return await handler(...args);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof ControlNeedsTokenError) {
+          // The remote engine has no token, so it takes no control over HTTP: say how to give it one.
+          void vscode.window.showWarningMessage(message, 'Set Remote Engine Token…').then((choice) => {
+            if (choice) void vscode.commands.executeCommand(Commands.setRemoteToken);
+          });
+          return undefined;
+        }
         if (err instanceof ControlUnavailableError) {
           // Not a failure: this window cannot control that engine, and says where to.
           void vscode.window.showInformationMessage(message);

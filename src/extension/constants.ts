@@ -23,6 +23,11 @@ export const Commands = {
   createQueueFolder: 'engineMonitor.createQueueFolder',
   showItemLogs: 'engineMonitor.showItemLogs',
   setRemoteToken: 'engineMonitor.setRemoteToken',
+  showOutput: 'engineMonitor.showOutput',
+  cancelItem: 'engineMonitor.cancelItem',
+  holdItem: 'engineMonitor.holdItem',
+  releaseItem: 'engineMonitor.releaseItem',
+  findItem: 'engineMonitor.findItem',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

@@ -11,6 +11,7 @@ import { HostProcess } from './hostProcess';
 import { EngineModel } from './engineModel';
 import { LiveLog } from './liveLog';
 import { LogsModel } from './logsModel';
+import { OutputTerminals } from './output/outputTerminal';
 import { QueueFolders } from './queue';
 import { EngineStatusBar } from './statusBar';
 import { TerminalEnvironment } from './terminalEnv';
@@ -26,6 +27,9 @@ export class Container extends Disposable {
   readonly controller: EngineController;
   readonly views: EngineViews;
   readonly statusBar: EngineStatusBar;
+  readonly outputTerminals: OutputTerminals;
+  /** Find Item's quick pick while it is open (the tests type into it). */
+  findItemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
   activationMs = 0;
 
@@ -42,6 +46,7 @@ export class Container extends Disposable {
     );
     this.views = this._register(new EngineViews(this.model, this.logs));
     this.statusBar = this._register(new EngineStatusBar(this.model, this.controller, this.queue, this.client));
+    this.outputTerminals = this._register(new OutputTerminals(this.client));
     this._register(new LiveLog(this.client, this.output));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));

@@ -103,6 +103,48 @@ export class EngineClient extends Disposable implements EngineConnection {
     return getText(base, pathAndQuery, { range, token: this._token, timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
+  /**
+   * A request whose body the caller reads itself (an attempt's output, streamed), with the token.
+   * Rejects only when the engine cannot be reached; any HTTP status is the caller's to read.
+   */
+  async open(pathAndQuery: string, init: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Response> {
+    const base = this._baseUrl;
+    if (!base) throw new Error('The engine is not running.');
+    try {
+      return await fetch(base + pathAndQuery, { headers: this.headers(init.headers ?? {}), signal: init.signal });
+    } catch (err) {
+      if (init.signal?.aborted) throw err;
+      throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
+    }
+  }
+
+  /**
+   * POST a control request (remote mode: the engine's HTTP control endpoints, which need a token).
+   * Not retried: a control request is not idempotent. Rejects with an HttpError for an error answer.
+   */
+  async post<T>(pathAndQuery: string): Promise<T> {
+    const base = this._baseUrl;
+    if (!base) throw new Error('The engine is not running.');
+    let res: Response;
+    try {
+      res = await fetch(base + pathAndQuery, { method: 'POST', headers: this.headers({ Accept: 'application/json' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (err) {
+      throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (!res.ok) {
+      const message = (body as ErrorBody | undefined)?.error?.message ?? (text.slice(0, 200) || res.statusText);
+      throw new HttpError(res.status, message, `The engine refused POST ${pathAndQuery}: HTTP ${res.status} ${message}`);
+    }
+    return body as T;
+  }
+
   private async request<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
@@ -234,6 +276,18 @@ export class EngineClient extends Disposable implements EngineConnection {
       default:
         break;
     }
+  }
+}
+
+/** An error answer from the engine: its status and the message of its JSON error body. */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

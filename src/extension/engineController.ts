@@ -16,16 +16,9 @@ import type { EngineClient } from './engineClient';
 import { hostStateOf, type EngineMode, type HostState } from './engineMode';
 import type { HostExit, HostProcess, HostStartResult } from './hostProcess';
 import type { QueueFolders } from './queue';
-import { RemoteEngine } from './remoteEngine';
+import { ControlUnavailableError, RemoteEngine } from './remoteEngine';
 
-/**
- * A control command (start, stop, retry…) that this window cannot send: control travels over the
- * engine host's IPC channel, and a remote engine's HTTP API is read-only. The message says where
- * to control it; commands show it as information, not as a failure.
- */
-export class ControlUnavailableError extends Error {
-  override readonly name = 'ControlUnavailableError';
-}
+export { ControlNeedsTokenError, ControlUnavailableError } from './remoteEngine';
 
 const CRASH_BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
 /** A host that ran this long before dying is considered healthy again: the backoff restarts. */
@@ -113,7 +106,10 @@ export class EngineController extends Disposable {
 
   /** Command "Start Engine": fork the host if needed, else tell a stopped engine to launch again. */
   async start(): Promise<void> {
-    this.throwIfRemote('start');
+    if (this.mode.kind === 'remote') {
+      await this.control({ command: 'start' });
+      return;
+    }
     if (this.mode.kind === 'attached') return this.notOwner();
     if (this.isOwner) {
       await this.control({ command: 'start' });
@@ -124,7 +120,10 @@ export class EngineController extends Disposable {
 
   /** Command "Stop Engine": the engine stops launching; the server keeps answering (state "stopped"). */
   async stop(): Promise<void> {
-    this.throwIfRemote('stop');
+    if (this.mode.kind === 'remote') {
+      await this.control({ command: 'stop' });
+      return;
+    }
     if (this.mode.kind === 'attached') return this.notOwner();
     if (!this.isOwner) {
       void vscode.window.showInformationMessage('The engine is not running.');
@@ -143,8 +142,16 @@ export class EngineController extends Disposable {
     await this.restartHost(this.engineState() === 'stopped');
   }
 
+  /**
+   * Sends a control command: over the host's IPC channel to this window's own engine, over HTTP
+   * (POST, with the token) to a remote engine. Rejects with the engine's reason (no such item, not
+   * running…) or, for a remote engine that refuses control, a ControlUnavailableError.
+   */
   async control(command: ControlCommand): Promise<unknown> {
-    this.throwIfRemote(command.command);
+    if (this.mode.kind === 'remote') {
+      if (this.mode.url === undefined) throw new ControlUnavailableError(`engineMonitor.remote.url is not usable: ${this.mode.error}`);
+      return this.remoteEngine.control(command);
+    }
     if (this.mode.kind === 'attached') {
       this.notOwner();
       return undefined;
@@ -162,9 +169,9 @@ export class EngineController extends Disposable {
     this.setMode({ kind: 'local', state: 'off' });
   }
 
+  /** Restarting a process cannot be done over HTTP: a remote engine is restarted where it runs. */
   private throwIfRemote(what: string): void {
-    const refusal = this.remoteEngine.controlRefusal(what);
-    if (refusal) throw new ControlUnavailableError(refusal);
+    if (this.remoteEngine.url !== undefined) throw new ControlUnavailableError(this.remoteEngine.refusal(what));
   }
 
   private notOwner(): void {

@@ -1,5 +1,7 @@
 // What the /events log stream does besides feeding the views: a LogOutputChannel mirroring the
-// engine's log, and a notification when an item fails for good (item_failed).
+// engine's log, a notification when an item fails for good (item_failed) offering Retry and Show
+// Output, and a warning when a queue file's new definition of a running or launched item was
+// rejected (item_rejected naming a known item), offering to open the file.
 import * as vscode from 'vscode';
 import type { LogEntry } from '../shared/api';
 import { Commands } from './constants';
@@ -35,6 +37,7 @@ export class LiveLog extends Disposable {
         if (e.name !== 'log') return;
         this.mirror(e.data);
         if (e.data.action === 'item_failed') this.queueNotification(e.data);
+        if (e.data.action === 'item_rejected' && e.data.itemId) this.warnRejectedDefinition(e.data);
       }),
     );
   }
@@ -76,8 +79,26 @@ export class LiveLog extends Disposable {
     }
   }
 
+  /**
+   * A new definition of an item that is running or has launched was rejected: the edit the user
+   * just saved did nothing, which a log row alone would hide. (A rejection without an item id is a
+   * broken entry; the Problems panel is its place.)
+   */
+  private warnRejectedDefinition(e: LogEntry): void {
+    if (!isRecent(e)) return;
+    const file = typeof e.details?.file === 'string' ? e.details.file : undefined;
+    const reason = typeof e.details?.reason === 'string' ? e.details.reason : e.message;
+    const actions = file ? ['Open File'] : [];
+    void vscode.window.showWarningMessage(`Engine Monitor: the new definition of "${e.itemId}" was not applied: ${escapeControls(reason)}`, ...actions).then(async (choice) => {
+      if (choice !== 'Open File' || !file) return;
+      const uri = await queueFileUri(file);
+      if (uri) await vscode.window.showTextDocument(uri);
+      else void vscode.window.showWarningMessage(`Engine Monitor: ${file} is not in any folder of this workspace.`);
+    });
+  }
+
   private queueNotification(e: LogEntry): void {
-    if (Date.now() - new Date(e.timestamp).getTime() > NOTIFY_MAX_AGE_MS) return;
+    if (!isRecent(e)) return;
     this.failed.push(e);
     // A burst of failures becomes one notification, not a wall of toasts.
     this.timer ??= setTimeout(() => this.notify(), NOTIFY_BATCH_MS);
@@ -90,9 +111,13 @@ export class LiveLog extends Disposable {
     if (batch.length === 0) return;
     if (batch.length === 1) {
       const e = batch[0];
-      void vscode.window.showErrorMessage(`Engine Monitor: ${escapeControls(e.message)}`, 'Show Logs', 'Retry').then((choice) => {
+      // Show Output only when an attempt ran (a cancelled pending item failed without one).
+      const ran = typeof e.details?.attempt === 'number' && e.details.attempt > 0;
+      const actions = e.itemId ? (ran ? ['Retry', 'Show Output', 'Show Logs'] : ['Retry', 'Show Logs']) : ['Show Logs'];
+      void vscode.window.showErrorMessage(`Engine Monitor: ${escapeControls(e.message)}`, ...actions).then((choice) => {
         if (choice === 'Show Logs') void vscode.commands.executeCommand(Commands.showItemLogs, e.itemId);
         if (choice === 'Retry' && e.itemId) void vscode.commands.executeCommand(Commands.retryItem, e.itemId);
+        if (choice === 'Show Output' && e.itemId) void vscode.commands.executeCommand(Commands.showOutput, { itemId: e.itemId, attempt: e.details?.attempt });
       });
       return;
     }
@@ -103,4 +128,23 @@ export class LiveLog extends Disposable {
         if (choice === 'Retry All Failed') void vscode.commands.executeCommand(Commands.retryAllFailed);
       });
   }
+}
+
+/** Entries older than NOTIFY_MAX_AGE_MS are history replayed on reconnect, not news. */
+function isRecent(e: LogEntry): boolean {
+  return Date.now() - new Date(e.timestamp).getTime() <= NOTIFY_MAX_AGE_MS;
+}
+
+/** A queue file named as the engine names it (relative to its workspace folder), as a URI. */
+async function queueFileUri(relPath: string): Promise<vscode.Uri | undefined> {
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    const uri = vscode.Uri.joinPath(folder.uri, ...relPath.split('/'));
+    try {
+      await vscode.workspace.fs.stat(uri);
+      return uri;
+    } catch {
+      // not in this folder
+    }
+  }
+  return undefined;
 }

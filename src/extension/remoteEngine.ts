@@ -1,13 +1,56 @@
 // Remote mode: with engineMonitor.remote.url set, this window forks no engine host of its own and
 // monitors a headless engine started elsewhere, through the same client, so the views, the status
-// bar and the terminals' environment follow that engine. Its token lives in SecretStorage. Its
-// HTTP API is read-only, so control commands are refused with where to control it instead.
+// bar and the terminals' environment follow that engine. Its token lives in SecretStorage.
+// Control commands travel over the engine's HTTP control endpoints (contract section 8), which
+// answer only when that engine has a token; without one they are refused with what to do.
 import * as vscode from 'vscode';
+import type { ItemSummary } from '../shared/api';
+import type { ControlCommand } from '../shared/hostProtocol';
 import { parseRemoteUrl, readConfig } from './config';
 import { REMOTE_TOKEN_SECRET } from './constants';
 import { Disposable } from './dispose';
-import type { EngineClient } from './engineClient';
+import { HttpError, type EngineClient } from './engineClient';
 import type { EngineMode } from './engineMode';
+
+/**
+ * A control command that cannot reach the engine from this window, with what to do instead
+ * (control it from the window that owns it, give the remote engine a token…). Commands show it
+ * as a warning, not as a failure of the command.
+ */
+export class ControlUnavailableError extends Error {
+  override readonly name: string = 'ControlUnavailableError';
+}
+
+/** The remote engine refused control over HTTP because it was started without a token (HTTP 403). */
+export class ControlNeedsTokenError extends ControlUnavailableError {
+  override readonly name = 'ControlNeedsTokenError';
+}
+
+/** The HTTP control endpoint of each command a remote engine accepts. */
+function controlPath(command: ControlCommand): string | undefined {
+  const item = (action: string, itemId: string) => `/items/${encodeURIComponent(itemId)}/${action}`;
+  switch (command.command) {
+    case 'start':
+      return '/engine/start';
+    case 'stop':
+      return '/engine/stop';
+    case 'pollNow':
+      return '/engine/poll';
+    case 'retryItem':
+      return item('retry', command.itemId);
+    case 'cancelItem':
+      return item('cancel', command.itemId);
+    case 'holdItem':
+      return item('hold', command.itemId);
+    case 'releaseItem':
+      return item('release', command.itemId);
+    default:
+      return undefined;
+  }
+}
+
+/** Failed items retried per "Retry All Failed" on a remote engine (one POST each). */
+const RETRY_ALL_LIMIT = 500;
 
 /** What remote mode needs from the EngineController, which owns the window's mode. */
 export interface ModeOwner {
@@ -69,14 +112,50 @@ export class RemoteEngine extends Disposable {
     this.owner.setMode({ kind: 'local', state: 'off' });
   }
 
-  /** Why a control command cannot be sent from this window; undefined unless it monitors a remote engine. */
-  controlRefusal(what: string): string | undefined {
+  /**
+   * Sends a control command to the remote engine over its HTTP control endpoints (POST, with the
+   * token from SecretStorage) and resolves with the engine's answer. A remote engine without a
+   * token refuses every POST (403): that becomes a ControlNeedsTokenError saying what to do.
+   */
+  async control(command: ControlCommand): Promise<unknown> {
     const url = this.url;
-    if (url === undefined) return undefined;
+    if (url === undefined) throw new ControlUnavailableError('This window does not monitor a remote engine.');
+    if (command.command === 'retryAllFailed') {
+      const failed = (await this.client.get<{ items: ItemSummary[] }>(`/items?outcome=failed&limit=${RETRY_ALL_LIMIT}`)).items;
+      for (const item of failed) await this.post(url, { command: 'retryItem', itemId: item.id });
+      return { retried: failed.length };
+    }
+    return this.post(url, command);
+  }
+
+  /** Why `what` cannot be sent to the remote engine at all (restarting its process, trust). */
+  refusal(what: string): string {
     return (
-      `This window monitors the remote engine at ${url}; its HTTP API is read-only, so "${what}" cannot be sent from here. ` +
-      'Control a remote engine where it runs (its terminal, service or container), or clear engineMonitor.remote.url to run an engine in this window.'
+      `This window monitors the remote engine at ${this.url ?? '(none)'}; "${what}" cannot be done over HTTP. ` +
+      'Do it where that engine runs (its terminal, service or container), or clear engineMonitor.remote.url to run an engine in this window.'
     );
+  }
+
+  private async post(url: string, command: ControlCommand): Promise<unknown> {
+    const path = controlPath(command);
+    if (!path) throw new ControlUnavailableError(this.refusal(command.command));
+    try {
+      return await this.client.post(path);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 403) {
+        throw new ControlNeedsTokenError(
+          `The remote engine at ${url} refused "${command.command}": control over HTTP needs a token (${err.detail}). ` +
+            'Start that engine with a token (--token, or the setting engineMonitor.server.token where it runs in VS Code), ' +
+            'then give this window the same token with "Engine Monitor: Set Remote Engine Token…".',
+        );
+      }
+      if (err instanceof HttpError && err.status === 401) {
+        throw new ControlUnavailableError(
+          `The remote engine at ${url} refused this window's token (${err.detail}). Run "Engine Monitor: Set Remote Engine Token…" with the token it was started with.`,
+        );
+      }
+      throw err;
+    }
   }
 
   private async refuse(error: string | undefined): Promise<void> {

@@ -18,11 +18,6 @@ import { readAttention, readItem, readLogPage, readOutput, readOverview, readTim
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
 const COMMAND_IDS: Record<DashboardCommand, CommandId> = Commands;
-/**
- * Contract section 8's Show Output terminal, contributed by the item commands (commands.ts). It is
- * called with the item id and the attempt number.
- */
-const SHOW_OUTPUT_COMMAND = 'engineMonitor.showOutput';
 
 export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -92,11 +87,8 @@ export class DashboardPanel implements vscode.Disposable {
         return;
       case 'showOutput':
         void this.answer(m.requestId, async () => {
-          if (!(await vscode.commands.getCommands(true)).includes(SHOW_OUTPUT_COMMAND)) {
-            throw new Error('this version of Engine Monitor has no Show Output command');
-          }
-          // Show Output takes `{ itemId, attempt }` (itemCommands.ts's OutputTarget).
-          await vscode.commands.executeCommand(SHOW_OUTPUT_COMMAND, { itemId: m.itemId, attempt: m.attempt });
+          // The Show Output terminal (itemCommands.ts), for the attempt the panel shows.
+          await vscode.commands.executeCommand(Commands.showOutput, { itemId: m.itemId, attempt: m.attempt });
           return null;
         });
         return;

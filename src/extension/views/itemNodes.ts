@@ -16,6 +16,7 @@
 // may briefly be listed in both.
 import * as vscode from 'vscode';
 import type { ItemState, ItemSummary } from '../../shared/api';
+import { Commands } from '../constants';
 import type { ItemGroup, ItemsSnapshot } from '../engineModel';
 import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
@@ -127,6 +128,8 @@ export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now()):
     tooltip: () => itemTooltip(item),
     icon,
     contextValue: CONTEXT_VALUES[state],
+    // A click shows the latest attempt's output; an item that never ran has none to show.
+    command: item.attempts > 0 ? { command: Commands.showOutput, title: 'Show Output', arguments: [item.id] } : undefined,
     item,
   };
 }

@@ -1,11 +1,29 @@
 // Logs view: newest first, an icon per action, details in a Markdown tooltip (escaped).
 import type * as vscode from 'vscode';
-import type { LogEntry } from '../../shared/api';
+import type { LogAction, LogEntry } from '../../shared/api';
+import { Commands } from '../constants';
 import { actionIcon, appendField, fenced, formatTime, safeMarkdown } from './format';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
 const LABEL_MAX = 160;
+
+/** Entries whose `details.attempt` is the attempt they are about (retry_scheduled's is the next one). */
+const ATTEMPT_ACTIONS: ReadonlySet<LogAction> = new Set<LogAction>([
+  'launch_started',
+  'launch_succeeded',
+  'launch_failed',
+  'launch_interrupted',
+  'launch_cancelled',
+  'item_failed',
+]);
+
+/** A click on an entry about an item shows that attempt's output (else the item's latest). */
+function showOutputCommand(e: LogEntry): vscode.Command | undefined {
+  if (!e.itemId) return undefined;
+  const attempt = ATTEMPT_ACTIONS.has(e.action) && typeof e.details?.attempt === 'number' ? e.details.attempt : undefined;
+  return { command: Commands.showOutput, title: 'Show Output', arguments: [{ itemId: e.itemId, attempt }] };
+}
 
 export function logNode(e: LogEntry): TreeNode {
   const oneLine = e.message.replace(/\s+/g, ' ');
@@ -16,8 +34,9 @@ export function logNode(e: LogEntry): TreeNode {
     // Built on hover only (see TreeNode.tooltip).
     tooltip: () => logTooltip(e),
     icon: actionIcon(e.action),
-    // No click action: a click that refiltered the whole view would surprise; "Show Item Logs"
-    // is in the context menu (and gets the item id from the entry).
+    // A click opens the output (a click that refiltered the whole view would surprise: "Show Item
+    // Logs" is in the context menu, and gets the item id from the entry).
+    command: showOutputCommand(e),
     contextValue: e.itemId ? 'logEntry.item' : 'logEntry',
     entry: e,
   };
