@@ -15,7 +15,7 @@ export type ModelPart = 'stats' | 'health' | 'status' | 'items';
  */
 export const ITEM_GROUPS = ['running', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
 export type ItemGroup = (typeof ITEM_GROUPS)[number];
-/** The item states each group holds (contract section 8's `state`), read in this order. */
+/** The item states each group holds (contract section 8's `state`). */
 export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
   running: ['running'],
   waiting: ['backoff', 'waiting', 'scheduled'],
@@ -182,18 +182,11 @@ export class EngineModel extends Disposable {
     return this.connection.get<ItemsPage>(`/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`);
   }
 
-  /** One read per state: every group is complete up to its limit, however many items wait. */
+  /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
   private async loadItemsByState(): Promise<ItemsSnapshot> {
+    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.page(`state=${GROUP_STATES[g].join(',')}`)));
     const byGroup = {} as ItemsSnapshot['byGroup'];
-    await Promise.all(
-      ITEM_GROUPS.map(async (g) => {
-        const pages = await Promise.all(GROUP_STATES[g].map((s) => this.page(`state=${s}`)));
-        byGroup[g] = {
-          items: pages.flatMap((p) => p.items).slice(0, ITEMS_PER_GROUP),
-          total: pages.reduce((n, p) => n + p.total, 0),
-        };
-      }),
-    );
+    ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
     return { byGroup };
   }
 

@@ -261,16 +261,13 @@ describe('Items by state, failed count and item detail (code-server)', function 
     await page.setViewportSize({ width: viewport.width - ((await width()) - 350), height: viewport.height });
     await waitUntil('a narrow dashboard', async () => Math.abs((await width()) - 350) <= 30, 20_000);
     await sleep(500);
-    const m = await frame.evaluate(() => {
-      const minWidth = (sel: string) => Math.min(...Array.from(document.querySelectorAll(sel), (e) => e.getBoundingClientRect().width));
-      return {
-        inner: window.innerWidth,
-        scrollWidth: document.documentElement.scrollWidth,
-        message: minWidth('table.logs tbody tr[data-id] .col-message'),
-        attemptCells: minWidth('table.attempts-table td'),
-        output: minWidth('pre.output-text'),
-      };
-    });
+    // No named functions inside evaluate(): tsx's __name helper does not exist in the page.
+    const selectors = { message: 'table.logs tbody tr[data-id] .col-message', attemptCells: 'table.attempts-table td', output: 'pre.output-text' };
+    const m = await frame.evaluate((sel) => {
+      const widths: Record<string, number> = {};
+      for (const [k, s] of Object.entries(sel)) widths[k] = Math.min(...Array.from(document.querySelectorAll(s), (e) => e.getBoundingClientRect().width));
+      return { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, ...widths } as Record<string, number>;
+    }, selectors);
     assert.ok(m.scrollWidth <= m.inner + 1, `no sideways scrolling: ${JSON.stringify(m)}`);
     // Stacked: each message gets (nearly) the whole width, never a sliver.
     assert.ok(m.message > 0.6 * m.inner, `log messages are wide: ${JSON.stringify(m)}`);

@@ -2,7 +2,7 @@
 // and last 48 KiB), never all of a large output: checked here against the real headless engine
 // (dist/cli.js) launching real processes, over real HTTP on loopback.
 import assert from 'node:assert/strict';
-import { OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, readOutput, type DashboardReader } from '../../src/extension/dashboard/dashboardQueries';
+import { OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, readAttention, readItem, readOutput, type DashboardReader } from '../../src/extension/dashboard/dashboardQueries';
 import { getText } from '../../src/extension/textRequest';
 import type { ItemSummary } from '../../src/shared/api';
 import { getJson, serve, type ServeProcess } from './support/cli';
@@ -13,7 +13,7 @@ import { nodeItem, TempWorkspace } from './support/workspace';
 const BIG = 200_000;
 const letters = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => String.fromCharCode(65 + ((from + i) % 26))).join('');
 
-describe('dashboard: an attempt output excerpt by Range (real engine)', function () {
+describe('dashboard: the item detail panel\'s reads (real engine)', function () {
   this.timeout(60_000);
   let ws: TempWorkspace;
   let run: ServeProcess;
@@ -25,6 +25,7 @@ describe('dashboard: an attempt output excerpt by Range (real engine)', function
     ws.enqueue('big.json', nodeItem('big', `process.stdout.write(Array.from({ length: ${BIG} }, (_, i) => String.fromCharCode(65 + (i % 26))).join(''))`));
     ws.enqueue('small.json', nodeItem('small', "console.log('hello'); console.error('oops')"));
     ws.enqueue('silent.json', nodeItem('silent', '0'));
+    ws.enqueue('fails.json', nodeItem('fails', 'process.exit(2)', { maxAttempts: 1 }));
     run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
     const url = run.url;
     reader = {
@@ -37,7 +38,7 @@ describe('dashboard: an attempt output excerpt by Range (real engine)', function
     };
     for (;;) {
       const { items } = await getJson<{ items: ItemSummary[] }>(`${url}/items?limit=10`);
-      if (items.length === 3 && items.every((i) => i.outcome === 'launched')) break;
+      if (items.length === 4 && items.every((i) => i.outcome !== 'pending')) break;
       await sleep(50);
     }
   });
@@ -74,7 +75,27 @@ describe('dashboard: an attempt output excerpt by Range (real engine)', function
     await assert.rejects(readOutput(reader, 'small', 7, 'all'), /HTTP 404 .*no attempt "7"/);
   });
 
+  it('reads an item\'s definition and attempts (GET /items/{id})', async () => {
+    const d = await readItem(reader, 'small');
+    assert.equal(d.item.id, 'small');
+    assert.deepEqual(d.item.args, ['-e', "console.log('hello'); console.error('oops')"]);
+    assert.equal(d.state, 'launched');
+    assert.deepEqual(
+      d.attempts.map((a) => [a.attempt, a.outcome, a.exitCode, a.outputBytes]),
+      [[1, 'succeeded', 0, 11]],
+    );
+    await assert.rejects(readItem(reader, 'no-such-item'), /HTTP 404/);
+  });
+
+  it('lists the items to look at: failed ones, and none running once all ended', async () => {
+    const a = await readAttention(reader);
+    assert.deepEqual(a.failed.items.map((i) => i.id), ['fails']);
+    assert.equal(a.failed.total, 1);
+    assert.deepEqual(a.running, { items: [], total: 0 });
+  });
+
   it('percent-encodes item ids in the path', async () => {
     await assert.rejects(readOutput(reader, 'a/b c', 1, 'all'), /HTTP 404 No item with id "a\/b c"/);
   });
 });
+

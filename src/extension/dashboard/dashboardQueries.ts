@@ -191,11 +191,15 @@ type ItemsPage = { items: ItemSummary[]; total: number };
  */
 async function readItemsInState(reader: DashboardReader, state: 'running' | 'failed'): Promise<ItemsPage> {
   try {
-    return await reader.get<ItemsPage>(`/items?state=${state}&limit=${ATTENTION_LIMIT}`);
+    const { items, total } = await reader.get<ItemsPage>(`/items?state=${state}&limit=${ATTENTION_LIMIT}`);
+    return { items, total };
   } catch (err) {
     if (!/HTTP 400\b.*"state"/.test(String(err))) throw err;
   }
-  if (state === 'failed') return reader.get<ItemsPage>(`/items?outcome=failed&limit=${ATTENTION_LIMIT}`);
+  if (state === 'failed') {
+    const { items, total } = await reader.get<ItemsPage>(`/items?outcome=failed&limit=${ATTENTION_LIMIT}`);
+    return { items, total };
+  }
   const pending = await reader.get<ItemsPage>('/items?outcome=pending&limit=500');
   const running = pending.items.filter((i) => ((i.state as ItemState | undefined) ?? i.phase) === 'running');
   return { items: running.slice(0, ATTENTION_LIMIT), total: running.length };
