@@ -266,7 +266,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
     const m = await frame.evaluate((sel) => {
       const widths: Record<string, number> = {};
       for (const [k, s] of Object.entries(sel)) widths[k] = Math.min(...Array.from(document.querySelectorAll(s), (e) => e.getBoundingClientRect().width));
-      return { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, ...widths } as Record<string, number>;
+      return { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, ...widths };
     }, selectors);
     assert.ok(m.scrollWidth <= m.inner + 1, `no sideways scrolling: ${JSON.stringify(m)}`);
     // Stacked: each message gets (nearly) the whole width, never a sliver.
