@@ -264,9 +264,9 @@ describe('Items by state, failed count and item detail (code-server)', function 
     // No named functions inside evaluate(): tsx's __name helper does not exist in the page.
     const selectors = { message: 'table.logs tbody tr[data-id] .col-message', attemptCells: 'table.attempts-table td', output: 'pre.output-text' };
     const m = await frame.evaluate((sel) => {
-      const widths: Record<string, number> = {};
+      const widths: Record<string, number> = { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth };
       for (const [k, s] of Object.entries(sel)) widths[k] = Math.min(...Array.from(document.querySelectorAll(s), (e) => e.getBoundingClientRect().width));
-      return { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, ...widths };
+      return widths;
     }, selectors);
     assert.ok(m.scrollWidth <= m.inner + 1, `no sideways scrolling: ${JSON.stringify(m)}`);
     // Stacked: each message gets (nearly) the whole width, never a sliver.
