@@ -10,6 +10,8 @@ import { query, showOutput } from './rpc';
 
 /** A burst of log entries for the open item reads it again at most this often. */
 const LIVE_REFRESH_MS = 1_000;
+/** While the selected attempt runs, its output is read again this often (the terminal follows it live). */
+const RUNNING_REFRESH_MS = 2_000;
 const STREAM_LABEL: Record<OutputStream, string> = { all: 'All output', stdout: 'stdout', stderr: 'stderr' };
 
 export class ItemDetailView {
@@ -32,6 +34,8 @@ export class ItemDetailView {
   /** Bumped by every open and close; answers for an older one are dropped. */
   private generation = 0;
   private liveTimer: ReturnType<typeof setTimeout> | undefined;
+  /** What the output area shows now, to skip redrawing the same text. */
+  private renderedOutput: string | undefined;
 
   constructor(
     private readonly onOpenChange: (itemId: string | undefined) => void,
@@ -89,6 +93,7 @@ export class ItemDetailView {
     replaceChildren(this.title, itemId);
     replaceChildren(this.definition, h('p', { class: 'muted' }, 'Loading…'));
     replaceChildren(this.attempts);
+    this.renderedOutput = undefined;
     replaceChildren(this.output);
     this.onOpenChange(itemId);
     if (reveal) {
@@ -112,10 +117,15 @@ export class ItemDetailView {
   /** A live log entry: one about the open item means news (a new attempt, an outcome). */
   addLive(entry: LogEntry): void {
     if (!this.itemId || entry.itemId !== this.itemId) return;
+    this.reloadIn(LIVE_REFRESH_MS);
+  }
+
+  private reloadIn(ms: number): void {
     this.liveTimer ??= setTimeout(() => {
       this.liveTimer = undefined;
-      void this.reload();
-    }, LIVE_REFRESH_MS);
+      if (document.visibilityState === 'visible') void this.reload();
+      else this.reloadIn(ms);
+    }, ms);
   }
 
   /** Reads the open item again, keeping the selected attempt (or following the latest). */
@@ -130,6 +140,7 @@ export class ItemDetailView {
       if (generation !== this.generation) return;
       replaceChildren(this.definition, h('p', { class: 'error-text' }, `Could not read item ${id}: ${(err as Error).message}`));
       replaceChildren(this.attempts);
+      this.renderedOutput = undefined;
       replaceChildren(this.output);
       this.onError((err as Error).message);
       return;
@@ -141,6 +152,9 @@ export class ItemDetailView {
     if (!this.attemptPicked || !detail.attempts.some((a) => a.attempt === this.attempt)) this.attempt = latest;
     this.renderAttempts(detail);
     await this.loadOutput();
+    if (generation === this.generation && detail.attempts.some((a) => a.attempt === this.attempt && a.outcome === 'running')) {
+      this.reloadIn(RUNNING_REFRESH_MS);
+    }
   }
 
   private render(d: ItemDetail): void {
@@ -238,11 +252,13 @@ export class ItemDetailView {
     this.terminalButton.disabled = !a;
     if (!id || !a) {
       replaceChildren(this.outputTitle, 'Output');
+      this.renderedOutput = undefined;
       replaceChildren(this.output, h('p', { class: 'muted' }, 'No attempt, so no output.'));
       return;
     }
     replaceChildren(this.outputTitle, `Output of attempt ${a.attempt}${a.outcome === 'running' ? ' (running)' : ''}`);
     if (a.outputBytes === null) {
+      this.renderedOutput = undefined;
       replaceChildren(this.output, h('p', { class: 'muted' }, 'No output was captured: the process did not start.'));
       return;
     }
@@ -255,6 +271,7 @@ export class ItemDetailView {
       this.renderOutput(excerpt, a);
     } catch (err) {
       if (generation !== this.generation) return;
+      this.renderedOutput = undefined;
       replaceChildren(this.output, h('p', { class: 'error-text output-error' }, `Could not read the output: ${(err as Error).message}`));
     } finally {
       this.output.setAttribute('aria-busy', 'false');
@@ -262,6 +279,23 @@ export class ItemDetailView {
   }
 
   private renderOutput(x: OutputExcerpt, a: AttemptDetail): void {
+    // Read again while the attempt runs: leave the text (and the user's selection) alone when
+    // nothing changed, and keep where each block was scrolled to (at the end: stay at the end).
+    const key = JSON.stringify([this.itemId, a.attempt, a.outcome, this.stream, x]);
+    if (key === this.renderedOutput) return;
+    this.renderedOutput = key;
+    const scrolled = Array.from(this.output.querySelectorAll('pre'), (p) => ({
+      top: p.scrollTop,
+      atEnd: p.scrollTop > 0 && p.scrollTop + p.clientHeight >= p.scrollHeight - 2,
+    }));
+    this.fillOutput(x, a);
+    this.output.querySelectorAll('pre').forEach((p, i) => {
+      const was = scrolled[i];
+      if (was) p.scrollTop = was.atEnd ? p.scrollHeight : was.top;
+    });
+  }
+
+  private fillOutput(x: OutputExcerpt, a: AttemptDetail): void {
     const cls = `output-text stream-${this.stream}`;
     const which = this.stream === 'all' ? 'output' : this.stream;
     if (x.totalBytes === 0 && !x.head) {

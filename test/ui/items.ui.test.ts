@@ -250,6 +250,18 @@ describe('Items by state, failed count and item detail (code-server)', function 
     await clearNotifications(page);
     await sleep(300);
     console.log(`      screenshot: ${await screenshot(page, 'dashboard-item-detail')}`);
+
+    // The running sleep, from the list of items to look at: running, no output yet.
+    await frame.locator('[data-list="running"] button.item-link[data-item-id="long-sleep"]').click();
+    const sleeping = frame.locator('section.item-detail[data-item-id="long-sleep"]');
+    await waitUntil('the running item in the panel', async () => (await sleeping.locator('.state-badge').textContent()) === 'running');
+    assert.match((await sleeping.locator('#output-title').textContent()) ?? '', /attempt 1 \(running\)/);
+    await waitUntil('no output yet', async () => (await sleeping.locator('.output-empty').textContent().catch(() => null)) === 'No output yet.');
+    assert.equal(await sleeping.locator('table.attempts-table tbody tr td.outcome-running').count(), 1);
+    // Back to the failed item for the narrow screenshots.
+    await link.click();
+    await detail.waitFor();
+    await waitUntil('its output again', async () => ((await detail.locator('pre.output-text').first().textContent().catch(() => null)) ?? '').includes(STDERR_LINE));
   });
 
   it('stays readable in a narrow editor (about 350 px): no one-character columns', async function () {
