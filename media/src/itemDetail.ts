@@ -223,7 +223,7 @@ export class ItemDetailView {
       h('td', { 'data-label': 'Duration', class: 'num' }, duration),
       h('td', { 'data-label': 'Outcome', class: `outcome-${a.outcome}` }, a.outcome),
       h('td', { 'data-label': 'Exit', class: 'exit' }, ...(exit.length ? exit : ['—'])),
-      h('td', { 'data-label': 'Output', class: 'num' }, a.outputBytes === null ? 'none' : formatBytes(a.outputBytes)),
+      h('td', { 'data-label': 'Output', class: 'num' }, a.outputBytes !== null ? formatBytes(a.outputBytes) : a.outcome === 'running' ? '…' : 'none'),
     );
     row.addEventListener('click', (e) => {
       if (!(e.target as Element).closest('button')) this.selectAttempt(a.attempt);
@@ -257,7 +257,8 @@ export class ItemDetailView {
       return;
     }
     replaceChildren(this.outputTitle, `Output of attempt ${a.attempt}${a.outcome === 'running' ? ' (running)' : ''}`);
-    if (a.outputBytes === null) {
+    // A running attempt's size may not be known yet (the engine records it at the end): read it anyway.
+    if (a.outputBytes === null && a.outcome !== 'running') {
       this.renderedOutput = undefined;
       replaceChildren(this.output, h('p', { class: 'muted' }, 'No output was captured: the process did not start.'));
       return;
