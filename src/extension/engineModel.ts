@@ -171,7 +171,7 @@ export class EngineModel extends Disposable {
         this.stateFilter = true;
         return snapshot;
       } catch (err) {
-        if (this.stateFilter === true || !/HTTP 400\b.*"state"/.test(String(err))) throw err;
+        if (this.stateFilter === true || !/HTTP 400\b[\s\S]*\bstate\b/.test(String(err))) throw err;
         this.stateFilter = false;
       }
     }

@@ -194,7 +194,7 @@ async function readItemsInState(reader: DashboardReader, state: 'running' | 'fai
     const { items, total } = await reader.get<ItemsPage>(`/items?state=${state}&limit=${ATTENTION_LIMIT}`);
     return { items, total };
   } catch (err) {
-    if (!/HTTP 400\b.*"state"/.test(String(err))) throw err;
+    if (!/HTTP 400\b[\s\S]*\bstate\b/.test(String(err))) throw err;
   }
   if (state === 'failed') {
     const { items, total } = await reader.get<ItemsPage>(`/items?outcome=failed&limit=${ATTENTION_LIMIT}`);
