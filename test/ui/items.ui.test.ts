@@ -16,6 +16,8 @@ import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const STDOUT_LINE = 'step 1 of 2: copied 12 files';
 const STDERR_LINE = 'error: disk full (simulated)';
+/** Output that would be an element (and run script) if it ever reached the page as HTML. */
+const HOSTILE_LINE = '<img src=x onerror=alert(1)> not markup';
 
 function makeWorkspace(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-items-ui-'));
@@ -23,7 +25,7 @@ function makeWorkspace(): string {
   mkdirSync(queue, { recursive: true });
   const node = process.execPath;
   const items = [
-    { id: 'nightly-backup', name: 'Nightly backup (fails)', command: node, args: ['-e', `console.log(${JSON.stringify(STDOUT_LINE)}); console.error(${JSON.stringify(STDERR_LINE)}); process.exit(3)`], maxAttempts: 2 },
+    { id: 'nightly-backup', name: 'Nightly backup (fails)', command: node, args: ['-e', `console.log(${JSON.stringify(STDOUT_LINE)}); console.log(${JSON.stringify(HOSTILE_LINE)}); console.error(${JSON.stringify(STDERR_LINE)}); process.exit(3)`], maxAttempts: 2 },
     { id: 'build-docs', name: 'Build docs', command: node, args: ['-e', "console.log('docs built')"] },
     // A long sleep: running for the whole test; the engine ends it when the window closes.
     { id: 'long-sleep', name: 'Long sleep', command: 'sleep', args: ['600'], timeoutMs: 900_000, maxAttempts: 1 },
@@ -79,6 +81,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
   let wb: Workbench;
   let workspace: string;
   let baseUrl: string;
+  const dialogs: string[] = [];
 
   before(async function () {
     for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
@@ -94,6 +97,10 @@ describe('Items by state, failed count and item detail (code-server)', function 
         'engineMonitor.server.port': 0,
         'engineMonitor.engine.pollIntervalMs': 500,
       },
+    });
+    wb.page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
     });
     await wb.page.emulateMedia({ colorScheme: 'light' });
     baseUrl = await waitUntil('the engine endpoint', async () => findEndpoint(wb.server.userDataDir), 60_000);
@@ -225,6 +232,10 @@ describe('Items by state, failed count and item detail (code-server)', function 
     const all = (await out.first().textContent()) ?? '';
     assert.ok(all.indexOf(STDOUT_LINE) >= 0 && all.indexOf(STDOUT_LINE) < all.indexOf(STDERR_LINE), all);
     assert.match((await detail.locator('#output-title').textContent()) ?? '', /attempt 2/);
+    // Engine strings are text: the hostile line is shown, no element was made from it.
+    assert.ok(all.includes(HOSTILE_LINE), all);
+    assert.equal(await frame.locator('img').count(), 0);
+    assert.deepEqual(dialogs, [], 'no alert() ran');
 
     // stderr alone, in the theme's error colour.
     await detail.locator('button[data-stream="stderr"]').click();
