@@ -43,6 +43,7 @@ export class LogTable {
     filter: LogFilter,
     private readonly onFilterChange: (filter: LogFilter) => void,
     private readonly onError: (message: string) => void,
+    onItem: (itemId: string) => void,
   ) {
     this.filter = { actions: [...(filter.actions ?? [])], level: filter.level, q: filter.q ?? '' };
     const picker = this.actionPicker();
@@ -52,6 +53,11 @@ export class LogTable {
     this.loadMore = h('button', { type: 'button', class: 'secondary' }, 'Load older entries');
     this.loadMore.addEventListener('click', () => void this.page());
     this.scroller = this.logScroller();
+    // One listener for every row's item link (rows come and go by the thousand).
+    this.tbody.addEventListener('click', (e) => {
+      const link = (e.target as Element).closest<HTMLElement>('button.item-link');
+      if (link?.dataset.itemId) onItem(link.dataset.itemId);
+    });
 
     this.element = h(
       'section',
@@ -334,7 +340,11 @@ export class LogTable {
       h('td', { class: 'col-time' }, h('time', { datetime: e.timestamp, title: formatDateTime(e.timestamp) }, formatClock(e.timestamp))),
       h('td', { class: 'col-level' }, icon(LEVEL_ICON[e.level] ?? 'circle-outline'), e.level),
       h('td', { class: 'col-action' }, e.action),
-      h('td', { class: 'col-item', title: e.itemId ?? '' }, e.itemId ?? ''),
+      h(
+        'td',
+        { class: 'col-item', title: e.itemId ?? '' },
+        e.itemId ? h('button', { type: 'button', class: 'link-button item-link', 'data-item-id': e.itemId, title: `Show item ${e.itemId}: definition, attempts, output` }, e.itemId) : '',
+      ),
       h('td', { class: 'col-message' }, ...message),
     );
   }

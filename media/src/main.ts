@@ -5,6 +5,8 @@ import type { EngineState, LogAction } from '../../src/shared/api';
 import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
+import { AttentionView } from './attention';
+import { ItemDetailView } from './itemDetail';
 import { LogTable } from './logTable';
 import { OverviewView, refreshTimes } from './overview';
 import { query, runCommand, settle } from './rpc';
@@ -58,6 +60,15 @@ const logs = new LogTable(
     saveState();
   },
   (message) => announce(`Error: ${message}`, true),
+  (itemId) => void detail.open(itemId),
+);
+const attention = new AttentionView((itemId) => void detail.open(itemId));
+const detail = new ItemDetailView(
+  (itemId) => {
+    state.detailItemId = itemId;
+    saveState();
+  },
+  (message) => announce(`Error: ${message}`, true),
 );
 
 const app = document.getElementById('app')!;
@@ -80,6 +91,8 @@ replaceChildren(
     h('section', { class: 'panel chart-panel', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title' }, 'Launches per minute, last hour'), legend(), chart.element),
   ),
   overview.details,
+  attention.element,
+  detail.element,
   logs.element,
 );
 app.removeAttribute('aria-busy');
@@ -130,6 +143,7 @@ function applyConnection(c: ConnectionInfo, initial: boolean): void {
     replaceChildren(banner, icon('debug-disconnect'), h('span', {}, text));
     banner.hidden = false;
     overview.clear();
+    attention.clear();
     logs.showUnavailable('Engine not reachable.');
     if (!initial || wasConnected) announce('Engine not reachable.');
   }
@@ -140,6 +154,8 @@ function loadAll(): void {
   void refreshOverview();
   void loadTimeline();
   void logs.reload().then(restoreScroll);
+  if (detail.openItemId) void detail.reload();
+  else if (state.detailItemId) void detail.open(state.detailItemId, { reveal: false }); // restoreScroll places the page
 }
 
 function restoreScroll(): void {
@@ -168,6 +184,7 @@ async function refreshOverview(): Promise<void> {
     overview.setStatus(o.status);
     overview.setHealth(o.health);
     overview.setStats(o.status.stats);
+    attention.set(await query('attention', {}));
     engineState = o.health.checks.engine;
     updateButtons();
     if (statusLine.classList.contains('error-text')) announce('');
@@ -191,6 +208,8 @@ function onEvent(event: LiveEvent): void {
   switch (event.name) {
     case 'stats':
       overview.setStats(event.data);
+      // Counters moved: an item started, finished or failed.
+      scheduleStatusRefresh();
       return;
     case 'health':
       overview.setHealth(event.data);
@@ -202,6 +221,7 @@ function onEvent(event: LiveEvent): void {
     case 'log':
       chart.add(event.data);
       logs.addLive(event.data);
+      detail.addLive(event.data);
       if (STATUS_ACTIONS.has(event.data.action)) scheduleStatusRefresh();
       return;
   }

@@ -34,3 +34,8 @@ export function settle(message: HostToWebview): boolean {
   else p.reject(new Error(message.error));
   return true;
 }
+
+/** "Open in Terminal": the extension's Show Output command for one attempt. */
+export function showOutput(itemId: string, attempt: number): Promise<void> {
+  return send((requestId) => vscodeApi.postMessage({ type: 'showOutput', requestId, itemId, attempt })).then(() => undefined);
+}

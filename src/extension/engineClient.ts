@@ -5,8 +5,9 @@ import * as vscode from 'vscode';
 import type { ErrorBody, HealthResponse, LogEntry, StatsOverview } from '../shared/api';
 import { Disposable, toDisposable } from './dispose';
 import type { LiveEvent } from '../shared/webviewProtocol';
-import type { EngineConnection } from './engineConnection';
+import type { EngineConnection, TextResponse } from './engineConnection';
 import { nextLink } from './linkHeader';
+import { getText } from './textRequest';
 import { SseParser } from './sse';
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -94,6 +95,12 @@ export class EngineClient extends Disposable implements EngineConnection {
   async getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }> {
     const { body, res } = await this.request<T>(pathAndQuery);
     return { body, next: nextLink(res.headers.get('link')) };
+  }
+
+  getText(pathAndQuery: string, range?: string): Promise<TextResponse> {
+    const base = this._baseUrl;
+    if (!base) return Promise.reject(new Error('The engine is not running.'));
+    return getText(base, pathAndQuery, { range, token: this._token, timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   /**

@@ -3,19 +3,35 @@
 // this model to TreeItems. When the engine is not connected the model holds nothing, so no view
 // can show stale numbers.
 import * as vscode from 'vscode';
-import type { HealthResponse, ItemOutcome, ItemSummary, StatsOverview, StatusResponse } from '../shared/api';
+import type { HealthResponse, ItemState, ItemSummary, StatsOverview, StatusResponse } from '../shared/api';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { Throttled } from './throttle';
 
 export type ModelPart = 'stats' | 'health' | 'status' | 'items';
-export const OUTCOMES: readonly ItemOutcome[] = ['failed', 'pending', 'launched'];
-/** Items per outcome the Items view lists; the rest is summarised as "… more". */
-export const ITEMS_PER_OUTCOME = 200;
+/**
+ * The Items view's groups, in the order it shows them: what is happening now first, then what
+ * will happen, what waits on the user or on other items, what needs attention, and what is done.
+ */
+export const ITEM_GROUPS = ['running', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
+export type ItemGroup = (typeof ITEM_GROUPS)[number];
+/** The item states each group holds (contract section 8's `state`). */
+export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
+  running: ['running'],
+  waiting: ['backoff', 'waiting', 'scheduled'],
+  held: ['held'],
+  blocked: ['blocked'],
+  failed: ['failed'],
+  launched: ['launched'],
+};
+/** Items per group the Items view lists; the rest is summarised as "… more". */
+export const ITEMS_PER_GROUP = 200;
 
 export interface ItemsSnapshot {
-  byOutcome: Record<ItemOutcome, { items: ItemSummary[]; total: number }>;
+  byGroup: Record<ItemGroup, { items: ItemSummary[]; total: number }>;
 }
+
+type ItemsPage = { items: ItemSummary[]; total: number };
 
 export class EngineModel extends Disposable {
   stats: StatsOverview | undefined;
@@ -35,6 +51,12 @@ export class EngineModel extends Disposable {
    * costs nothing for views nobody sees.
    */
   private readonly watched = new Set<ModelPart>(['stats', 'health']);
+  /**
+   * Whether the engine takes `/items?state=` (section 8). An engine of part one (a remote one not
+   * yet upgraded) refuses the parameter with 400; then the items are read by outcome and grouped
+   * by their `state` field here. Asked again after every reconnect.
+   */
+  private stateFilter: boolean | undefined;
 
   constructor(private readonly connection: EngineConnection) {
     super();
@@ -44,7 +66,13 @@ export class EngineModel extends Disposable {
       status: this._register(new Throttled(() => this.load('status'), 1000)),
       items: this._register(new Throttled(() => this.load('items'), 1000)),
     };
-    this._register(connection.onDidChangeConnection((connected) => (connected ? this.refresh(true) : this.clear())));
+    this._register(
+      connection.onDidChangeConnection((connected) => {
+        this.stateFilter = undefined;
+        if (connected) this.refresh(true);
+        else this.clear();
+      }),
+    );
     this._register(
       connection.onDidReceiveEvent((e) => {
         switch (e.name) {
@@ -137,13 +165,45 @@ export class EngineModel extends Disposable {
   }
 
   private async loadItems(): Promise<ItemsSnapshot> {
-    const lists = await Promise.all(
-      OUTCOMES.map((o) =>
-        this.connection.get<{ items: ItemSummary[]; total: number }>(`/items?outcome=${o}&limit=${ITEMS_PER_OUTCOME}&offset=0`),
-      ),
-    );
-    const byOutcome = {} as ItemsSnapshot['byOutcome'];
-    OUTCOMES.forEach((o, i) => (byOutcome[o] = { items: lists[i].items, total: lists[i].total }));
-    return { byOutcome };
+    if (this.stateFilter !== false) {
+      try {
+        const snapshot = await this.loadItemsByState();
+        this.stateFilter = true;
+        return snapshot;
+      } catch (err) {
+        if (this.stateFilter === true || !/HTTP 400\b[\s\S]*\bstate\b/.test(String(err))) throw err;
+        this.stateFilter = false;
+      }
+    }
+    return this.loadItemsByOutcome();
+  }
+
+  private page(query: string): Promise<ItemsPage> {
+    return this.connection.get<ItemsPage>(`/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`);
+  }
+
+  /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
+  private async loadItemsByState(): Promise<ItemsSnapshot> {
+    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.page(`state=${GROUP_STATES[g].join(',')}`)));
+    const byGroup = {} as ItemsSnapshot['byGroup'];
+    ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
+    return { byGroup };
+  }
+
+  /**
+   * For an engine without `state=`: pending items are split by their `state` field. Beyond the
+   * first page of pending items the split is unknown; those are counted in the Waiting group.
+   */
+  private async loadItemsByOutcome(): Promise<ItemsSnapshot> {
+    const [pending, failed, launched] = await Promise.all(['pending', 'failed', 'launched'].map((o) => this.page(`outcome=${o}`)));
+    const byGroup = {} as ItemsSnapshot['byGroup'];
+    for (const g of ITEM_GROUPS) {
+      const items = pending.items.filter((i) => GROUP_STATES[g].includes(i.state ?? (i.phase === 'done' ? i.outcome : i.phase)));
+      byGroup[g] = { items, total: items.length };
+    }
+    byGroup.waiting.total += pending.total - pending.items.length;
+    byGroup.failed = failed;
+    byGroup.launched = launched;
+    return { byGroup };
   }
 }

@@ -1,5 +1,12 @@
-// The status-bar health indicator: health and pending count, theme backgrounds for degraded and
-// unhealthy, a tooltip with the checks and the endpoint URL; a click shows the dashboard. A remote
+// The status-bar health indicator: health, pending count and failed items, theme backgrounds for
+// degraded and unhealthy, a tooltip with the checks and the endpoint URL; a click shows the
+// dashboard.
+//
+// Failed items show as `$(error) 3 failed` whatever the engine's health (#21 item 4: "Engine
+// healthy · 0 pending" while 14 items had failed), but do not colour the background: the
+// warning and error backgrounds keep meaning "the engine itself needs you" (degraded, unhealthy,
+// unreachable). A failed item stays failed until retried, so a background for it would stay on
+// for days and teach users to ignore the colour that matters when the engine stops. A remote
 // engine (engineMonitor.remote.url) shows the same, plus why it is not connected (a refused token
 // is an error whose click asks for the token).
 import * as vscode from 'vscode';
@@ -57,7 +64,8 @@ export class EngineStatusBar extends Disposable {
     const health = model.available ? model.health : undefined;
     if (health) {
       const pending = model.stats?.pending ?? 0;
-      const count = ` · ${pending} pending`;
+      const failed = model.stats?.failed ?? 0;
+      const count = ` · ${pending} pending${failed > 0 ? ` · $(error) ${failed} failed` : ''}`;
       switch (health.status) {
         case 'healthy':
           item.text = `$(pulse) Engine healthy${count}`;
@@ -76,6 +84,9 @@ export class EngineStatusBar extends Disposable {
       if (model.stats) {
         const s = model.stats;
         appendField(tooltip, 'Items', `${s.total} (${s.launched} launched, ${s.pending} pending, ${s.failed} failed)`);
+        if (s.failed > 0) {
+          tooltip.appendMarkdown(`\n\n$(error) **${s.failed} failed item${s.failed === 1 ? '' : 's'}**: click to open the dashboard and see why; the Items view's Failed group offers Retry.`);
+        }
       }
       appendField(tooltip, 'Endpoint', model.baseUrl);
       if (state === 'attached') tooltip.appendMarkdown('\n\nShared with another VS Code window that runs the engine.');

@@ -6,7 +6,7 @@
 // Handshake: the webview posts `ready` once its script runs (again after every reload of its
 // content); only then does the host post `init` and forward live events. Queries carry a
 // `requestId` that the host echoes in its `response`.
-import type { HealthResponse, IsoTime, LogEntry, StatsOverview, StatusResponse } from './api';
+import type { HealthResponse, IsoTime, ItemDetail, ItemSummary, LogEntry, StatsOverview, StatusResponse } from './api';
 import type { LogFilter } from './logFilter';
 
 /**
@@ -41,6 +41,35 @@ export interface QueryMap {
   logs: { params: { filter: LogFilter; page?: LogPageToken; limit: number }; result: LogTablePage };
   /** Launch attempts since `since`, oldest first. */
   timeline: { params: { since: IsoTime }; result: LaunchTimeline };
+  /** The items that need a look: running now, and failed for good (the newest first). */
+  attention: { params: Record<string, never>; result: AttentionItems };
+  /** `GET /items/{id}`: the definition and every attempt, for the item detail panel. */
+  item: { params: { id: string }; result: ItemDetail };
+  /** The start and the end of an attempt's output (`GET /items/{id}/attempts/{n}/output`). */
+  output: { params: { id: string; attempt: number; stream: OutputStream }; result: OutputExcerpt };
+}
+
+export interface AttentionItems {
+  running: { items: ItemSummary[]; total: number };
+  failed: { items: ItemSummary[]; total: number };
+}
+
+/** Which output the detail panel shows: both streams in arrival order, or one of them. */
+export const OUTPUT_STREAMS = ['all', 'stdout', 'stderr'] as const;
+export type OutputStream = (typeof OUTPUT_STREAMS)[number];
+
+/**
+ * An attempt's output as the panel shows it: all of it when small, else its first and last
+ * bytes (a webview holding megabytes of text gets slow; Show Output's terminal has it all).
+ */
+export interface OutputExcerpt {
+  head: string;
+  /** The end of the output when the middle was left out; null when `head` is all of it. */
+  tail: string | null;
+  /** Bytes of the output (this stream) kept by the engine. */
+  totalBytes: number;
+  /** Bytes between head and tail not shown. */
+  omittedBytes: number;
 }
 export type QueryKind = keyof QueryMap;
 
@@ -62,7 +91,9 @@ export type QueryRequest = {
 export type WebviewToHost =
   | { type: 'ready' }
   | QueryRequest
-  | { type: 'runCommand'; requestId: number; command: DashboardCommand };
+  | { type: 'runCommand'; requestId: number; command: DashboardCommand }
+  /** "Open in Terminal": the extension's Show Output command for one attempt. */
+  | { type: 'showOutput'; requestId: number; itemId: string; attempt: number };
 
 /** A live event from `/events`: what EngineConnection receives and the panel forwards as it arrives. */
 export type LiveEvent =
@@ -91,25 +122,47 @@ export interface DashboardState {
   /** Vertical scroll of the page and of the log table. */
   scrollY: number;
   logScrollTop: number;
+  /** The item whose detail panel is open, if any. */
+  detailItemId?: string;
 }
 
 /** Runtime check for messages from the webview: its content is not trusted more than a page. */
 export function isWebviewToHost(value: unknown): value is WebviewToHost {
   if (typeof value !== 'object' || value === null) return false;
-  const m = value as { type?: unknown; requestId?: unknown; kind?: unknown; command?: unknown; params?: unknown };
+  const m = value as { type?: unknown; requestId?: unknown; kind?: unknown; command?: unknown; params?: unknown; itemId?: unknown; attempt?: unknown };
   switch (m.type) {
     case 'ready':
       return true;
     case 'query':
-      return (
-        Number.isSafeInteger(m.requestId) &&
-        (m.kind === 'overview' || m.kind === 'logs' || m.kind === 'timeline') &&
-        typeof m.params === 'object' &&
-        m.params !== null
-      );
+      if (!Number.isSafeInteger(m.requestId) || typeof m.params !== 'object' || m.params === null) return false;
+      switch (m.kind) {
+        case 'overview':
+        case 'logs':
+        case 'timeline':
+        case 'attention':
+          return true;
+        case 'item':
+          return isItemId((m.params as { id?: unknown }).id);
+        case 'output': {
+          const p = m.params as { id?: unknown; attempt?: unknown; stream?: unknown };
+          return isItemId(p.id) && isAttempt(p.attempt) && (OUTPUT_STREAMS as readonly unknown[]).includes(p.stream);
+        }
+        default:
+          return false;
+      }
+    case 'showOutput':
+      return Number.isSafeInteger(m.requestId) && isItemId(m.itemId) && isAttempt(m.attempt);
     case 'runCommand':
       return Number.isSafeInteger(m.requestId) && (DASHBOARD_COMMANDS as readonly unknown[]).includes(m.command);
     default:
       return false;
   }
+}
+
+function isItemId(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= 1000;
+}
+
+function isAttempt(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 1;
 }

@@ -48,7 +48,7 @@ describe('Commands', () => {
     assert.deepEqual(leftovers, [], 'no temporary file left behind');
     await vscode.commands.executeCommand('engineMonitor.pollNow');
     await waitFor(`item ${id} in the Items view`, () =>
-      ['pending', 'launched', 'failed'].some((o) => nodeById(api, 'items', `items.${o}.${id}`)));
+      ['running', 'waiting', 'launched', 'failed'].some((g) => nodeById(api, 'items', `items.${g}.${id}`)));
     await waitFor(`item ${id} launched`, () => nodeById(api, 'items', `items.launched.${id}`));
   });
 

@@ -6,8 +6,9 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HealthResponse, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { writeQueueItem } from '../../src/extension/queue';
-import { nodeById, getApi, getJson, viewNodes, showViews, waitFor, waitForEngine } from './helpers';
-import type { NodeTreeProvider, TreeNode } from '../../src/extension/views/nodeTree';
+import { nodeById, getApi, getJson, viewNodes, showViews, sleep, waitFor, waitForEngine } from './helpers';
+import { ITEM_GROUPS } from '../../src/extension/engineModel';
+import { NodeTreeProvider as NodeTreeProviderClass, type NodeTreeProvider, type TreeNode } from '../../src/extension/views/nodeTree';
 
 const COUNTERS = ['total', 'launched', 'pending', 'failed', 'totalLaunches', 'totalFailed'] as const;
 
@@ -103,18 +104,105 @@ describe('Tree views', () => {
     assert.equal(views.views.logs.description, undefined);
   });
 
-  it('Items view groups items by outcome with the /stats counts', async () => {
+  it('Items view groups items by state with the /stats counts; failed items offer Retry', async () => {
     const api = await getApi();
-    await waitFor('the Items view to match /stats', async () => {
+    await waitFor('the Items view to match /stats, once the demo has failed an item', async () => {
       const { overview } = await getJson<StatsResponse>(api, '/stats');
-      return (['failed', 'pending', 'launched'] as const).every(
-        (o) => nodeById(api, 'items', `items.${o}`)?.description === String(overview[o]),
+      const count = (g: string) => Number(nodeById(api, 'items', `items.${g}`)?.description ?? 0);
+      return (
+        overview.failed > 0 &&
+        count('failed') === overview.failed &&
+        count('launched') === overview.launched &&
+        count('running') + count('waiting') + count('held') + count('blocked') === overview.pending
       );
     });
+    const roots = api._testing.views.providers.items.getRoots().map((n) => n.id);
+    const order = ITEM_GROUPS.map((g) => `items.${g}`).filter((id) => roots.includes(id));
+    assert.deepEqual(roots, order, 'groups in a fixed order, empty ones hidden');
     const failed = nodeById(api, 'items', 'items.failed');
-    for (const child of failed?.children ?? []) {
+    assert.ok(failed?.children?.length, 'the demo has a failed item');
+    for (const child of failed.children) {
       if (child.item) assert.equal(child.contextValue, 'item.failed', 'failed items offer Retry');
     }
+    // Expanded by default (#21 item 7).
+    assert.equal(api._testing.views.providers.items.getTreeItem(failed).collapsibleState, vscode.TreeItemCollapsibleState.Expanded);
+  });
+
+  it('Items view shows a running item first, with its elapsed time ticking, then moves it to Failed', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const queueDir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
+    // Runs long enough to be seen ticking, then fails by itself (exit 4, one attempt).
+    await writeQueueItem(queueDir, { id: 'ticking', name: 'Sleeps, then fails', command: 'node', args: ['-e', 'setTimeout(() => process.exit(4), 6000)'], maxAttempts: 1 });
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const node = await waitFor('the running item', () => nodeById(api, 'items', 'items.running.ticking'), 30_000);
+    assert.equal(api._testing.views.providers.items.getRoots()[0].id, 'items.running', 'Running is the first group');
+    assert.equal(node.contextValue, 'item.running');
+    assert.match(node.description ?? '', /^running \d+ s · attempt 1\/1$/);
+    const first = node.description;
+    // The same node object (VS Code knows elements by identity) shows a later time.
+    await waitFor('the elapsed time to move on', () => nodeById(api, 'items', 'items.running.ticking') === node && node.description !== first, 5_000);
+    const seconds = (d: string | undefined) => Number(/running (\d+) s/.exec(d ?? '')?.[1]);
+    assert.ok(seconds(node.description) > seconds(first), `${node.description} after ${first}`);
+    const failedNode = await waitFor('the item in the Failed group', () => nodeById(api, 'items', 'items.failed.ticking'), 30_000);
+    assert.equal(failedNode.contextValue, 'item.failed');
+    assert.equal(nodeById(api, 'items', 'items.running.ticking'), undefined, 'no longer running');
+  });
+
+  it('Items view refreshes only the rows that changed, not the whole tree (#21 item 1)', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const provider = api._testing.views.providers.items;
+    const queueDir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
+    await writeQueueItem(queueDir, { id: 'ticking-2', name: 'Sleeps a while', command: 'node', args: ['-e', 'setTimeout(() => {}, 8000)'], maxAttempts: 1 });
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const running = await waitFor('the running item', () => nodeById(api, 'items', 'items.running.ticking-2'), 30_000);
+    const unchanged = nodeById(api, 'items', 'items.failed')?.children?.find((n) => n.item);
+    assert.ok(unchanged, 'a failed item that does not change meanwhile');
+    const events: (TreeNode | TreeNode[] | undefined | void)[] = [];
+    const sub = provider.onDidChangeTreeData((e) => events.push(e));
+    try {
+      await sleep(3_000);
+    } finally {
+      sub.dispose();
+    }
+    assert.ok(nodeById(api, 'items', 'items.running.ticking-2'), 'still running after the window (8 s)');
+    const full = events.filter((e) => e === undefined).length;
+    const elements = events.filter((e) => e !== undefined).flatMap((e) => (Array.isArray(e) ? e : [e]));
+    assert.equal(full, 0, 'no full refresh while only elapsed times moved');
+    assert.ok(elements.includes(running), `the running row was refreshed (${elements.map((n) => n.id).join(', ')})`);
+    assert.ok(!elements.includes(unchanged), 'an unchanged failed row was not');
+    const shown = new Set(viewNodes(api, 'items'));
+    for (const n of elements) assert.ok(shown.has(n), `${n.id} is the instance the view shows`);
+  });
+
+  it('NodeTreeProvider fires the changed elements only, and a full refresh when the roots change', () => {
+    const provider = new NodeTreeProviderClass();
+    const events: (TreeNode | TreeNode[] | undefined | void)[] = [];
+    provider.onDidChangeTreeData((e) => events.push(e));
+    const tree = (desc: string, extra = false): TreeNode[] => [
+      { id: 'g', label: 'Group', children: [{ id: 'g.a', label: 'A', description: desc }, { id: 'g.b', label: 'B' }] },
+      ...(extra ? [{ id: 'h', label: 'Other' }] : []),
+    ];
+    provider.setRoots(tree('1'));
+    const [group] = provider.getRoots();
+    const [a, b] = group.children!;
+    events.length = 0;
+    provider.setRoots(tree('1'));
+    assert.deepEqual(events, [], 'nothing changed, nothing fired');
+    provider.setRoots(tree('2'));
+    assert.equal(events.length, 1);
+    assert.deepEqual(events[0], [a], 'only the changed row');
+    assert.equal(events[0] && (events[0] as TreeNode[])[0], a, 'as the same object');
+    assert.equal(a.description, '2');
+    assert.equal(provider.getRoots()[0].children![1], b);
+    events.length = 0;
+    provider.setRoots([{ id: 'g', label: 'Group', children: [{ id: 'g.b', label: 'B' }] }]);
+    assert.deepEqual(events, [[group]], 'a child list that changed refreshes its parent');
+    events.length = 0;
+    provider.setRoots(tree('2', true));
+    assert.deepEqual(events, [undefined], 'new roots: the whole view');
+    provider.dispose();
   });
 
   it('tooltips show engine strings as escaped text (untrusted, no HTML, no live links)', async function () {
@@ -125,7 +213,7 @@ describe('Tree views', () => {
     // Scheduled far ahead, so it stays pending and launches nothing.
     await writeQueueItem(queueDir, { id: 'hostile-name', name: hostile, command: 'node', runAt: '2099-01-01T00:00:00.000Z' });
     await vscode.commands.executeCommand('engineMonitor.pollNow');
-    const node = await waitFor('the hostile item', () => nodeById(api, 'items', 'items.pending.hostile-name'), 30_000);
+    const node = await waitFor('the hostile item', () => nodeById(api, 'items', 'items.waiting.hostile-name'), 30_000);
     assert.equal(node.label, hostile, 'labels are plain text');
     const md = hoverTooltip(api._testing.views.providers.items, node) as vscode.MarkdownString;
     assert.ok(!md.isTrusted && !md.supportHtml);
@@ -137,14 +225,20 @@ describe('Tree views', () => {
     assert.ok(!logMd.isTrusted && !logMd.supportHtml && !logMd.value.includes('[stop](command:'));
   });
 
-  it('status bar shows health and the pending count', async () => {
+  it('status bar shows health, the pending count and the failed items, even while healthy (#21 item 4)', async () => {
     const api = await getApi();
-    await waitFor('status bar text', async () => {
+    const seen = await waitFor('status bar text', async () => {
       const h = await getJson<HealthResponse>(api, '/health');
       const { overview } = await getJson<StatsResponse>(api, '/stats');
       const text = api._testing.statusBar.text;
-      return text.includes(h.status === 'degraded' ? h.checks.engine : h.status) && text.includes(`${overview.pending} pending`);
+      return (
+        text.includes(h.status === 'degraded' ? h.checks.engine : h.status) &&
+        text.includes(`${overview.pending} pending`) &&
+        text.endsWith(`· $(error) ${overview.failed} failed`) && { h, overview, text }
+      );
     });
+    assert.equal(seen.h.status, 'healthy', `healthy: ${seen.text}`);
+    assert.ok(seen.overview.failed > 0, 'the demo has failed items');
   });
 });
 

@@ -123,11 +123,12 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     const item = statusBarItem(page);
     await waitUntil('a healthy status bar', async () => /Engine healthy · 1 pending/.test((await item.textContent()) ?? ''));
 
-    // The Items view groups the same numbers by outcome.
+    // The Items view groups the same numbers by state (the demo's one pending item is scheduled:
+    // Waiting; nothing runs once it settled, so there is no Running group).
     const items = pane(page, 'Items');
-    await waitUntil('the Items view to show the outcome counts', async () => {
+    await waitUntil('the Items view to show the counts by state', async () => {
       const r = await rows(items);
-      return r.Failed === String(shown.overview.failed) && r.Pending === String(shown.overview.pending) && r.Launched === String(shown.overview.launched);
+      return r.Failed === String(shown.overview.failed) && r.Waiting === String(shown.overview.pending) && r.Launched === String(shown.overview.launched) && !('Running' in r);
     });
 
     await clearNotifications(page);
@@ -254,7 +255,7 @@ describe('Engine Monitor in a workspace without a queue folder (code-server)', f
       JSON.stringify({ id: 'hostile', name: HOSTILE, command: process.execPath, args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' }),
     );
     renameSync(path.join(queue, 'hostile.json.tmp'), path.join(queue, 'hostile.json'));
-    // Scheduled for 2099: it stays in the (expanded) Pending group.
+    // Scheduled for 2099: it stays in the (expanded) Waiting group.
     const row = pane(page, 'Items').locator('.monaco-list-row', { hasText: '<img src=x' }).first();
     await row.waitFor({ timeout: 30_000 });
     assert.equal((await row.locator('.label-name').textContent())?.trim(), HOSTILE);

@@ -26,6 +26,9 @@ describe('dashboard: reading /logs by its Link cursors', () => {
       assert.equal(res.status, 200, path);
       return { body: (await res.json()) as T, next: nextLink(res.headers.get('link')) };
     },
+    getText(path: string) {
+      return Promise.reject(new Error(`the log queries read no text (${path})`));
+    },
   };
 
   before(async () => {

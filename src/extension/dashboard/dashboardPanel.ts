@@ -13,7 +13,7 @@ import {
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
-import { readLogPage, readOverview, readTimeline } from './dashboardQueries';
+import { readAttention, readItem, readLogPage, readOutput, readOverview, readTimeline } from './dashboardQueries';
 
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
@@ -85,6 +85,13 @@ export class DashboardPanel implements vscode.Disposable {
           return null;
         });
         return;
+      case 'showOutput':
+        void this.answer(m.requestId, async () => {
+          // The Show Output terminal (itemCommands.ts), for the attempt the panel shows.
+          await vscode.commands.executeCommand(Commands.showOutput, { itemId: m.itemId, attempt: m.attempt });
+          return null;
+        });
+        return;
     }
   }
 
@@ -97,6 +104,12 @@ export class DashboardPanel implements vscode.Disposable {
         return readLogPage(reader, q.params.filter, q.params.limit, q.params.page);
       case 'timeline':
         return readTimeline(reader, q.params.since);
+      case 'attention':
+        return readAttention(reader);
+      case 'item':
+        return readItem(reader, q.params.id);
+      case 'output':
+        return readOutput(reader, q.params.id, q.params.attempt, q.params.stream);
     }
   }
 

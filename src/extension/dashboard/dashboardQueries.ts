@@ -1,9 +1,9 @@
 // The dashboard's reads, answered over the engine's public HTTP API. No `vscode` here: these are
 // plain functions of an EngineConnection-like reader, so they can be unit-tested in Node.
-import type { HealthResponse, LogEntry, StatusResponse } from '../../shared/api';
+import type { HealthResponse, ItemDetail, ItemState, ItemSummary, LogEntry, StatusResponse } from '../../shared/api';
 import { logsPath, type LogFilter } from '../../shared/logFilter';
 import { MAX_LIMIT } from '../../shared/queryParams';
-import type { LaunchTimeline, LogPageToken, LogTablePage, Overview } from '../../shared/webviewProtocol';
+import type { AttentionItems, LaunchTimeline, LogPageToken, LogTablePage, OutputExcerpt, OutputStream, Overview } from '../../shared/webviewProtocol';
 import { healthStatus } from '../../shared/health';
 
 /** What the queries need of EngineConnection. */
@@ -11,7 +11,13 @@ export interface DashboardReader {
   get<T>(pathAndQuery: string): Promise<T>;
   /** Like `get`, plus the `rel="next"` target of the response's `Link` header. */
   getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }>;
+  /** A plain-text GET with an optional `Range` (see EngineConnection.getText). */
+  getText(pathAndQuery: string, range?: string): Promise<{ status: number; text: string; totalBytes: number | undefined }>;
 }
+
+/** Bytes of an attempt's output the detail panel shows: the first 16 KiB and the last 48 KiB. */
+export const OUTPUT_HEAD_BYTES = 16 * 1024;
+export const OUTPUT_TAIL_BYTES = 48 * 1024;
 
 /** Actions that count as a launch attempt started, and as one failed, in the chart. */
 export const TIMELINE_STARTED = ['launch_started'] as const;
@@ -128,4 +134,73 @@ export async function readTimeline(reader: DashboardReader, since: string): Prom
     path = next ? toPathAndQuery(next) : undefined;
   }
   return { started, failed, lastId, truncated: false };
+}
+
+/** `GET /items/{id}` (ids are percent-encoded in paths). */
+export function readItem(reader: DashboardReader, id: string): Promise<ItemDetail> {
+  return reader.get<ItemDetail>(`/items/${encodeURIComponent(id)}`);
+}
+
+/**
+ * The start and the end of an attempt's output: one ranged read for the first 64 KiB, which is
+ * all of it most of the time, and a second for the tail when there is more. Never the whole of
+ * a 10 MiB output into the webview.
+ */
+export async function readOutput(reader: DashboardReader, id: string, attempt: number, stream: OutputStream): Promise<OutputExcerpt> {
+  const path = `/items/${encodeURIComponent(id)}/attempts/${attempt}/output${stream === 'all' ? '' : `?stream=${stream}`}`;
+  const limit = OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES;
+  const first = await reader.getText(path, `bytes=0-${limit - 1}`);
+  const total = first.totalBytes ?? byteLength(first.text);
+  // 200: the server sent everything (it ignored the range, or it was all there was).
+  if (first.status !== 206 || total <= limit) return { head: first.text, tail: null, totalBytes: total, omittedBytes: 0 };
+  const last = await reader.getText(path, `bytes=-${OUTPUT_TAIL_BYTES}`);
+  // The output may have grown between the two reads (a running attempt): the tail is as of now.
+  const totalNow = last.totalBytes ?? total;
+  const head = cutBytes(first.text, OUTPUT_HEAD_BYTES);
+  return { head, tail: last.text, totalBytes: totalNow, omittedBytes: Math.max(0, totalNow - OUTPUT_HEAD_BYTES - byteLength(last.text)) };
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** The longest prefix of `text` of at most `bytes` UTF-8 bytes. */
+function cutBytes(text: string, bytes: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= bytes) return text;
+  // A multi-byte character cut in two decodes as U+FFFD at the end: drop it.
+  return buf.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+}
+
+/** Items the dashboard lists per state. */
+export const ATTENTION_LIMIT = 50;
+
+/** Running and failed items, for the dashboard's list of items that need a look. */
+export async function readAttention(reader: DashboardReader): Promise<AttentionItems> {
+  const [running, failed] = await Promise.all([readItemsInState(reader, 'running'), readItemsInState(reader, 'failed')]);
+  // The failure that just happened first: /items lists in discovery order.
+  failed.items.sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt));
+  return { running, failed };
+}
+
+type ItemsPage = { items: ItemSummary[]; total: number };
+
+/**
+ * `/items?state=` (section 8); an engine of part one refuses the parameter (400), and then the
+ * state is found in the `outcome` lists (running ones among the first 500 pending).
+ */
+async function readItemsInState(reader: DashboardReader, state: 'running' | 'failed'): Promise<ItemsPage> {
+  try {
+    const { items, total } = await reader.get<ItemsPage>(`/items?state=${state}&limit=${ATTENTION_LIMIT}`);
+    return { items, total };
+  } catch (err) {
+    if (!/HTTP 400\b[\s\S]*\bstate\b/.test(String(err))) throw err;
+  }
+  if (state === 'failed') {
+    const { items, total } = await reader.get<ItemsPage>(`/items?outcome=failed&limit=${ATTENTION_LIMIT}`);
+    return { items, total };
+  }
+  const pending = await reader.get<ItemsPage>('/items?outcome=pending&limit=500');
+  const running = pending.items.filter((i) => ((i.state as ItemState | undefined) ?? i.phase) === 'running');
+  return { items: running.slice(0, ATTENTION_LIMIT), total: running.length };
 }

@@ -1,39 +1,100 @@
-// Items view: items grouped by outcome. Failed items carry contextValue "item.failed", which the
-// manifest's view/item/context menu turns into an inline Retry.
+// Items view: items grouped by state (contract section 8), running first with its elapsed time.
+//
+// Context values, for `when` clauses in package.json (`viewItem == …` in view/item/context):
+//   item.running   an attempt is running now                   (Cancel)
+//   item.pending   waiting, scheduled, in backoff, or blocked  (Cancel, Hold)
+//   item.held      held by the user, pending                   (Cancel, Release)
+//   item.failed    failed for good                             (Retry)
+//   item.launched  succeeded                                   (nothing to control)
+//   itemGroup.<group>  the group rows: running, waiting, held, blocked, failed, launched
+//                  (itemGroup.failed carries Retry All Failed)
+// Every item node is `item.<…>` so `viewItem =~ /^item\./` matches all of them (Show Item Logs).
+//
+// Node ids are stable (`items.<group>.<item id>`): the view refreshes only the nodes whose
+// content changed (NodeTreeProvider.setRoots), so a hovered tooltip stays open across polls.
+// The group is part of the id because groups are read separately and an item moving between two
+// may briefly be listed in both.
 import * as vscode from 'vscode';
-import type { ItemOutcome, ItemSummary } from '../../shared/api';
+import type { ItemState, ItemSummary } from '../../shared/api';
 import { Commands } from '../constants';
-import type { ItemsSnapshot } from '../engineModel';
-import { OUTCOMES } from '../engineModel';
+import type { ItemGroup, ItemsSnapshot } from '../engineModel';
+import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
-const GROUPS: Record<ItemOutcome, { label: string; icon: string; color: string; expanded: boolean }> = {
+const GROUPS: Record<ItemGroup, { label: string; icon: string; color?: string; expanded: boolean }> = {
+  running: { label: 'Running', icon: 'play-circle', color: 'charts.blue', expanded: true },
+  waiting: { label: 'Waiting', icon: 'clock', color: 'charts.yellow', expanded: true },
+  held: { label: 'Held', icon: 'debug-pause', color: 'charts.orange', expanded: true },
+  blocked: { label: 'Blocked', icon: 'circle-slash', expanded: true },
+  // Expanded: a failure is what the user opened the view for (#21 item 7).
   failed: { label: 'Failed', icon: 'error', color: 'problemsErrorIcon.foreground', expanded: true },
-  pending: { label: 'Pending', icon: 'clock', color: 'charts.yellow', expanded: true },
   launched: { label: 'Launched', icon: 'pass', color: 'testing.iconPassed', expanded: false },
 };
 
-const PHASE_ICONS: Record<ItemSummary['phase'], string> = {
+const STATE_ICONS: Record<ItemState, string> = {
   waiting: 'circle-large-outline',
   scheduled: 'calendar',
   backoff: 'history',
   running: 'loading~spin',
-  done: 'check',
+  held: 'debug-pause',
+  blocked: 'circle-slash',
+  failed: 'error',
+  launched: 'pass',
 };
 
-function describe(item: ItemSummary): string {
+const CONTEXT_VALUES: Record<ItemState, string> = {
+  running: 'item.running',
+  waiting: 'item.pending',
+  scheduled: 'item.pending',
+  backoff: 'item.pending',
+  blocked: 'item.pending',
+  held: 'item.held',
+  failed: 'item.failed',
+  launched: 'item.launched',
+};
+
+/** The state of an item, also from an engine of part one that does not send `state`. */
+export function stateOf(item: ItemSummary): ItemState {
+  // `state` is absent from part one's engine (a remote one not yet upgraded).
+  return item.state ?? (item.phase === 'done' ? item.outcome : item.phase);
+}
+
+/** Whole seconds, as a running attempt's age is read: "8 s", "1 min 12 s", "2 h 5 min". */
+export function formatElapsed(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor(s / 60) % 60} min`;
+}
+
+/**
+ * When the running attempt started: the engine sets `updatedAt` when it launches an attempt and
+ * not again until the attempt ends, so for a running item it is the attempt's start.
+ */
+function runningSince(item: ItemSummary): number {
+  return Date.parse(item.updatedAt);
+}
+
+function describe(item: ItemSummary, now: number): string {
   const attempts = `${item.attempts}/${item.maxAttempts}`;
-  switch (item.outcome) {
+  switch (stateOf(item)) {
+    case 'running':
+      return `running ${formatElapsed(now - runningSince(item))} · attempt ${attempts}`;
     case 'failed':
       return `${attempts} attempts${item.lastError ? ` · ${item.lastError.replace(/\s+/g, ' ')}` : ''}`;
     case 'launched':
       return `${formatTime(item.updatedAt)} · attempt ${item.attempts}`;
+    case 'backoff':
+      return `retry ${formatAgo(item.nextAttemptAt, now)} · ${attempts}`;
+    case 'scheduled':
+      return `scheduled ${formatTime(item.nextAttemptAt)}`;
+    case 'held':
+      return item.attempts > 0 ? `held · ${attempts} attempts` : 'held';
+    case 'blocked':
+      return 'blocked';
     default:
-      if (item.phase === 'running') return `running · attempt ${item.attempts}/${item.maxAttempts}`;
-      if (item.phase === 'backoff') return `retry ${formatAgo(item.nextAttemptAt)} · ${attempts}`;
-      if (item.phase === 'scheduled') return `scheduled ${formatTime(item.nextAttemptAt)}`;
       return 'waiting';
   }
 }
@@ -42,8 +103,9 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   const tooltip = safeMarkdown();
   tooltip.appendMarkdown('**').appendText(item.name).appendMarkdown('**  \n');
   appendField(tooltip, 'Id', item.id);
-  appendField(tooltip, 'Outcome', item.outcome === 'pending' ? `pending (${item.phase})` : item.outcome);
+  appendField(tooltip, 'State', stateOf(item));
   appendField(tooltip, 'Attempts', `${item.attempts} of ${item.maxAttempts}`);
+  if (stateOf(item) === 'running') appendField(tooltip, 'Running since', formatTime(item.updatedAt));
   if (item.nextAttemptAt) appendField(tooltip, 'Next attempt', formatTime(item.nextAttemptAt));
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
@@ -51,53 +113,64 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   return tooltip;
 }
 
-export function itemNode(item: ItemSummary): TreeNode {
+export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now()): TreeNode {
+  const state = stateOf(item);
+  const g = GROUPS[group];
   const icon =
-    item.outcome === 'pending'
-      ? new vscode.ThemeIcon(PHASE_ICONS[item.phase] ?? 'circle-large-outline')
-      : new vscode.ThemeIcon(GROUPS[item.outcome].icon, new vscode.ThemeColor(GROUPS[item.outcome].color));
+    group === 'failed' || group === 'launched'
+      ? new vscode.ThemeIcon(g.icon, g.color ? new vscode.ThemeColor(g.color) : undefined)
+      : new vscode.ThemeIcon(STATE_ICONS[state]);
   return {
-    // Outcome in the id: the three lists are fetched separately, so an item moving between them
-    // may briefly appear in two, and ids must stay unique.
-    id: `items.${item.outcome}.${item.id}`,
+    id: `items.${group}.${item.id}`,
     label: item.name || item.id,
-    description: describe(item),
+    description: describe(item, now),
     // Built on hover only (see TreeNode.tooltip).
     tooltip: () => itemTooltip(item),
     icon,
-    contextValue: `item.${item.outcome}`,
+    contextValue: CONTEXT_VALUES[state],
     // A click shows the latest attempt's output; an item that never ran has none to show.
     command: item.attempts > 0 ? { command: Commands.showOutput, title: 'Show Output', arguments: [item.id] } : undefined,
     item,
   };
 }
 
-export function itemNodes(items: ItemsSnapshot | undefined, error?: string): TreeNode[] {
+/**
+ * The Items view's roots: one node per non-empty group, always in ITEM_GROUPS order (Blocked
+ * stays empty, hence hidden, until dependencies exist). `now` dates the running items' elapsed
+ * time; the view calls this again once a second while something runs.
+ */
+export function itemNodes(items: ItemsSnapshot | undefined, error?: string, now = Date.now()): TreeNode[] {
   if (!items) return error ? [errorNode('items', error)] : [];
-  const total = OUTCOMES.reduce((n, o) => n + items.byOutcome[o].total, 0);
-  if (total === 0) return error ? [errorNode('items', error)] : []; // the welcome offers Add Item
-  const nodes = OUTCOMES.map((o): TreeNode => {
-    const { items: list, total: count } = items.byOutcome[o];
-    const g = GROUPS[o];
-    const children = list.map(itemNode);
-    if (count > list.length) {
+  const nodes: TreeNode[] = [];
+  for (const group of ITEM_GROUPS) {
+    const { items: list, total } = items.byGroup[group];
+    if (total === 0 && list.length === 0) continue;
+    const g = GROUPS[group];
+    const children = list.map((i) => itemNode(i, group, now));
+    if (total > list.length) {
       children.push({
-        id: `items.${o}.more`,
-        label: `… ${count - list.length} more`,
+        id: `items.${group}.more`,
+        label: `… ${total - list.length} more`,
         description: 'see the dashboard or GET /items',
         icon: new vscode.ThemeIcon('ellipsis'),
       });
     }
-    return {
-      id: `items.${o}`,
+    nodes.push({
+      id: `items.${group}`,
       label: g.label,
-      description: String(count),
-      icon: new vscode.ThemeIcon(g.icon, new vscode.ThemeColor(g.color)),
-      contextValue: `itemGroup.${o}`,
+      description: String(Math.max(total, list.length)),
+      icon: new vscode.ThemeIcon(g.icon, g.color ? new vscode.ThemeColor(g.color) : undefined),
+      contextValue: `itemGroup.${group}`,
       children: children.length ? children : undefined,
       expanded: g.expanded,
-    };
-  });
+    });
+  }
+  // Nothing at all: the welcome offers Add Item.
   if (error) nodes.push(errorNode('items', error));
   return nodes;
+}
+
+/** True while some listed item is running: its elapsed time needs a tick. */
+export function hasRunningItems(items: ItemsSnapshot | undefined): boolean {
+  return (items?.byGroup.running.items.length ?? 0) > 0;
 }

@@ -30,15 +30,29 @@ export interface TreeNode {
 export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private roots: TreeNode[] = [];
   private parents = new Map<string, TreeNode>();
-  private readonly _onDidChangeTreeData = new vscode.EventEmitter<TreeNode | undefined | void>();
+  private readonly _onDidChangeTreeData = new vscode.EventEmitter<TreeNode | TreeNode[] | undefined | void>();
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
 
+  /**
+   * Shows a new tree. Nodes are matched to the ones shown by id: a node whose content is the same
+   * is left alone, one that changed is updated in place (VS Code knows elements by identity) and
+   * only it is refreshed. Only a change in the list of roots refreshes the whole view. Rebuilding
+   * everything on every poll made VS Code redraw every row, which closed any open tooltip within
+   * a second (#21 item 1) and cost the extension host work proportional to the view.
+   */
   setRoots(roots: TreeNode[]): void {
-    this.roots = roots;
+    const full = !sameIds(this.roots, roots);
+    const changed: TreeNode[] = [];
+    const old = new Map(this.roots.map((n) => [n.id, n]));
+    this.roots = roots.map((n) => {
+      const before = old.get(n.id);
+      return before ? merge(before, n, full ? undefined : changed) : n;
+    });
     this.parents.clear();
     const walk = (n: TreeNode) => n.children?.forEach((c) => (this.parents.set(c.id, n), walk(c)));
-    roots.forEach(walk);
-    this._onDidChangeTreeData.fire();
+    this.roots.forEach(walk);
+    if (full) this._onDidChangeTreeData.fire();
+    else if (changed.length) this._onDidChangeTreeData.fire(changed);
   }
 
   getRoots(): readonly TreeNode[] {
@@ -77,4 +91,55 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   dispose(): void {
     this._onDidChangeTreeData.dispose();
   }
+}
+
+function sameIds(a: readonly TreeNode[] | undefined, b: readonly TreeNode[] | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.length === b.length && a.every((n, i) => n.id === b[i].id);
+}
+
+function iconKey(icon: vscode.ThemeIcon | undefined): string {
+  return icon ? `${icon.id}/${(icon.color as { id?: string } | undefined)?.id ?? ''}` : '';
+}
+
+function tooltipKey(t: TreeNode['tooltip']): string {
+  if (t === undefined || typeof t === 'string') return t ?? '';
+  // A lazy tooltip is built from the node's item or entry, which sameContent compares.
+  return typeof t === 'function' ? 'lazy' : t.value;
+}
+
+/** Everything of a node VS Code shows, apart from its children. */
+function sameContent(a: TreeNode, b: TreeNode): boolean {
+  return (
+    a.label === b.label &&
+    a.description === b.description &&
+    a.contextValue === b.contextValue &&
+    iconKey(a.icon) === iconKey(b.icon) &&
+    tooltipKey(a.tooltip) === tooltipKey(b.tooltip) &&
+    JSON.stringify(a.command) === JSON.stringify(b.command) &&
+    JSON.stringify(a.item) === JSON.stringify(b.item) &&
+    (a.entry === b.entry || JSON.stringify(a.entry) === JSON.stringify(b.entry))
+  );
+}
+
+/**
+ * Updates `shown` (the instance VS Code knows) to `next` and returns it. Nodes that must be
+ * refreshed go to `changed`; undefined when an ancestor is refreshed anyway (a refreshed element
+ * has its children read again).
+ */
+function merge(shown: TreeNode, next: TreeNode, changed: TreeNode[] | undefined): TreeNode {
+  if (shown === next) return shown;
+  const oldChildren = shown.children;
+  const refresh = !sameContent(shown, next) || !sameIds(oldChildren, next.children);
+  if (refresh) changed?.push(shown);
+  const below = refresh ? undefined : changed;
+  const byId = new Map((oldChildren ?? []).map((c) => [c.id, c]));
+  const children = next.children?.map((c) => {
+    const before = byId.get(c.id);
+    return before ? merge(before, c, below) : c;
+  });
+  // Every property of the new node, and none left over from the old one.
+  for (const key of Object.keys(shown)) delete (shown as unknown as Record<string, unknown>)[key];
+  Object.assign(shown, next, { children });
+  return shown;
 }

@@ -8,7 +8,7 @@ import type { EngineModel, ModelPart } from '../engineModel';
 import { isLogFilterActive } from '../../shared/logFilter';
 import { describeFilter, type LogsModel } from '../logsModel';
 import { healthNodes } from './healthNodes';
-import { itemNodes } from './itemNodes';
+import { hasRunningItems, itemNodes } from './itemNodes';
 import { logNodes } from './logNodes';
 import { NodeTreeProvider, type TreeNode } from './nodeTree';
 import { statsNodes } from './statsNodes';
@@ -20,6 +20,10 @@ export class EngineViews extends Disposable {
   readonly providers: Record<ViewName, NodeTreeProvider>;
   readonly views: Record<ViewName, vscode.TreeView<unknown>>;
   private readonly logNodeCache = new Map<number, TreeNode>();
+  /** Ticks once a second while an item runs and the Items view is visible: its elapsed time. */
+  private elapsedTimer: NodeJS.Timeout | undefined;
+  /** How many items the Failed group had, to expand it when its first item arrives. */
+  private failedShown = 0;
 
   constructor(
     private readonly model: EngineModel,
@@ -37,6 +41,8 @@ export class EngineViews extends Disposable {
       model.setWatched(part, v.visible);
       this._register(v.onDidChangeVisibility((e) => model.setWatched(part, e.visible)));
     }
+    this._register(this.views.items.onDidChangeVisibility(() => this.updateElapsedTimer()));
+    this._register({ dispose: () => clearInterval(this.elapsedTimer) });
     this._register(model.onDidChange((parts) => this.render(parts)));
     this._register(logs.onDidChange(() => this.renderLogs()));
     this.render(new Set(['stats', 'health', 'status', 'items']));
@@ -52,10 +58,43 @@ export class EngineViews extends Disposable {
     }
     if (parts.has('status')) this.providers.status.setRoots(statusNodes(m.status, m.error));
     if (parts.has('items')) {
-      this.providers.items.setRoots(itemNodes(m.items, m.error));
-      void vscode.commands.executeCommand('setContext', ContextKeys.hasFailedItems, (m.items?.byOutcome.failed.total ?? 0) > 0);
+      this.renderItems();
+      const failed = m.items?.byGroup.failed.total ?? 0;
+      void vscode.commands.executeCommand('setContext', ContextKeys.hasFailedItems, failed > 0);
       this.views.items.description = m.items ? `${m.stats?.total ?? ''}`.trim() || undefined : undefined;
+      this.revealFirstFailure(failed);
+      this.updateElapsedTimer();
     }
+  }
+
+  private renderItems(): void {
+    this.providers.items.setRoots(itemNodes(this.model.items, this.model.error));
+  }
+
+  /**
+   * Running items show their elapsed time, so the view is rendered again once a second while
+   * one runs and the view is visible; setRoots then refreshes just the running items' rows.
+   */
+  private updateElapsedTimer(): void {
+    const tick = this.views.items.visible && hasRunningItems(this.model.items);
+    if (tick && !this.elapsedTimer) this.elapsedTimer = setInterval(() => this.renderItems(), 1000);
+    else if (!tick && this.elapsedTimer) {
+      clearInterval(this.elapsedTimer);
+      this.elapsedTimer = undefined;
+    }
+  }
+
+  /**
+   * The Failed group starts expanded, but VS Code remembers a collapsed state by id (Collapse All,
+   * or a collapse in an earlier session) and a group that reappears would open collapsed, hiding
+   * the new failure (#21 item 7): when failures appear, expand the group explicitly.
+   */
+  private revealFirstFailure(failed: number): void {
+    const before = this.failedShown;
+    this.failedShown = failed;
+    if (before > 0 || failed === 0 || !this.views.items.visible) return;
+    const group = this.providers.items.getRoots().find((n) => n.id === 'items.failed');
+    if (group) void Promise.resolve(this.views.items.reveal(group, { expand: true, select: false, focus: false })).catch(() => undefined);
   }
 
   private renderLogs(): void {
