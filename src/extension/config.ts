@@ -16,6 +16,8 @@ export interface EngineMonitorConfig {
   };
   queue: { directory: string };
   logs: { maxEntries: number; maxAgeDays: number };
+  /** What is kept of attempts' output (contract section 8). */
+  output: { maxBytesPerAttempt: number; maxTotalMB: number };
   /** A headless engine to monitor instead of starting one (its token lives in SecretStorage). */
   remote: { url: string };
 }
@@ -37,6 +39,7 @@ export function readConfig(): EngineMonitorConfig {
     },
     queue: { directory: orDefault('queue.directory') },
     logs: { maxEntries: read('logs.maxEntries'), maxAgeDays: read('logs.maxAgeDays') },
+    output: { maxBytesPerAttempt: read('output.maxBytesPerAttempt'), maxTotalMB: read('output.maxTotalMB') },
     remote: { url: read('remote.url').trim() },
   };
 }

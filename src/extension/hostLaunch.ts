@@ -39,6 +39,8 @@ export function hostArgsFor(config: EngineMonitorConfig): string[] {
     ...flag('queue.directory', config.queue.directory),
     ...flag('logs.maxEntries', config.logs.maxEntries),
     ...flag('logs.maxAgeDays', config.logs.maxAgeDays),
+    ...flag('output.maxBytesPerAttempt', config.output.maxBytesPerAttempt),
+    ...flag('output.maxTotalMB', config.output.maxTotalMB),
   ];
 }
 

@@ -26,6 +26,8 @@ function config(token: string): EngineMonitorConfig {
     },
     queue: { directory: SETTINGS['queue.directory'].default },
     logs: { maxEntries: SETTINGS['logs.maxEntries'].default, maxAgeDays: SETTINGS['logs.maxAgeDays'].default },
+    // Not the defaults, so the test below sees them arrive.
+    output: { maxBytesPerAttempt: 131_072, maxTotalMB: 5 },
     remote: { url: '' },
   };
 }
@@ -44,6 +46,17 @@ describe('Extension: the engine host gets its token through the environment', fu
     token,
     restricted: false,
     stopped: false,
+  });
+
+  it('every setting that has a command-line flag reaches the host, except the token', () => {
+    const args = hostArgsFor(config(TOKEN));
+    const flagged = (Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => 'flag' in SETTINGS[k] && k !== 'server.token');
+    for (const key of flagged) {
+      const flag = `--${(SETTINGS[key] as { flag: string }).flag}`;
+      assert.ok(args.includes(flag), `${key} (${flag}) is not passed to the engine host: ${args.join(' ')}`);
+    }
+    assert.equal(args[args.indexOf('--output-max-bytes') + 1], '131072');
+    assert.equal(args[args.indexOf('--output-max-total-mb') + 1], '5');
   });
 
   it('no token in the arguments; the token, and only a configured one, in the environment', () => {

@@ -1,7 +1,7 @@
 // Items view: items grouped by state (contract section 8), running first with its elapsed time.
 //
 // Context values, for `when` clauses in package.json (`viewItem == …` in view/item/context):
-//   item.running   an attempt is running now                   (Cancel)
+//   item.running   an attempt is running now                   (Cancel, Hold: the attempt goes on, no retry until released)
 //   item.pending   waiting, scheduled, in backoff, or blocked  (Cancel, Hold)
 //   item.held      held by the user, pending                   (Cancel, Release)
 //   item.failed    failed for good                             (Retry)
