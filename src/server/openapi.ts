@@ -406,7 +406,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             exitCode: { type: ['integer', 'null'] },
             signal: { type: ['string', 'null'] },
             error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
-            outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept; null when none was captured.' },
+            outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
             problems: { type: 'array', items: ref('AttemptProblem') },
           },
         },

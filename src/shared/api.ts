@@ -196,7 +196,10 @@ export interface AttemptDetail {
   exitCode: number | null;
   signal: string | null;
   error: string | null;
-  /** Bytes of output kept for the attempt so far; null when none was captured (never spawned). */
+  /**
+   * Bytes of output kept for the attempt, recorded when it ends; null while it runs (a HEAD of its
+   * output gives the size so far) and when none was captured (never spawned).
+   */
   outputBytes: number | null;
   problems: AttemptProblem[];
 }
