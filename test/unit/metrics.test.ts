@@ -283,8 +283,13 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
     before(async () => {
       wsToken = new TempWorkspace('engine-metrics-token-');
       guarded = await start(wsToken, TOKEN);
-      wsToken.enqueue('token.json', [nodeItem('ok', '0'), nodeItem('later', '0', { runAt: NEXT_YEAR })]);
-      await until('the item to launch', async () => (await stats(guarded.url, AUTH)).launched === 1);
+      wsToken.enqueue('token.json', [nodeItem('ok', '0'), nodeItem('later', '0', { runAt: NEXT_YEAR }), nodeItem('sleeper', 'setTimeout(() => {}, 600000)')]);
+      await until('one item to launch and one to run', async () => {
+        const s = await stats(guarded.url, AUTH);
+        return s.launched === 1 && s.running === 1;
+      });
+      // A running attempt cancelled: it finishes then and there (failed), and counts in the histogram.
+      assert.equal((await request(guarded.url, '/items/sleeper/cancel', { method: 'POST', headers: AUTH })).status, 202);
       // A held item and a stopped engine: held 1, health degraded.
       assert.equal((await request(guarded.url, '/items/later/hold', { method: 'POST', headers: AUTH })).status, 202);
       assert.equal((await request(guarded.url, '/engine/stop', { method: 'POST', headers: AUTH })).status, 202);
@@ -309,7 +314,12 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
       const { samples } = await metrics(guarded.url, AUTH);
       const overview = await stats(guarded.url, AUTH);
       assert.deepEqual(statsOf(samples), expected(overview));
-      assert.equal(overview.held, 1);
+      assert.deepEqual(
+        { held: overview.held, failed: overview.failed, running: overview.running, totalLaunches: overview.totalLaunches, totalFailed: overview.totalFailed },
+        { held: 1, failed: 1, running: 0, totalLaunches: 2, totalFailed: 1 },
+      );
+      // The success and the cancelled attempt.
+      assert.equal(sample(samples, 'engine_monitor_attempt_duration_seconds_count'), 2);
       assert.deepEqual(healthOf(samples), { healthy: 0, degraded: 1, unhealthy: 0 });
     });
 
@@ -361,7 +371,7 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
         );
         assert.deepEqual(await query('engine_monitor_held'), new Map([['open', 0], ['token', 1]]));
         assert.deepEqual(await query('engine_monitor_health_status{status="degraded"}'), new Map([['open', 0], ['token', 1]]));
-        assert.deepEqual(await query('engine_monitor_attempt_duration_seconds_count'), new Map([['open', 6], ['token', 1]]));
+        assert.deepEqual(await query('engine_monitor_attempt_duration_seconds_count'), new Map([['open', 6], ['token', 2]]));
 
         // The job without the token is refused by the engine, and Prometheus says so.
         const noToken = await until('Prometheus to report the scrape without a token', async () => {
