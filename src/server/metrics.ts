@@ -8,8 +8,10 @@
 // duration histogram, fed by the engine's onAttemptFinished; like any Prometheus histogram
 // it starts from zero with the process (PromQL's rate() and increase() take the reset in stride).
 //
-// Cost: a scrape reads counters in memory and no database row; the process metrics read
-// /proc/self (a few small files). bench/ measures it (`npm run bench -- metrics`).
+// Cost: a scrape reads counters in memory and no database row, whatever the database's size:
+// about 0.5 ms of CPU (2,000 scrapes/s on the 2-core bench machine, `BENCH_ONLY=api npm run
+// bench`), nearly all of it prom-client's process metrics (the event-loop delay histogram's
+// stddev and percentiles, reading /proc/self); the engine's own metrics take about 10 µs.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
