@@ -305,6 +305,8 @@ async function scenarioApi(): Promise<void> {
     { key: '/stats', path: '/stats', p99Target: 5 },
     { key: '/health', path: '/health', p99Target: 5 },
     { key: '/status', path: '/status', p99Target: 5 },
+    // Read from the counters like /stats, formatted by prom-client with the process's metrics (~9 KB).
+    { key: '/metrics', path: '/metrics' },
     { key: '/logs?action=launch_failed', path: '/logs?action=launch_failed&limit=100', p99Target: 15 },
     { key: '/logs?q=<rare word>', path: `/logs?q=${seed.rareWord}&limit=100`, p99Target: 50 },
     { key: '/logs?item=<id>', path: `/logs?item=${encodeURIComponent(seed.sampleItemId)}`, p99Target: 15 },

@@ -6,7 +6,7 @@
 // options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
 import type { EngineState, ItemDetail, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
-import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
+import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type FinishedAttempt, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
 import { OutputRetention } from './outputRetention';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
@@ -64,6 +64,8 @@ export class Engine implements ControllableEngine {
   private readonly poller: Poller;
   private readonly persistence: PersistencePolicy;
   private readonly events = new EngineEventBus();
+  /** onAttemptFinished's listeners (/metrics). */
+  private readonly attemptListeners = new Set<(attempt: FinishedAttempt) => void>();
   private readonly active = new Map<number, ActiveAttempt>();
   /**
    * Cancelled attempts whose process has not exited yet (SIGTERM sent, SIGKILL after 5 s): no
@@ -333,6 +335,7 @@ export class Engine implements ControllableEngine {
       this.counters.pending--;
       this.counters.failed++;
     });
+    if (a) this.attemptFinished({ itemId, attempt: a.attempt, succeeded: false, durationMs: now - a.startedAt });
     if (a?.run) {
       this.ending.set(a.attemptId, a);
       a.run.terminate(KILL_GRACE_MS);
@@ -437,6 +440,22 @@ export class Engine implements ControllableEngine {
 
   subscribe(listener: (event: EngineEvent) => void): () => void {
     return this.events.subscribe(listener);
+  }
+
+  onAttemptFinished(listener: (attempt: FinishedAttempt) => void): () => void {
+    this.attemptListeners.add(listener);
+    return () => this.attemptListeners.delete(listener);
+  }
+
+  /** Tells onAttemptFinished's listeners; one that throws is reported and stops neither the others nor the engine. */
+  private attemptFinished(attempt: FinishedAttempt): void {
+    for (const listener of this.attemptListeners) {
+      try {
+        listener(attempt);
+      } catch (err) {
+        console.error('engine attempt listener failed:', err);
+      }
+    }
   }
 
   attemptOutput(itemId: string, attempt: number): AttemptOutput {
@@ -652,6 +671,7 @@ export class Engine implements ControllableEngine {
     });
     this.lastLaunch = launchRecord(item, attempt, a.startedAt, end);
     this.outputFinished(a.attemptId, result);
+    this.attemptFinished({ itemId: item.id, attempt, succeeded: result.succeeded, durationMs: end.durationMs });
     this.events.emit({ type: 'stats' });
   }
 

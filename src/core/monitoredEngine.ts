@@ -76,6 +76,15 @@ export type AttemptOutput =
       onEnd(listener: () => void): () => void;
     };
 
+/** An attempt that got its outcome: succeeded, or failed (exit code, timeout, spawn error, cancel). */
+export interface FinishedAttempt {
+  itemId: string;
+  attempt: number;
+  succeeded: boolean;
+  /** How long it ran, start to outcome. */
+  durationMs: number;
+}
+
 export interface MonitoredEngine {
   /** package.json version, reported by /health and /status. */
   readonly version: string;
@@ -90,6 +99,12 @@ export interface MonitoredEngine {
   /** GET /items/{id}; undefined for an unknown id. */
   itemDetail(itemId: string): ItemDetail | undefined;
   subscribe(listener: (event: EngineEvent) => void): () => void;
+  /**
+   * Calls `listener` once for every attempt that gets its outcome from now on (/metrics' duration
+   * histogram); returns the unsubscribe. Apart from subscribe() so that a listener here, which
+   * stays for the server's life, does not make the engine build an event for every log entry.
+   */
+  onAttemptFinished(listener: (attempt: FinishedAttempt) => void): () => void;
   /** Attempt `attempt` (1-based, the latest of that number after a retry by hand) of the item. */
   attemptOutput(itemId: string, attempt: number): AttemptOutput;
 }

@@ -98,7 +98,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         `one of at most ${MAX_CONTROL_BODY_BYTES} bytes is ignored, a larger one answers 413.`,
         '',
         'All times are ISO 8601 UTC with milliseconds, exactly as `Date.prototype.toISOString()` writes them.',
-        'Every response (event streams aside) is `application/json; charset=utf-8` and carries',
+        'Every response (event streams, attempt output and `/metrics` aside) is `application/json; charset=utf-8` and carries',
         '`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`. No CORS headers are sent.',
         '',
         'Protection: the `Host` header must be `127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`',
@@ -759,6 +759,31 @@ function readPaths(): Record<string, PathItem> {
         '410': { description: 'As GET, without a body.', headers: commonHeaders },
         '416': { description: 'As GET, without a body.', headers: commonHeaders },
       }),
+    },
+    '/metrics': {
+      get: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics',
+        description: [
+          'The Prometheus text exposition format 0.0.4, for a Prometheus scrape job (send the token with the job\'s `authorization` setting when one is configured).',
+          'Read from the same counters as `/stats` and `/health` at the instant of the scrape, never from the database:',
+          '`engine_monitor_items{outcome="launched|pending|failed"}`, `engine_monitor_launches_total` and `engine_monitor_launch_failures_total` (totalLaunches and totalFailed: kept across restarts),',
+          '`engine_monitor_running`, `engine_monitor_held`, `engine_monitor_health_status{status="healthy|degraded|unhealthy"}` (1 for the current status, 0 for the others),',
+          '`engine_monitor_last_poll_timestamp_seconds` (0 if never polled), and the histogram `engine_monitor_attempt_duration_seconds` (buckets from 10 ms to 1 h, every attempt that got its outcome since the engine process started);',
+          "then the process's metrics (`process_*`, `nodejs_*`).",
+          noParams.description,
+        ].join('\n'),
+        responses: {
+          '200': {
+            description: 'The metrics.',
+            headers: commonHeaders,
+            content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } },
+          },
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Metrics, headers only'),
     },
     '/openapi.json': {
       get: {

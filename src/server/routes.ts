@@ -30,6 +30,7 @@ import type { Guard } from './protection';
 import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
 import { TurnQueue } from './turnQueue';
 import { addOutputRoute } from './outputRoute';
+import { addMetricsRoute, type EngineMetrics } from './metrics';
 
 export interface RouteContext {
   guard: Guard;
@@ -37,6 +38,7 @@ export interface RouteContext {
   hub: EventHub;
   healthBody(snapshot: HealthSnapshot): HealthResponse;
   openApiText: string;
+  metrics: EngineMetrics;
 }
 
 const READ_METHODS = 'GET, HEAD';
@@ -58,6 +60,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   addEventsRoute(app, ctx.hub);
   addOpenApiRoute(app, ctx.openApiText);
   addOutputRoute(app, engine);
+  addMetricsRoute(app, ctx.metrics);
   addNotFoundAndErrors(app);
   return (req, res) => {
     // Every request ends in the two handlers addNotFoundAndErrors adds; this final callback only
@@ -283,7 +286,7 @@ function addNotFoundAndErrors(app: Router): void {
   app.use((req: IncomingMessage, res: ServerResponse) => {
     sendError(
       res,
-      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /events, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
+      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /events, /metrics, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
     );
   });
 

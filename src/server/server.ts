@@ -10,6 +10,7 @@ import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
 import { buildOpenApiDocument } from './openapi';
 import { createGuard, hostWithPort, isLoopbackHost } from './protection';
 import { JSON_CONTENT_TYPE } from './respond';
+import { createEngineMetrics, type EngineMetrics } from './metrics';
 import { createRouter } from './routes';
 
 export interface ServerTimeouts {
@@ -79,17 +80,19 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
     checks: { database: snapshot.checks.database, engine: snapshot.checks.engine },
   });
   const hub = new EventHub(engine, healthBody, { ...DEFAULT_EVENT_HUB_OPTIONS, ...options.events });
+  const metrics = createEngineMetrics(engine);
   const route = createRouter(engine, {
     guard: createGuard({ boundHost: host, port, token, allowedHosts: options.allowedHosts }),
     url,
     hub,
     healthBody,
     openApiText: JSON.stringify(buildOpenApiDocument(engine.version, url)),
+    metrics,
   });
   // Attached only now that the port (hence the Host allow-list) is known. Nothing can have
   // arrived yet: connections are accepted on a later turn of the event loop.
   server.on('request', route);
-  return { url, port, requestedPortInUse, close: closer(server, hub) };
+  return { url, port, requestedPortInUse, close: closer(server, hub, metrics) };
 }
 
 /** The address to bind and the token, refusing a bad port and a non-loopback address without a token. */
@@ -142,12 +145,13 @@ async function listenOrFallBack(server: Server, host: string, port: number, fall
 }
 
 /** RunningHttpServer.close: ends event streams, then idle sockets, then (after 1 s) every socket. */
-function closer(server: Server, hub: EventHub): () => Promise<void> {
+function closer(server: Server, hub: EventHub, metrics: EngineMetrics): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () => {
     closing ??= new Promise<void>((resolve, reject) => {
       server.close((error) => (error ? reject(error) : resolve()));
       hub.closeAll();
+      metrics.close();
       server.closeIdleConnections();
       // Responses still being written get a moment to finish; then every socket goes.
       const force = setTimeout(() => server.closeAllConnections(), 1000);

@@ -262,6 +262,11 @@ export class TestEngine implements MonitoredEngine {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+
+  /** This engine launches nothing: no attempt ever finishes. */
+  onAttemptFinished(): () => void {
+    return () => undefined;
+  }
 }
 
 /** Every word must start a word of the message (white-space separated), case-insensitive. */
