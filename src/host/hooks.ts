@@ -8,16 +8,8 @@
 // launch helper): a spawn forks this process, which costs a few milliseconds of its event loop,
 // acceptable for events that are rare by nature (an item failing for good, health changing).
 import { spawn, type ChildProcess } from 'node:child_process';
-import type {
-  HealthResponse,
-  HookEvent,
-  HookEventName,
-  ItemDetail,
-  LogEntry,
-} from '../shared/api';
-import { ENGINE_NAME } from '../shared/api';
-import type { HealthSnapshot } from '../core/monitoredEngine';
-import type { EngineEvent } from '../core/monitoredEngine';
+import type { EngineEvent, HealthSnapshot } from '../core/monitoredEngine';
+import { ENGINE_NAME, type HealthResponse, type HookEvent, type HookEventName, type ItemDetail, type LogEntry } from '../shared/api';
 
 export interface HookOptions {
   /** Shell command line run when an item fails for good. */
@@ -54,6 +46,8 @@ const NOTIFY_TIMEOUT_MS = 5_000;
 const NOTIFY_RETRY_DELAYS_MS = [1_000, 2_000];
 /** After SIGTERM at the timeout, the process group gets this long before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
+/** The same when the engine stops: shorter, the host's whole shutdown must fit in a few seconds. */
+const STOP_KILL_GRACE_MS = 500;
 const STDERR_TAIL_BYTES = 2_048;
 /** `stalled` comes from the passing of time, not from an event: health is also checked this often. */
 const HEALTH_CHECK_INTERVAL_MS = 1_000;
@@ -75,7 +69,7 @@ interface Job {
 
 interface Running {
   job: Job;
-  /** Ends a running delivery now (shutdown). */
+  /** Ends a running delivery now (the engine stops). */
   abort(): void;
   done: Promise<void>;
 }
@@ -167,10 +161,10 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
         // already gone
       }
     };
-    const terminate = () => {
+    const terminate = (graceMs: number) => {
       killGroup('SIGTERM');
-      killTimer ??= setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
-      killTimer.unref();
+      clearTimeout(killTimer);
+      killTimer = setTimeout(() => killGroup('SIGKILL'), graceMs);
     };
     const done = new Promise<void>((resolve) => {
       const label = `${d.hook} hook ${JSON.stringify(clip(d.command, 200))}`;
@@ -197,7 +191,7 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
       child.stdin?.end(job.json);
       const timer = setTimeout(() => {
         timedOut = true;
-        terminate();
+        terminate(KILL_GRACE_MS);
       }, options.timeoutMs);
       let spawnError: Error | undefined;
       child.once('error', (err) => {
@@ -219,7 +213,7 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
         resolve();
       });
     });
-    return { job, abort: terminate, done };
+    return { job, abort: () => terminate(STOP_KILL_GRACE_MS), done };
   };
 
   const runNotify = (job: Job, d: Extract<Delivery, { kind: 'notify' }>): Running => {

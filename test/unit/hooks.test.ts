@@ -3,7 +3,7 @@
 // real HTTP receiver on loopback (port 0). The hooks write what they read on stdin to files the
 // tests parse.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -198,6 +198,34 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     assert.deepEqual(r.received.map((x) => x.body).sort(), both.map((b) => b.text).sort());
   });
 
+  it('--on-health-change gets healthy → unhealthy when storage breaks (a full disk), and back when it works again', async function () {
+    if (!existsSync('/dev/full')) {
+      if (process.env.CI) assert.fail('this test needs /dev/full (Linux)');
+      this.skip();
+    }
+    const run = await start(['--on-health-change', recordingHook('health')]);
+    // Attempt 1's output file is /dev/full: every write fails with ENOSPC (as in output.test.ts).
+    mkdirSync(path.join(ws.storage, 'output'), { recursive: true });
+    symlinkSync('/dev/full', path.join(ws.storage, 'output', '1.out'));
+    ws.enqueue('a.jsonl', `${JSON.stringify({ id: 'full', command: '/bin/sh', args: ['-c', 'echo some output'] })}\n`);
+    const [broke] = await waitFor('health_changed to unhealthy', () => {
+      const got = recorded<HealthChangedHookEvent>('health');
+      return got.length === 1 && got;
+    });
+    assert.equal(broke.env, `health_changed ${run.url}`);
+    assert.equal(broke.event.from.status, 'healthy');
+    assert.deepEqual({ status: broke.event.to.status, checks: broke.event.to.checks }, { status: 'unhealthy', checks: { database: 'error', engine: 'running' } });
+    // The next attempt writes its output: storage is healthy again, and the hook hears of it.
+    ws.enqueue('b.jsonl', `${JSON.stringify({ id: 'fine', command: '/bin/true' })}\n`);
+    const both = await waitFor('health_changed back to healthy', () => {
+      const got = recorded<HealthChangedHookEvent>('health');
+      return got.length === 2 && got;
+    });
+    const back = both.map((b) => b.event).find((e) => e.to.status === 'healthy');
+    assert.ok(back, JSON.stringify(both));
+    assert.equal(back.from.checks.database, 'error');
+  });
+
   it('--notify-url retries a non-2xx answer: 500, 500, 200 is three tries and no failure; always 500 is three tries and one hook_failed', async () => {
     const flaky = await receiver([500, 500, 200]);
     const down = await receiver([500]);
@@ -275,7 +303,9 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
       await waitForAnswer(`batch ${name} to launch`, async () => (await launched()) === before + 20, 60_000);
       return performance.now() - t0;
     };
-    const quiet = await batch('quiet', 0);
+    // A first batch warms the engine up (its first launches are slower), measured batches follow.
+    await batch('warm', 0);
+    const quiet = await batch('quiet', 20);
 
     // More failures than hook slots: every slot holds a sleeping hook and some wait behind them.
     ws.enqueue('doomed.jsonl', `${Array.from({ length: MAX_CONCURRENT_HOOKS + 2 }, (_, i) => shItem(`doomed-${i}`, 'exit 1')).join('\n')}\n`);
@@ -284,7 +314,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
       return lines.length === MAX_CONCURRENT_HOOKS && lines;
     });
     hookPids.push(...pids);
-    const busy = await batch('busy', 20);
+    const busy = await batch('busy', 40);
     // The hooks were still hanging all along.
     assert.ok(pids.every(processAlive), 'a hook ended during the measurement');
     // A loose bound on the ratio: a poll interval's alignment alone can double a short batch.
