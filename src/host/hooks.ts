@@ -201,11 +201,12 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
         clearTimeout(timer);
         clearTimeout(killTimer);
         const tail = stderr.toString('utf8').replace(/^\uFFFD+/, '');
-        const details = { ...base, exitCode: code, signal, timedOut, error: spawnError?.message ?? null, stderr: tail };
+        const details = { ...base, exitCode: spawnError ? null : code, signal, timedOut, error: spawnError?.message ?? null, stderr: tail };
         if (timedOut) {
           failed(job, `${label} did not finish within ${options.timeoutMs} ms and was killed (${job.event} event)`, details);
         } else if (spawnError) {
-          failed(job, `${label} could not be started: ${spawnError.message}`, details);
+          // ENOENT here is the shell or the folder it runs in (the workspace folder, gone?).
+          failed(job, `${label} could not be started in ${cwd}: ${spawnError.message}`, details);
         } else if (code !== 0) {
           const how = code === null ? `was ended by ${signal}` : `exited with code ${code}`;
           failed(job, `${label} ${how} (${job.event} event)${tail.trim() ? `: ${clip(lastLine(tail), 200)}` : ''}`, details);

@@ -112,9 +112,9 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     return r;
   }
 
-  /** A hook command line that saves its stdin and environment to a new file in `out`, named after `prefix`. */
+  /** A hook command line that saves its stdin and environment (event, URL, and whether it got the API token) to a new file in `out`, named after `prefix`. */
   const recordingHook = (prefix: string) =>
-    `f=$(mktemp '${out}/${prefix}.XXXXXX') && cat > "$f" && printf '%s %s' "$ENGINE_HOOK_EVENT" "$ENGINE_MONITOR_URL" > "$f.env"`;
+    `f=$(mktemp '${out}/${prefix}.XXXXXX') && cat > "$f" && printf '%s %s %s' "$ENGINE_HOOK_EVENT" "$ENGINE_MONITOR_URL" "\${ENGINE_MONITOR_TOKEN-unset}" > "$f.env"`;
 
   /** What the recording hooks saved, parsed, oldest file first is not promised: sorted by the caller. */
   const recorded = <T>(prefix: string): { event: T; text: string; env: string }[] =>
@@ -138,7 +138,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     });
     const { event, text, env } = saved;
     assert.equal(event.event, 'item_failed');
-    assert.equal(env, `item_failed ${run.url}`);
+    assert.equal(env, `item_failed ${run.url} unset`);
     assert.deepEqual(event.engine, { url: run.url, version });
     assert.match(event.timestamp, ISO);
     // `item` is what GET /items/{id} answers.
@@ -173,7 +173,8 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
       const got = recorded<HealthChangedHookEvent>('health');
       return got.length === 1 && got;
     });
-    assert.equal(first.env, `health_changed ${run.url}`);
+    // The API's token is not the hook's to read.
+    assert.equal(first.env, `health_changed ${run.url} unset`);
     const e = first.event;
     assert.equal(e.event, 'health_changed');
     assert.deepEqual({ status: e.from.status, checks: e.from.checks }, { status: 'degraded', checks: { database: 'ok', engine: 'stopped' } });
@@ -212,7 +213,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
       const got = recorded<HealthChangedHookEvent>('health');
       return got.length === 1 && got;
     });
-    assert.equal(broke.env, `health_changed ${run.url}`);
+    assert.equal(broke.env, `health_changed ${run.url} unset`);
     assert.equal(broke.event.from.status, 'healthy');
     assert.deepEqual({ status: broke.event.to.status, checks: broke.event.to.checks }, { status: 'unhealthy', checks: { database: 'error', engine: 'running' } });
     // The next attempt writes its output: storage is healthy again, and the hook hears of it.
