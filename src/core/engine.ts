@@ -744,6 +744,14 @@ export class Engine implements ControllableEngine {
     this.events.emit({ type: 'stats' });
   }
 
+  /**
+   * A hook (src/host/hooks.ts, outside the engine) could not deliver an event. The one log entry
+   * written from outside: the persistence tick commits it like any other.
+   */
+  logHookFailure(message: string, itemId: string | null, details: Record<string, unknown>): void {
+    this.log('hook_failed', 'error', message, itemId, details);
+  }
+
   private log(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
     if (!this.closed) this.entries.write(action, level, message, itemId, details);
   }

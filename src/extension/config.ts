@@ -20,6 +20,11 @@ export interface EngineMonitorConfig {
   output: { maxBytesPerAttempt: number; maxTotalMB: number };
   /** A headless engine to monitor instead of starting one (its token lives in SecretStorage). */
   remote: { url: string };
+  /**
+   * Hooks (contract section 12): commands and a URL the engine host runs and POSTs to. Restricted
+   * settings: never passed to the host while the workspace is untrusted (hostArgsFor).
+   */
+  hooks: { onItemFailed: string; onHealthChange: string; notifyUrl: string; timeoutMs: number };
 }
 
 /** The settings, each checked against the settings table (its default when missing or invalid). */
@@ -41,6 +46,12 @@ export function readConfig(): EngineMonitorConfig {
     logs: { maxEntries: read('logs.maxEntries'), maxAgeDays: read('logs.maxAgeDays') },
     output: { maxBytesPerAttempt: read('output.maxBytesPerAttempt'), maxTotalMB: read('output.maxTotalMB') },
     remote: { url: read('remote.url').trim() },
+    hooks: {
+      onItemFailed: read('hooks.onItemFailed').trim(),
+      onHealthChange: read('hooks.onHealthChange').trim(),
+      notifyUrl: read('hooks.notifyUrl').trim(),
+      timeoutMs: read('hooks.timeoutMs'),
+    },
   };
 }
 

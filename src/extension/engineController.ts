@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand } from '../shared/hostProtocol';
 import { onDidChangeConfig, readConfig } from './config';
-import { hostArgsFor } from './hostLaunch';
+import { hostArgsFor, isNotifyUrl } from './hostLaunch';
 import { ContextKeys } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
@@ -222,7 +222,10 @@ export class EngineController extends Disposable {
     }
     await fs.mkdir(storage.fsPath, { recursive: true });
     const config = readConfig();
-    const args = hostArgsFor(config);
+    const args = hostArgsFor(config, vscode.workspace.isTrusted);
+    if (config.hooks.notifyUrl && !isNotifyUrl(config.hooks.notifyUrl)) {
+      this.output.warn(`engineMonitor.hooks.notifyUrl is not an http:// or https:// URL (${JSON.stringify(config.hooks.notifyUrl)}); no notifications are sent.`);
+    }
     const argsKey = JSON.stringify([args, config.server.token, folders]);
     this.setMode({ kind: 'local', state: 'starting' });
     const result = await this.host.start({
@@ -331,7 +334,7 @@ export class EngineController extends Disposable {
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       // This window owns the engine (isOwner): restart it if what it was started with changed.
-      const key = JSON.stringify([hostArgsFor(config), config.server.token, this.queueFolders.workspaceFolderPaths()]);
+      const key = JSON.stringify([hostArgsFor(config, vscode.workspace.isTrusted), config.server.token, this.queueFolders.workspaceFolderPaths()]);
       if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
         await this.restartHost(this.engineState() === 'stopped');
@@ -347,6 +350,17 @@ export class EngineController extends Disposable {
 
   private async onTrustGranted(): Promise<void> {
     if (!this.isOwner) return;
+    // Hooks are passed to a trusted host only: with any set, trust changes the command line.
+    const mode = this.mode;
+    if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
+      const config = readConfig();
+      const key = JSON.stringify([hostArgsFor(config, true), config.server.token, this.queueFolders.workspaceFolderPaths()]);
+      if (key !== mode.argsKey) {
+        this.output.info('The workspace is trusted now; restarting the engine host with the hooks from the settings.');
+        await this.restartHost(false);
+        return;
+      }
+    }
     try {
       await this.host.control({ command: 'grantTrust' });
     } catch (err) {

@@ -26,9 +26,20 @@ export interface HostLaunchSpec {
   stopped: boolean;
 }
 
-/** The host's command-line flags for a configuration (everything but workspaces, storage, mode and the token). */
-export function hostArgsFor(config: EngineMonitorConfig): string[] {
+/**
+ * The host's command-line flags for a configuration (everything but workspaces, storage, mode and
+ * the token). The hooks run commands and send data out: a workspace that is not trusted could set
+ * them in its .vscode/settings.json, so they are passed only when `trusted` (package.json also
+ * lists them in restrictedConfigurations). Trust granted later changes these flags, which restarts
+ * the host with them (EngineController.onTrustGranted).
+ */
+export function hostArgsFor(config: EngineMonitorConfig, trusted: boolean): string[] {
   const flag = (key: FlagSettingKey, value: string | number) => [`--${SETTINGS[key].flag}`, String(value)];
+  // An empty hook setting means no hook; the CLI refuses an empty command or URL.
+  const hook = (key: 'hooks.onItemFailed' | 'hooks.onHealthChange' | 'hooks.notifyUrl', value: string) => (trusted && value !== '' ? flag(key, value) : []);
+  // A settings file edited by hand must not keep the engine from starting: a URL the CLI would
+  // refuse is left out (the controller says so in the output channel).
+  const notifyUrl = isNotifyUrl(config.hooks.notifyUrl) ? config.hooks.notifyUrl : '';
   return [
     ...flag('server.host', config.server.host),
     ...flag('server.port', config.server.port),
@@ -41,7 +52,21 @@ export function hostArgsFor(config: EngineMonitorConfig): string[] {
     ...flag('logs.maxAgeDays', config.logs.maxAgeDays),
     ...flag('output.maxBytesPerAttempt', config.output.maxBytesPerAttempt),
     ...flag('output.maxTotalMB', config.output.maxTotalMB),
+    ...hook('hooks.onItemFailed', config.hooks.onItemFailed),
+    ...hook('hooks.onHealthChange', config.hooks.onHealthChange),
+    ...hook('hooks.notifyUrl', notifyUrl),
+    ...flag('hooks.timeoutMs', config.hooks.timeoutMs),
   ];
+}
+
+/** An http(s) URL `engine-monitor serve --notify-url` accepts. */
+export function isNotifyUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 /** The full command line after the CLI's path. */

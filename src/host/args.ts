@@ -43,6 +43,11 @@ Options:
   --snapshot-interval <ms> how often, at most, the journal is folded into a new snapshot  default 30000
   --snapshot-min-journal <bytes>  the journal a new snapshot waits for (and 1/32 of the
                            snapshot's size); 0 = every interval with a change    default 1048576
+  --on-item-failed <cmd>   run this command line (/bin/sh -c, in the first workspace folder) when an
+                           item fails for good, the event as JSON on its stdin (see README "Hooks")
+  --on-health-change <cmd> the same when /health changes status or a check
+  --notify-url <url>       POST every hook event as JSON to this http(s) URL (repeatable)
+  --hook-timeout <ms>      a hook command's time before SIGTERM, then SIGKILL   default ${d('hooks.timeoutMs')}
   --stopped                serve, but do not launch until started
   --restricted             untrusted workspace: launch nothing until trust is granted
   --quiet                  do not print engine log entries
@@ -84,6 +89,10 @@ const SERVE_OPTIONS = {
   grace: { type: 'string', default: '10000' },
   'snapshot-interval': { type: 'string', default: '30000' },
   'snapshot-min-journal': { type: 'string', default: '1048576' },
+  'on-item-failed': { type: 'string' },
+  'on-health-change': { type: 'string' },
+  'notify-url': { type: 'string', multiple: true },
+  'hook-timeout': { type: 'string', default: d('hooks.timeoutMs') },
   stopped: { type: 'boolean', default: false },
   restricted: { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
@@ -133,6 +142,11 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     throw new UsageError(`--allowed-host lets other machines in: it needs --token-file <path> (or ${TOKEN_ENV}) as well`);
   }
   if (values.stopped && values.restricted) throw new UsageError('--stopped and --restricted cannot be combined');
+  const hookCommand = (flag: 'on-item-failed' | 'on-health-change'): string | undefined => {
+    const command = values[flag];
+    if (command !== undefined && command.trim() === '') throw new UsageError(`--${flag} must be a command line, got an empty one; leave the flag out for no hook`);
+    return command;
+  };
   return {
     workspaceFolders: workspaces,
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
@@ -153,11 +167,31 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     graceMs: int('grace', values.grace, 0, 86_400_000),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
+    hooks: {
+      onItemFailed: hookCommand('on-item-failed'),
+      onHealthChange: hookCommand('on-health-change'),
+      notifyUrls: (values['notify-url'] ?? []).map(checkNotifyUrl),
+      timeoutMs: setting('hooks.timeoutMs'),
+    },
     initialMode: values.restricted ? 'restricted' : values.stopped ? 'stopped' : 'running',
     quiet: values.quiet,
     warnings,
     version,
   };
+}
+
+/** A --notify-url: an absolute http(s) URL, or a usage error saying what is wrong. */
+function checkNotifyUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--notify-url must be an absolute http:// or https:// URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`--notify-url must be an http:// or https:// URL, got ${JSON.stringify(raw)} (scheme ${url.protocol})`);
+  }
+  return raw;
 }
 
 /**

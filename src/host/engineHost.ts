@@ -8,6 +8,7 @@ import { Engine, type EngineOptions } from '../core/engine';
 import type { LaunchHelperEntry } from '../core/launchHelperClient';
 import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
+import { hasHooks, startHooks, type HookOptions, type HookRunner } from './hooks';
 import { locateLaunchHelper } from './launchHelperEntry';
 import { acquireLock, type HeldLock } from './lock';
 import { writeStorageFile } from './storageFiles';
@@ -21,6 +22,8 @@ export interface HostOptions extends Omit<EngineOptions, 'storageDir' | 'launchH
   token?: string;
   /** Extra Host names the API answers to (`--allowed-host`). */
   allowedHosts?: string[];
+  /** `--on-item-failed`, `--on-health-change`, `--notify-url` (hooks.ts); none when absent. */
+  hooks?: HookOptions;
 }
 
 export type HostStart =
@@ -79,7 +82,9 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
     const endpoint: EndpointFile = { url: server.url, pid: process.pid, startedAt };
     lock.update({ pid: process.pid, url: server.url, startedAt });
     writeStorageFile(endpointFile, endpoint);
-    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock) };
+    // Last: an event needs the server's URL, and nothing after this can fail and leave hooks running.
+    const hooks = hasHooks(options.hooks) ? startHooks(engine, server.url, options.workspaceFolders[0], options.hooks) : undefined;
+    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock, hooks) };
   } catch (err) {
     // Whatever had started is ended before the lock goes: a server left listening (or a helper
     // left launching) after the lock is released would run beside the next engine on this folder.
@@ -90,7 +95,7 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
   }
 }
 
-function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock): RunningHost {
+function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock, hooks: HookRunner | undefined): RunningHost {
   let shuttingDown: Promise<void> | undefined;
   return {
     url: server.url,
@@ -99,6 +104,8 @@ function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: st
     lockTakeover: lock.takeover,
     shutdown(graceMs: number) {
       shuttingDown ??= (async () => {
+        // Hooks first: the stop itself changes health, and no hook process may outlive the host.
+        await hooks?.stop();
         await engine.shutdown(graceMs);
         await server.close();
         try {

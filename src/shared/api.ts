@@ -24,6 +24,8 @@ export const LOG_ACTIONS = [
   'item_held',
   'item_released',
   'item_updated',
+  // Part two, section 12: a hook command or notify URL failed (never itself a hook's event).
+  'hook_failed',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -220,3 +222,39 @@ export interface ErrorBody {
 
 /** Server-sent event names on `/events`. */
 export type EngineEventName = 'log' | 'stats' | 'health';
+
+/** The events hooks receive (contract section 12): `--on-item-failed`, `--on-health-change`, `--notify-url`. */
+export type HookEventName = 'item_failed' | 'health_changed';
+
+/** The engine that sent a hook event. */
+export interface HookEngineRef {
+  /** The engine's HTTP API, as `ENGINE_MONITOR_URL` also says. */
+  url: string;
+  version: string;
+}
+
+/**
+ * An item failed for good (its `item_failed` log entry): what `--on-item-failed` reads on stdin
+ * and `--notify-url` receives. `item` is `GET /items/{id}` at the moment the hook was queued.
+ */
+export interface ItemFailedHookEvent {
+  event: 'item_failed';
+  item: ItemDetail;
+  /** The `item_failed` log entry. */
+  entry: LogEntry;
+  engine: HookEngineRef;
+  timestamp: IsoTime;
+}
+
+/** `/health` changed status or one of its checks: what `--on-health-change` reads on stdin. */
+export interface HealthChangedHookEvent {
+  event: 'health_changed';
+  /** The health body before the change. */
+  from: HealthResponse;
+  /** The health body now, as `GET /health` answers it. */
+  to: HealthResponse;
+  engine: HookEngineRef;
+  timestamp: IsoTime;
+}
+
+export type HookEvent = ItemFailedHookEvent | HealthChangedHookEvent;

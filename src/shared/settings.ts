@@ -137,6 +137,37 @@ export const SETTINGS = {
     markdownDescription:
       'Base URL of a headless engine to monitor instead of running one in this window, e.g. `http://127.0.0.1:7411` (an engine started with `engine-monitor serve` on another machine or in a container). Empty: run the engine here. Its token is not a setting: run **Engine Monitor: Set Remote Engine Token…** (kept in VS Code\'s secret storage). Control commands (start, stop, poll, retry, cancel, hold, release) reach it over HTTP, which that engine allows only when it was started with a token.',
   },
+  'hooks.onItemFailed': {
+    type: 'string',
+    default: '',
+    flag: 'on-item-failed',
+    markdownDescription:
+      'Command line run (by `/bin/sh -c`, in the first workspace folder) when an item fails for good; it gets the event as JSON on stdin and `ENGINE_MONITOR_URL`, `ENGINE_HOOK_EVENT` in its environment. Empty: none. Not used in Restricted Mode.',
+  },
+  'hooks.onHealthChange': {
+    type: 'string',
+    default: '',
+    flag: 'on-health-change',
+    markdownDescription:
+      "Command line run (by `/bin/sh -c`, in the first workspace folder) when the engine's `/health` changes status or a check; it gets the event as JSON on stdin. Empty: none. Not used in Restricted Mode.",
+  },
+  'hooks.notifyUrl': {
+    type: 'string',
+    default: '',
+    flag: 'notify-url',
+    pattern: '^(https?://\\S+)?$',
+    patternErrorMessage: 'An http:// or https:// URL, or empty.',
+    markdownDescription:
+      'URL every hook event (an item failed for good, health changed) is POSTed to as JSON, with 3 tries and a 5 s timeout each. Empty: none. Not used in Restricted Mode.',
+  },
+  'hooks.timeoutMs': {
+    type: 'integer',
+    default: 10_000,
+    minimum: 100,
+    maximum: 600_000,
+    flag: 'hook-timeout',
+    markdownDescription: 'Time a hook command may run before its process group is sent SIGTERM (then SIGKILL after 2 s), in milliseconds.',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingKey = keyof typeof SETTINGS;

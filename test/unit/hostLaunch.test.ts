@@ -6,6 +6,7 @@ import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { EngineMonitorConfig } from '../../src/extension/config';
 import { hostArgsFor, hostCommandLine, hostEnvironment, type HostLaunchSpec } from '../../src/extension/hostLaunch';
+import { parseServeArgs } from '../../src/host/args';
 import { ENGINE_HOST_NODE_OPTIONS, type FromHostMessage } from '../../src/shared/hostProtocol';
 import { SETTINGS } from '../../src/shared/settings';
 import { assertBuilt, CLI } from './support/cli';
@@ -29,6 +30,8 @@ function config(token: string): EngineMonitorConfig {
     // Not the defaults, so the test below sees them arrive.
     output: { maxBytesPerAttempt: 131_072, maxTotalMB: 5 },
     remote: { url: '' },
+    // Set, so the tests below see them arrive (trusted) or not (untrusted).
+    hooks: { onItemFailed: 'echo failed >> hook.log', onHealthChange: 'echo health >> hook.log', notifyUrl: 'https://hooks.example.test/alert', timeoutMs: 2500 },
   };
 }
 
@@ -42,14 +45,14 @@ describe('Extension: the engine host gets its token through the environment', fu
     cliPath: CLI,
     storageDir: ws.storage,
     workspaces: [ws.folder],
-    args: hostArgsFor(config(token)),
+    args: hostArgsFor(config(token), true),
     token,
     restricted: false,
     stopped: false,
   });
 
   it('every setting that has a command-line flag reaches the host, except the token', () => {
-    const args = hostArgsFor(config(TOKEN));
+    const args = hostArgsFor(config(TOKEN), true);
     const flagged = (Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => 'flag' in SETTINGS[k] && k !== 'server.token');
     for (const key of flagged) {
       const flag = `--${(SETTINGS[key] as { flag: string }).flag}`;
@@ -57,6 +60,34 @@ describe('Extension: the engine host gets its token through the environment', fu
     }
     assert.equal(args[args.indexOf('--output-max-bytes') + 1], '131072');
     assert.equal(args[args.indexOf('--output-max-total-mb') + 1], '5');
+    assert.equal(args[args.indexOf('--on-item-failed') + 1], 'echo failed >> hook.log');
+    assert.equal(args[args.indexOf('--notify-url') + 1], 'https://hooks.example.test/alert');
+  });
+
+  it('hooks reach a trusted host only: an untrusted workspace cannot make the engine run a command or send data out', () => {
+    const hostHooks = (trusted: boolean) => {
+      const s: HostLaunchSpec = { ...spec(''), args: hostArgsFor(config(''), trusted), restricted: !trusted };
+      // What the host itself would run with: its command line read by its own parser.
+      return parseServeArgs(hostCommandLine(s), {}).hooks;
+    };
+    assert.deepEqual(hostHooks(true), {
+      onItemFailed: 'echo failed >> hook.log',
+      onHealthChange: 'echo health >> hook.log',
+      notifyUrls: ['https://hooks.example.test/alert'],
+      timeoutMs: 2500,
+    });
+    assert.deepEqual(hostHooks(false), { onItemFailed: undefined, onHealthChange: undefined, notifyUrls: [], timeoutMs: 2500 });
+    const untrusted = hostArgsFor(config(''), false).join(' ');
+    assert.doesNotMatch(untrusted, /hook\.log|example\.test|--on-|--notify-url/);
+  });
+
+  it('empty hook settings pass no flag; a notify URL the CLI would refuse is left out rather than stop the host', () => {
+    const c = config('');
+    const args = (hooks: Partial<EngineMonitorConfig['hooks']>) => hostArgsFor({ ...c, hooks: { ...c.hooks, ...hooks } }, true);
+    assert.ok(!args({ onItemFailed: '', onHealthChange: '', notifyUrl: '' }).some((a) => /^--(on-|notify-url)/.test(a)));
+    const bad = args({ notifyUrl: 'hooks.example.test/alert' });
+    assert.ok(!bad.includes('--notify-url'), bad.join(' '));
+    assert.equal(parseServeArgs(hostCommandLine({ ...spec(''), args: bad }), {}).hooks?.notifyUrls.length, 0);
   });
 
   it('no token in the arguments; the token, and only a configured one, in the environment', () => {

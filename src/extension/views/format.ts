@@ -93,6 +93,7 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_held: ['debug-pause', YELLOW],
   item_released: ['debug-continue', BLUE],
   item_updated: ['edit', BLUE],
+  hook_failed: ['bell-slash', RED],
 };
 
 // Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.
