@@ -38,7 +38,7 @@ export async function runClient(argv: string[]): Promise<number> {
     return await runCommand(parsed, endpoint, io);
   } catch (e) {
     if (e instanceof ClientUsageError) {
-      err(`engine-monitor: ${e.message}\n`);
+      err(`engine-monitor: ${e.message}\n${SHORT_USAGE}`);
       return EXIT_CLIENT_USAGE;
     }
     if (e instanceof EngineError) {
