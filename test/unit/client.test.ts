@@ -121,6 +121,14 @@ describe('command-line client', function () {
     ws.dispose();
   });
 
+  async function waitForItem(id: string): Promise<void> {
+    for (const deadline = Date.now() + 15_000; ; ) {
+      if ((await request(engine.url, `/items/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).status === 200) return;
+      if (Date.now() > deadline) assert.fail(`the engine did not discover ${id}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   describe('each command, text and --json', () => {
     it('status', async () => {
       const text = await client(['status'], { env: env(), cwd: cwd() });
@@ -253,6 +261,18 @@ describe('command-line client', function () {
       assert.equal(code, 1);
       assert.equal(stdout, 'tick\ndone\n');
       assert.match(stderr, /slowbad attempt 1 failed, exit code 4/);
+    });
+
+    it('output --follow waits for the first attempt of an item that has not run yet', async () => {
+      ws.enqueue('soon.json', nodeItem('soon', "console.log('ran at last')", { runAt: FUTURE }));
+      await waitForItem('soon');
+      const run = startClient(['output', 'soon', '--follow'], { env: env(), cwd: cwd() });
+      await waitFor('the waiting note', () => run.stderr().includes('waiting for the first attempt of soon (state scheduled)'));
+      // A new definition of a pending item replaces it: now it runs at once.
+      ws.enqueue('soon.json', nodeItem('soon', "console.log('ran at last')"));
+      const { code, stdout, stderr } = await run.exited;
+      assert.equal(code, 0, stderr);
+      assert.equal(stdout, 'ran at last\n');
     });
 
     it('logs --follow prints recent matching entries, then new ones, filtered, until Ctrl+C', async () => {

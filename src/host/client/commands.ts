@@ -267,15 +267,29 @@ async function items(endpoint: Endpoint, io: Io, asJson: boolean, states: ItemSt
   return EXIT_OK;
 }
 
+/** How often `output --follow` asks whether a pending item's first attempt has started. */
+const FIRST_ATTEMPT_POLL_MS = 250;
+
 const itemPath = (id: string) => `/items/${encodeURIComponent(id)}`;
 
 /**
  * An attempt's output, bytes as the program wrote them (like `kubectl logs`): the program's own
- * colours stay, and redirecting to a file gives exactly what it printed. With --follow it ends
- * when the attempt ends and mirrors its outcome: exit 0 if it succeeded, 1 if it failed.
+ * colours stay, and redirecting to a file gives exactly what it printed. With --follow it waits
+ * for a pending item's first attempt, ends when the attempt ends and mirrors its outcome: exit 0
+ * if it succeeded, 1 if it failed.
  */
 async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: string, wanted: number | undefined, stream: 'stdout' | 'stderr' | undefined, follow: boolean): Promise<number> {
-  const detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body;
+  let detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body;
+  if (follow && wanted === undefined && detail.attempts.length === 0 && detail.outcome === 'pending') {
+    // Following an item that has not run yet (just enqueued, scheduled, held): wait for its
+    // first attempt, so a script can enqueue and follow in two lines.
+    io.err(`engine-monitor: waiting for the first attempt of ${escapeControls(itemId)} (state ${detail.state})\n`);
+    while (detail.attempts.length === 0 && detail.outcome === 'pending') {
+      await sleep(FIRST_ATTEMPT_POLL_MS, io.stop);
+      if (io.stop.aborted) return EXIT_OK;
+      detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body;
+    }
+  }
   const numbers = detail.attempts.map((a) => a.attempt);
   const attempt = wanted ?? (numbers.length ? Math.max(...numbers) : undefined);
   if (attempt === undefined) throw new EngineError(`item ${JSON.stringify(itemId)} has no attempt yet (state ${detail.state}); its output exists once it is launched`, 404);

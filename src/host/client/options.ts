@@ -26,7 +26,9 @@ Commands:
   items [--state s] [--q text]   the items, with their state and attempts
   output <id> [--attempt n] [--stream stdout|stderr] [--follow]
                                  an attempt's output (default: the latest attempt), bytes as
-                                 the program wrote them; --follow streams until the attempt ends
+                                 the program wrote them; --follow waits for a pending item's
+                                 first attempt and streams until the attempt ends, exit 0 if it
+                                 succeeded, 1 if it failed
   cancel|retry|hold|release <id> control an item (the engine needs a token for this)
 
 Options for every command:
