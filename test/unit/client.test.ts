@@ -366,10 +366,13 @@ describe('command-line client', function () {
       assert.match(conflict.stderr, /^engine-monitor: \S.*\n$/);
     });
 
-    it('control against an engine without a token: 403 with a hint', async () => {
+    it('control against an engine without a token: 403 with a hint; a stopped engine is degraded, exit 0', async () => {
       const other = new TempWorkspace('engine-client-ro-');
-      const ro = await serve(['--workspace', other.folder, '--storage', other.storage]);
+      const ro = await serve(['--workspace', other.folder, '--storage', other.storage, '--stopped']);
       try {
+        const health = await client(['health'], { env: { ENGINE_MONITOR_URL: ro.url }, cwd: other.root });
+        assert.equal(health.code, 0, 'only unhealthy is exit 1');
+        assert.match(health.stdout, /^status +degraded\ndatabase +ok\nengine +stopped\n/);
         const run = await client(['hold', 'x'], { env: { ENGINE_MONITOR_URL: ro.url }, cwd: other.root });
         assert.equal(run.code, 1);
         assert.match(run.stderr, /needs a token.*\(with a token on the engine, give the same one here: --token or ENGINE_MONITOR_TOKEN\)\n$/);
