@@ -7,10 +7,13 @@ import { EXIT_LOCKED, EXIT_USAGE, type EngineLock, type FromHostMessage } from '
 import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
 import { startEngineHost, type RunningHost } from './engineHost';
+import { runClient } from './client/main';
 
 const processStartedAt = Date.now() - Math.round(process.uptime() * 1000);
 
 async function main(argv: string[]): Promise<number> {
+  // Every other command (status, logs, output…, or none) is the client asking a running engine.
+  if (argv[0] !== 'serve') return runClient(argv);
   if (argv.includes('-h') || argv.includes('--help')) {
     process.stdout.write(USAGE);
     return 0;

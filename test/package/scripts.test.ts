@@ -11,6 +11,8 @@ import { REPO_ROOT } from './support';
 
 const WAIT_FOR_DRAIN = path.join(REPO_ROOT, 'examples', 'scripts', 'wait-for-drain.sh');
 const TAIL_EVENTS = path.join(REPO_ROOT, 'examples', 'scripts', 'tail-events.mjs');
+const RUN_ITEM = path.join(REPO_ROOT, 'examples', 'scripts', 'run-item.sh');
+const CLIENT = `${process.execPath} ${path.join(REPO_ROOT, 'dist', 'cli.js')}`;
 const NODE = process.execPath;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -61,10 +63,10 @@ interface Run {
   stderr: string;
 }
 
-function runScript(file: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Run> {
+function runScript(file: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000, cwd?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     // The script itself (its shebang and executable bit), as a CI job calls it.
-    const child = spawn(file, args, { env: { ...process.env, ENGINE_MONITOR_URL: '', ENGINE_MONITOR_TOKEN: '', ...env } });
+    const child = spawn(file, args, { cwd, env: { ...process.env, ENGINE_MONITOR_URL: '', ENGINE_MONITOR_TOKEN: '', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -282,5 +284,47 @@ describe('examples/scripts/tail-events.mjs', function () {
       assert.equal(await r.closed, 2, `${JSON.stringify(args)}: ${r.stderr}`);
       assert.match(r.stderr, /Try 'node tail-events\.mjs --help'/);
     }
+  });
+});
+
+describe('examples/scripts/run-item.sh (built on the command-line client)', function () {
+  this.timeout(60_000);
+  let ws: Workspace;
+  beforeEach(() => (ws = new Workspace()));
+  afterEach(async () => ws.dispose());
+  const run = (args: string[], env: NodeJS.ProcessEnv) => runScript(RUN_ITEM, args, { ENGINE_MONITOR_CLI: CLIENT, ...env }, 60_000, ws.folder);
+
+  it('runs a command through the engine, prints its output and exits 0 when it succeeded', async function () {
+    const url = await ws.start();
+    const r = await run(['greet', '--', NODE, '-e', 'console.log("hello from " + process.argv[1])', 'the engine'], { ENGINE_MONITOR_URL: url });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout, 'hello from the engine\n');
+    const item = (await (await fetch(`${url}/items/greet`)).json()) as { state: string; item: { args: string[] } };
+    assert.equal(item.state, 'launched');
+    assert.deepEqual(item.item.args.slice(-1), ['the engine'], 'arguments with spaces arrive whole');
+  });
+
+  it('exits 1 when the attempt failed, and 2 for an id the engine already has', async function () {
+    const url = await ws.start();
+    const r = await run(['broken', '--', NODE, '-e', 'console.error("no luck"); process.exit(5)'], { ENGINE_MONITOR_URL: url });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.equal(r.stdout, 'no luck\n');
+    assert.match(r.stderr, /broken attempt 1 failed, exit code 5/);
+    const again = await run(['broken', '--', NODE, '-e', '0'], { ENGINE_MONITOR_URL: url });
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /already has an item 'broken'/);
+  });
+
+  it('exits 3 naming the URL when the engine is unreachable, 2 for bad arguments', async function () {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    await new Promise((r) => server.close(r));
+    const r = await run(['x', '--', 'true'], { ENGINE_MONITOR_URL: `http://127.0.0.1:${port}` });
+    assert.equal(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`cannot reach the engine at http://127.0.0.1:${port} \\(from ENGINE_MONITOR_URL\\)`));
+    const bad = await run(['x', 'true'], {});
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /missing '--' before the command/);
   });
 });
