@@ -4,7 +4,7 @@
 // safety of what it prints (no colour off a terminal or with NO_COLOR, engine strings escaped).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type { HealthResponse, ItemDetail, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
@@ -364,6 +364,34 @@ describe('command-line client', function () {
       const conflict = await client(['release', 'ok'], { env: env(), cwd: cwd() });
       assert.equal(conflict.code, 1);
       assert.match(conflict.stderr, /^engine-monitor: \S.*\n$/);
+    });
+
+    it('health exits 1 when the engine is unhealthy (its storage fails: a full disk)', async function () {
+      if (!existsSync('/dev/full')) {
+        if (process.env.CI) assert.fail('this test needs /dev/full (Linux)');
+        this.skip();
+      }
+      const other = new TempWorkspace('engine-client-full-');
+      const full = await serve(['--workspace', other.folder, '--storage', other.storage]);
+      try {
+        // Attempt 1's output file is /dev/full: its first write fails with ENOSPC and /health reports
+        // the storage error (as in output.test.ts), until an attempt's output is written again. Made
+        // once the engine runs: at its start it removes output files of attempts it never had.
+        mkdirSync(path.join(other.storage, 'output'), { recursive: true });
+        symlinkSync('/dev/full', path.join(other.storage, 'output', '1.out'));
+        other.enqueue('a.json', nodeItem('full', 'console.log("some output")'));
+        await waitFor('the engine to report the storage error', async () => (await request(full.url, '/health')).status === 503);
+        const health = await client(['health'], { env: { ENGINE_MONITOR_URL: full.url }, cwd: other.root });
+        assert.equal(health.code, 1, `${health.stdout}${health.stderr}`);
+        assert.match(health.stdout, /^status +unhealthy\ndatabase +error\nengine +running\n/);
+        const json = await client(['health', '--json'], { env: { ENGINE_MONITOR_URL: full.url }, cwd: other.root });
+        assert.equal(json.code, 1);
+        assert.equal((JSON.parse(json.stdout) as HealthResponse).status, 'unhealthy');
+      } finally {
+        full.child.kill('SIGTERM');
+        await full.exited;
+        other.dispose();
+      }
     });
 
     it('control against an engine without a token: 403 with a hint; a stopped engine is degraded, exit 0', async () => {

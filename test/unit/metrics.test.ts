@@ -3,7 +3,7 @@
 // `promtool check metrics`, and scraped by a real Prometheus server that then answers PromQL.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -246,6 +246,35 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
     const post = await request(open.url, '/metrics', { method: 'PUT' });
     assert.equal(post.status, 405);
     assert.equal(post.headers.allow, 'GET, HEAD');
+  });
+
+  it('reports unhealthy when storage fails (a full disk), and healthy again once it works', async function () {
+    if (!existsSync('/dev/full')) {
+      if (process.env.CI) assert.fail('this test needs /dev/full (Linux)');
+      this.skip();
+    }
+    const wsFull = new TempWorkspace('engine-metrics-full-');
+    let run: ServeProcess | undefined;
+    try {
+      run = await start(wsFull);
+      const url = run.url;
+      // Attempt 1's output file is /dev/full: its first write fails with ENOSPC, and the engine
+      // reports the storage error until an attempt's output is written again (output.test.ts).
+      mkdirSync(path.join(wsFull.storage, 'output'), { recursive: true });
+      symlinkSync('/dev/full', path.join(wsFull.storage, 'output', '1.out'));
+      wsFull.enqueue('full.json', nodeItem('full', 'console.log("some output")'));
+      await until('/health to say unhealthy', async () => (await request(url, '/health')).status === 503);
+      assert.deepEqual(healthOf((await metrics(url)).samples), { healthy: 0, degraded: 0, unhealthy: 1 });
+      wsFull.enqueue('fine.json', nodeItem('fine', 'console.log("ok")'));
+      await until('/health to say healthy', async () => (await request(url, '/health')).status === 200);
+      assert.deepEqual(healthOf((await metrics(url)).samples), { healthy: 1, degraded: 0, unhealthy: 0 });
+    } finally {
+      if (run) {
+        runs.splice(runs.indexOf(run), 1);
+        await stop(run);
+      }
+      wsFull.dispose();
+    }
   });
 
   it('keeps the _total counters across a restart; the histogram starts again from zero', async () => {

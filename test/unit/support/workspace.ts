@@ -95,10 +95,11 @@ export function nodeItem(id: string, code: string, extra: Record<string, unknown
   return { id, command: NODE, args: ['-e', code], ...extra };
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+/** Polls `probe` (sync or async: a promise is awaited, never taken as a truthy answer) until it gives a value. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
