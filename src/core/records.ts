@@ -24,6 +24,10 @@ export interface ItemRow {
   updated_at: number;
   /** 1 while the user holds the item (section 8). */
   held: number;
+  /** −100…100 (section 9). */
+  priority: number;
+  /** 1 while a dependency has not launched (section 9; src/core/dependencies.ts keeps it). */
+  blocked: number;
 }
 
 /** Items by outcome and launches ever made: what /stats answers from, kept by the engine. */
@@ -151,14 +155,22 @@ export function readFailedItemIds(store: Store): string[] {
   return store.all<{ id: string }>("SELECT id FROM items WHERE outcome = 'failed' ORDER BY seq").map((r) => r.id);
 }
 
-/** Pending items due by `now` and not held, the longest-waiting first, at most `limit`. */
+/**
+ * Pending items due by `now`, neither held nor blocked: the highest priority first, then in
+ * discovery order (section 9), at most `limit`. The conditions are the partial index
+ * items_ready's, which holds exactly these rows in this order: dispatch reads the first `limit`
+ * due ones, never sorting or passing over blocked and held items.
+ */
 export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
-  return store.all<ItemRow>("SELECT * FROM items WHERE outcome = 'pending' AND due_at <= ? AND held = 0 ORDER BY due_at, seq LIMIT ?", [now, limit]);
+  return store.all<ItemRow>(
+    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND due_at <= ? ORDER BY priority DESC, seq LIMIT ?",
+    [now, limit],
+  );
 }
 
 /** When the next pending item not yet due (and not held) becomes due; null when none is waiting for a time. */
 export function readNextDueAt(store: Store, now: number): number | null {
-  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0", [now])?.t ?? null;
+  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0 AND blocked = 0", [now])?.t ?? null;
 }
 
 /** Whether the user holds the item (read when it reaches an outcome, which ends the hold). */
@@ -168,9 +180,9 @@ export function readHeld(store: Store, itemId: string): boolean {
 
 /**
  * An items row's state in SQL, `?` standing for now: itemState() below, the same rule in
- * TypeScript. `blocked` needs dependencies (section 9), which no item has yet.
+ * TypeScript.
  */
-const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held'
+const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held' WHEN blocked = 1 THEN 'blocked'
   WHEN due_at > ? THEN (CASE WHEN attempts > 0 THEN 'backoff' ELSE 'scheduled' END) ELSE 'waiting' END`;
 
 /**
@@ -248,10 +260,9 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
       timeoutMs: def.timeoutMs,
       maxAttempts: def.maxAttempts,
       runAt: def.runAt === null ? null : new Date(def.runAt).toISOString(),
-      // Sections 9 and 10 fill these in; until then every item has the defaults.
-      schedule: null,
-      dependsOn: [],
-      priority: 0,
+      schedule: def.schedule ?? null,
+      dependsOn: def.dependsOn ?? [],
+      priority: def.priority ?? 0,
       source: row.source,
     },
     outcome: row.outcome,
@@ -300,6 +311,7 @@ export function itemState(r: ItemRow, now: number): ItemState {
   if (r.outcome !== 'pending') return r.outcome;
   if (r.running) return 'running';
   if (r.held) return 'held';
+  if (r.blocked) return 'blocked';
   if (r.due_at !== null && r.due_at > now) return r.attempts > 0 ? 'backoff' : 'scheduled';
   return 'waiting';
 }

@@ -24,6 +24,11 @@ export const LOG_ACTIONS = [
   'item_held',
   'item_released',
   'item_updated',
+  // Part two, section 9: schedules and dependencies.
+  'schedule_fired',
+  'schedule_skipped',
+  'item_blocked',
+  'dependency_failed',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -217,3 +222,22 @@ export interface ErrorBody {
 
 /** Server-sent event names on `/events`. */
 export type EngineEventName = 'log' | 'stats' | 'health';
+
+/** GET /schedules: one schedule template (contract section 9). */
+export interface ScheduleSummary {
+  /** The template's id; its occurrences are `<id>@<ISO minute>Z`. */
+  id: string;
+  /** The 5-field cron expression. */
+  schedule: string;
+  /** IANA zone the expression is read in. */
+  timezone: string;
+  overlap: 'skip' | 'allow';
+  /** The next occurrence; null while the template is disabled (held). */
+  nextRunAt: IsoTime | null;
+  /** The last occurrence that became an item; null before the first. */
+  lastRunAt: IsoTime | null;
+  /** That occurrence's outcome so far; null before the first. */
+  lastOutcome: ItemOutcome | null;
+  /** False while held: no occurrence fires. */
+  enabled: boolean;
+}
