@@ -143,6 +143,7 @@ export class Engine implements ControllableEngine {
         this.events.emit({ type: 'stats' });
         this.scheduleDispatch();
       },
+      isActive: () => this.mode === 'running' && !this.closed,
     });
     this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
       isClosed: () => this.closed,
@@ -449,7 +450,7 @@ export class Engine implements ControllableEngine {
 
   /** Schedules fire only while the engine launches: stopped or restricted, they catch up once when it resumes. */
   private checkSchedules(): void {
-    if (this.mode === 'running' && !this.closed) this.scheduler.check();
+    this.scheduler.check();
   }
 
   /** GET /items/{id}. */

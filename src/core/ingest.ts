@@ -17,6 +17,8 @@ export interface IngestionOptions {
   /** Defaults for items that do not set their own. */
   timeoutMs: number;
   maxAttempts: number;
+  /** Test-only (EngineOptions.scheduleClock): the clock a new template's first occurrence is computed from. */
+  scheduleClock?: () => number;
 }
 
 export interface IngestionHooks {
@@ -68,12 +70,14 @@ export class ItemIngestion {
   private itemsRejected = 0;
   /** When ingestion last let the event loop run (see ingestFile). */
   private sliceStartedAt = 0;
+  private readonly scheduleClock: () => number;
 
   constructor(
     private readonly store: Store,
     options: IngestionOptions,
     private readonly hooks: IngestionHooks,
   ) {
+    this.scheduleClock = options.scheduleClock ?? Date.now;
     this.sources = options.workspaceFolders.map(
       (folder) =>
         new QueueDirectorySource(folder, options.queueDirectory, {
@@ -222,7 +226,8 @@ export class ItemIngestion {
     }
     if (template?.def_hash === hash) return;
     const now = Date.now();
-    this.store.mutate('schedule_upsert', [item.id, item.name, file.relPath, JSON.stringify(item), hash, now, now, now]);
+    // A new template's first occurrence is the first after its discovery (next_from).
+    this.store.mutate('schedule_upsert', [item.id, item.name, file.relPath, JSON.stringify(item), hash, this.scheduleClock(), now, now]);
     const { cron, timezone } = item.schedule;
     if (template) {
       const changed = changedFields(JSON.parse(template.definition) as ItemDefinition, item);

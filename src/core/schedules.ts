@@ -29,6 +29,8 @@ export interface SchedulerHooks {
   insertOccurrence(item: ItemDefinition, source: string, now: number): void;
   /** Something fired: the engine commits and dispatches. */
   onFired(): void;
+  /** False while the engine does not launch (stopped, restricted, closed): nothing fires, it catches up once after. */
+  isActive(): boolean;
 }
 
 interface TemplateRow {
@@ -69,6 +71,7 @@ export class Scheduler {
    * (at most one each), then re-arms the timer. Called after every poll and by the timer.
    */
   check(): void {
+    if (!this.hooks.isActive()) return;
     const now = this.hooks.now();
     let fired = false;
     for (const t of this.store.all<TemplateRow>('SELECT * FROM schedules WHERE enabled = 1 ORDER BY id')) {

@@ -30,6 +30,7 @@ import type { Guard } from './protection';
 import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
 import { TurnQueue } from './turnQueue';
 import { addOutputRoute } from './outputRoute';
+import { addSchedulesRoute } from './schedulesRoute';
 
 export interface RouteContext {
   guard: Guard;
@@ -58,6 +59,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   addEventsRoute(app, ctx.hub);
   addOpenApiRoute(app, ctx.openApiText);
   addOutputRoute(app, engine);
+  addSchedulesRoute(app, engine);
   addNotFoundAndErrors(app);
   return (req, res) => {
     // Every request ends in the two handlers addNotFoundAndErrors adds; this final callback only
@@ -182,7 +184,9 @@ function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContex
     const itemId = itemIdOf(path.slice(0, path.lastIndexOf('/')));
     const control = await controlRequest(engine, req);
     await runControl(() => itemActions[action](control, itemId));
-    sendJson(res, 202, requireItem(engine, itemId));
+    // Hold and release also apply to a schedule template (section 9), which is not an item.
+    const template = engine.itemDetail(itemId) ? undefined : engine.listSchedules?.().find((s) => s.id === itemId);
+    sendJson(res, 202, template ?? requireItem(engine, itemId));
   });
   app.post(/^\/engine\/(?:start|stop|poll)$/, async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req.url);
@@ -283,7 +287,7 @@ function addNotFoundAndErrors(app: Router): void {
   app.use((req: IncomingMessage, res: ServerResponse) => {
     sendError(
       res,
-      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /events, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
+      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /schedules, /events, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
     );
   });
 
