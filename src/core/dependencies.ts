@@ -69,17 +69,26 @@ export class Dependencies {
     }
   }
 
-  /** An item failed for good or was cancelled: its pending dependents fail, and theirs, without an attempt. */
+  /**
+   * An item failed for good or was cancelled: its pending dependents fail, and theirs, without an
+   * attempt. A worklist, not recursion: a chain of 10,000 fails without deepening the stack.
+   */
   failed(itemId: string): void {
-    for (const dependent of this.dependents(itemId)) {
-      if (this.outcomeOf(dependent) !== 'pending') continue;
-      this.fail([dependent], `dependency failed: ${itemId}`, { dependency: itemId });
+    const work = [itemId];
+    while (work.length > 0) {
+      const failedId = work.shift()!;
+      for (const dependent of this.dependents(failedId)) {
+        if (this.outcomeOf(dependent) !== 'pending') continue;
+        this.failOne(dependent, `dependency failed: ${failedId}`, { dependency: failedId });
+        work.push(dependent);
+      }
     }
   }
 
   /** Judges one item: fails it when a dependency failed or it is on a cycle; otherwise blocked or not, and missing ids logged. */
   evaluate(itemId: string): void {
-    if (this.outcomeOf(itemId) !== 'pending') return;
+    const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [itemId]);
+    if (row?.outcome !== 'pending') return;
     const deps = this.store.all<DependencyRow>(
       'SELECT d.depends_on AS id, i.outcome AS outcome FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? ORDER BY d.rowid',
       [itemId],
@@ -96,7 +105,8 @@ export class Dependencies {
       return;
     }
     const waiting = deps.filter((d) => d.outcome !== 'launched');
-    this.store.mutate('item_blocked', [waiting.length > 0 ? 1 : 0, itemId]);
+    const blocked = waiting.length > 0 ? 1 : 0;
+    if (blocked !== row.blocked) this.store.mutate('item_blocked', [blocked, itemId]);
     const missing = deps.filter((d) => d.outcome === null).map((d) => d.id);
     const key = missing.join('\n');
     if (missing.length > 0 && this.loggedMissing.get(itemId) !== key) {
@@ -124,14 +134,16 @@ export class Dependencies {
 
   /** Fails `itemIds` with `error` (one `dependency_failed` each), then what depends on them. */
   private fail(itemIds: string[], error: string, details: Record<string, unknown>): void {
-    for (const id of itemIds) {
-      this.hooks.failWithoutAttempt(id, error);
-      this.loggedMissing.delete(id);
-      this.hooks.log('dependency_failed', 'error', `"${id}" failed without an attempt: ${error}`, id, { error, ...details });
-    }
+    for (const id of itemIds) this.failOne(id, error, details);
     // After every member of a cycle has failed with the cycle named, so none of them is reported
     // as failing because of another.
     for (const id of itemIds) this.failed(id);
+  }
+
+  private failOne(itemId: string, error: string, details: Record<string, unknown>): void {
+    this.hooks.failWithoutAttempt(itemId, error);
+    this.loggedMissing.delete(itemId);
+    this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, { error, ...details });
   }
 
   /**

@@ -1,10 +1,12 @@
 // Dependencies and priority (contract section 9) in the real engine: real queue files, real
 // processes that record their own start, a real database on disk.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
 import { parseItem } from '../../src/core/items';
+import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** An item whose process appends its id to `file` as it starts (then, optionally, waits for `gate` to exist). */
@@ -180,5 +182,38 @@ describe('dependencies and priority (section 9)', function () {
     assert.match(rejected[0].message, /entry 0: "dependsOn" names the item itself/);
     assert.match(rejected[1].message, /entry 1: "priority" must be an integer from -100 to 100/);
     assert.equal(engine.stats().total, 0);
+  });
+
+  it('opens a database written by schema version 2 (snapshot and journal), migrates it, and launches its items with the defaults', async () => {
+    const starts = path.join(ws.root, 'starts.txt');
+    const SQL = await initSqlJs();
+    const db = new SQL.Database();
+    db.run(SCHEMA_V1);
+    db.run('PRAGMA user_version = 1');
+    migrate(db, 2);
+    const def = (id: string) => {
+      const item = recordingItem(starts, id);
+      return JSON.stringify({ ...item, name: id, shell: false, cwd: ws.folder, env: {}, timeoutMs: 30_000, maxAttempts: 1, runAt: null });
+    };
+    const now = Date.now();
+    db.run(
+      "INSERT INTO items (id, name, source, definition, def_hash, outcome, attempts, max_attempts, run_at, due_at, running, last_error, created_at, updated_at, held) VALUES ('old', 'old', '.engine/queue/old.json', ?, 'h1', 'pending', 0, 1, NULL, 0, 0, NULL, ?, ?, 0)",
+      [def('old'), now, now],
+    );
+    db.run("INSERT INTO meta (key, value) VALUES ('total_launches', '0'), ('total_failed', '0'), ('journal_seq', '0')");
+    mkdirSync(ws.storage, { recursive: true });
+    writeFileSync(path.join(ws.storage, 'engine.sqlite'), db.export());
+    db.close();
+    // A v2 journal record after the snapshot: item_insert keeps its parameters in v3.
+    const record = [1, 'item_insert', ['journaled', 'journaled', '.engine/queue/j.json', def('journaled'), 'h2', 1, null, 0, now, now]];
+    writeFileSync(path.join(ws.storage, 'engine.journal'), `${JSON.stringify(record)}\n`);
+
+    engine = await Engine.create(ws.options({ concurrency: 1 }));
+    await engine.start();
+    assert.equal(allLogs(engine).filter((e) => e.action === 'database_recovered').length, 0, 'nothing needed repair');
+    await settled(engine);
+    assert.deepEqual(startsIn(starts), ['old', 'journaled'], 'priority 0 for both: discovery order');
+    assert.deepEqual([engine.itemDetail('old')!.item.priority, engine.itemDetail('old')!.item.dependsOn, engine.itemDetail('old')!.item.schedule], [0, [], null]);
+    assert.deepEqual([engine.stats().launched, engine.stats().total], [2, 2]);
   });
 });
