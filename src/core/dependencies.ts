@@ -121,17 +121,6 @@ export class Dependencies {
     }
   }
 
-  /** The ids a blocked item still waits for (not launched yet), for the Items view's "waits for". */
-  waitingFor(itemId: string): string[] {
-    return this.store
-      .all<DependencyRow>(
-        'SELECT d.depends_on AS id, i.outcome AS outcome FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? ORDER BY d.rowid',
-        [itemId],
-      )
-      .filter((d) => d.outcome !== 'launched')
-      .map((d) => d.id);
-  }
-
   /** Fails `itemIds` with `error` (one `dependency_failed` each), then what depends on them. */
   private fail(itemIds: string[], error: string, details: Record<string, unknown>): void {
     for (const id of itemIds) this.failOne(id, error, details);

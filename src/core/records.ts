@@ -222,11 +222,11 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     }
     const page = matching.slice(offset, offset + limit);
     const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: rows.map((r) => toSummary(r, now)), total: matching.length };
+    return { items: rows.map((r) => toSummary(store, r, now)), total: matching.length };
   }
   const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
-  return { items: rows.map((r) => toSummary(r, now)), total };
+  return { items: rows.map((r) => toSummary(store, r, now)), total };
 }
 
 function whereClause(conditions: string[]): string {
@@ -285,7 +285,17 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   };
 }
 
-function toSummary(r: ItemRow, now: number): ItemSummary {
+/** The ids a blocked item still waits for (not launched, or no item has them), in dependsOn order. */
+export function readWaitingFor(store: Store, itemId: string): string[] {
+  return store
+    .all<{ id: string }>(
+      "SELECT d.depends_on AS id FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched') ORDER BY d.rowid",
+      [itemId],
+    )
+    .map((d) => d.id);
+}
+
+function toSummary(store: Store, r: ItemRow, now: number): ItemSummary {
   let phase: ItemSummary['phase'];
   if (r.outcome !== 'pending') phase = 'done';
   else if (r.running) phase = 'running';
@@ -303,6 +313,8 @@ function toSummary(r: ItemRow, now: number): ItemSummary {
     updatedAt: new Date(r.updated_at).toISOString(),
     lastError: r.last_error,
     state: itemState(r, now),
+    // Why it waits, for the Items view and the dashboard: one indexed read per blocked item on the page.
+    ...(r.blocked === 1 && r.outcome === 'pending' && !r.held && !r.running ? { waitingFor: readWaitingFor(store, r.id) } : {}),
   };
 }
 

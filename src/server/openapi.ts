@@ -350,6 +350,11 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
+            waitingFor: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Only on a blocked item (section 9): the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+            },
           },
         },
         ItemsResponse: {

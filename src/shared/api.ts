@@ -157,6 +157,8 @@ export interface ItemSummary {
   lastError: string | null;
   /** The item's state (contract section 8): what `/items?state=` filters by. */
   state: ItemState;
+  /** Only on a blocked item (section 9): the ids it still waits for (not launched, or unknown). */
+  waitingFor?: string[];
 }
 
 /** An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked. */

@@ -7,6 +7,8 @@ import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
 import { parseItem } from '../../src/core/items';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
+import { startHttpServer } from '../../src/server';
+import { OpenApiChecker, request } from './support/http';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
 /** An item whose process appends its id to `file` as it starts (then, optionally, waits for `gate` to exist). */
@@ -47,7 +49,18 @@ describe('dependencies and priority (section 9)', function () {
     assert.deepEqual(['a', 'b', 'c'].map((id) => engine!.itemDetail(id)!.state), ['running', 'blocked', 'blocked']);
     assert.deepEqual(engine.itemDetail('c')!.item.dependsOn, ['b']);
     const blocked = engine.listItems({ filter: { states: ['blocked'] }, limit: 10, offset: 0 });
-    assert.deepEqual([blocked.items.map((i) => i.id), blocked.total], [['c', 'b'], 2]);
+    assert.deepEqual([blocked.items.map((i) => [i.id, i.waitingFor]), blocked.total], [[['c', ['b']], ['b', ['a']]], 2]);
+    assert.equal(engine.listItems({ filter: { states: ['running'] }, limit: 10, offset: 0 }).items[0].waitingFor, undefined, 'only blocked items say what they wait for');
+    // The same over HTTP, as the OpenAPI document describes it.
+    const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    try {
+      const api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
+      const page = await request(server.url, '/items?state=blocked');
+      api.assertBody('/items', 200, page.json);
+      assert.deepEqual((page.json as { items: { waitingFor: string[] }[] }).items.map((i) => i.waitingFor), [['b'], ['a']]);
+    } finally {
+      await server.close();
+    }
     assert.deepEqual([engine.stats().pending, engine.stats().total], [3, 3]);
     assertInvariants(engine);
     writeFileSync(gate, '');
@@ -129,6 +142,7 @@ describe('dependencies and priority (section 9)', function () {
     await engine.pollNow();
     await waitFor('q to launch', () => engine!.itemDetail('q')!.outcome === 'launched');
     assert.equal(engine.itemDetail('p')!.state, 'blocked', 'r is still missing');
+    assert.deepEqual(engine.listItems({ filter: { states: ['blocked'] }, limit: 10, offset: 0 }).items[0].waitingFor, ['r']);
     assert.deepEqual(
       blockedEntries().map((e) => e.details?.missing),
       [['q', 'r'], ['r']],
