@@ -318,9 +318,9 @@ export class Engine implements ControllableEngine {
       this.store.mutate('item_state', ['pending', 0, Math.max(now, def.runAt ?? 0), 0, row.last_error, now, itemId]);
       this.counters.failed--;
       this.counters.pending++;
+      this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, itemId, { previousAttempts: row.attempts });
       // Its dependencies are judged again: blocked until they launch, failed again if one failed.
       this.dependencies.evaluate(itemId);
-      this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, itemId, { previousAttempts: row.attempts });
     });
     this.afterControl(true);
   }

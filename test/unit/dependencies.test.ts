@@ -98,6 +98,17 @@ describe('dependencies and priority (section 9)', function () {
     assert.deepEqual(failedEntries.map((e) => [e.itemId, e.level]).sort(), [['b', 'error'], ['c', 'error'], ['d', 'error']]);
     assert.deepEqual([engine.stats().failed, engine.stats().pending, engine.stats().totalLaunches], [5, 0, 1]);
     assertInvariants(engine);
+
+    // Retried by hand, an item's dependencies are judged again: b fails at once (a is still
+    // failed); d, whose e is pending again, is blocked on it.
+    engine.retryItem('b');
+    assert.deepEqual([detail('b').outcome, detail('b').attempts.length], ['failed', 0]);
+    engine.retryItem('e');
+    engine.retryItem('d');
+    assert.equal(detail('d').state, 'blocked');
+    assert.deepEqual(engine.listItems({ filter: { states: ['blocked'] }, limit: 10, offset: 0 }).items.map((i) => [i.id, i.waitingFor]), [['d', ['e']]]);
+    assert.deepEqual([engine.stats().failed, engine.stats().pending], [3, 2]);
+    assertInvariants(engine);
   });
 
   it('fails every item on a cycle with the cycle named, and what depends on it', async () => {
