@@ -136,15 +136,20 @@ describe('schedules (section 9)', function () {
     assertInvariants(e);
   });
 
-  it('hold disables a template and release enables it from then on (held-through occurrences are not caught up); GET /schedules matches the OpenAPI document', async () => {
+  it('hold disables a template and release enables it from then on (over HTTP) (held-through occurrences are not caught up); GET /schedules matches the OpenAPI document', async () => {
     clock = at('2026-11-24T01:59:30Z');
     ws.enqueue('t.json', nodeItem('tick', '0', { schedule: { cron: '* * * * *', timezone: 'Europe/Berlin' } }));
     const e = await open();
-    const server = await startHttpServer(e, { host: '127.0.0.1', port: 0 });
+    const token = 'schedule-test-token';
+    const auth = { headers: { Authorization: `Bearer ${token}` } };
+    const server = await startHttpServer(e, { host: '127.0.0.1', port: 0, token });
     try {
-      const api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
-      e.holdItem('tick');
-      const held = await request(server.url, '/schedules');
+      const api = new OpenApiChecker((await request(server.url, '/openapi.json', auth)).json as Record<string, any>);
+      const hold = await request(server.url, '/items/tick/hold', { method: 'POST', ...auth });
+      assert.equal(hold.status, 202);
+      api.assertBody('/items/{id}/hold', 202, hold.json, 'post');
+      assert.equal((hold.json as { enabled: boolean }).enabled, false);
+      const held = await request(server.url, '/schedules', auth);
       assert.equal(held.status, 200);
       api.assertBody('/schedules', 200, held.json);
       assert.deepEqual(held.json, [
@@ -156,19 +161,20 @@ describe('schedules (section 9)', function () {
       );
       await step(e, '2026-11-24T02:03:05Z');
       assert.equal(e.stats().total, 0, 'a held template fires nothing');
-      e.releaseItem('tick');
+      const release = await request(server.url, '/items/tick/release', { method: 'POST', ...auth });
+      assert.deepEqual([release.status, (release.json as { enabled: boolean }).enabled], [202, true]);
       await e.pollNow();
       assert.equal(e.stats().total, 0, 'the occurrences it was held through are not caught up');
       await step(e, '2026-11-24T02:04:00Z');
       await settled(e);
       assert.deepEqual(occurrences(e), ['tick@2026-11-24T02:04Z']);
-      const after = await request(server.url, '/schedules');
+      const after = await request(server.url, '/schedules', auth);
       api.assertBody('/schedules', 200, after.json);
       assert.deepEqual(
         (after.json as any[]).map((s) => [s.enabled, s.lastRunAt, s.lastOutcome, s.nextRunAt]),
         [[true, '2026-11-24T02:04:00.000Z', 'launched', '2026-11-24T02:05:00.000Z']],
       );
-      assert.equal((await request(server.url, '/schedules?x=1')).status, 400);
+      assert.equal((await request(server.url, '/schedules?x=1', auth)).status, 400);
     } finally {
       await server.close();
     }
