@@ -9,6 +9,7 @@ import { Engine } from '../../src/core/engine';
 import { parseItem } from '../../src/core/items';
 import { startHttpServer } from '../../src/server';
 import { OpenApiChecker, request } from './support/http';
+import { serve, type ServeProcess } from './support/cli';
 import { untilFileExists } from './support/escapees';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
@@ -248,5 +249,42 @@ describe('schedules (section 9)', function () {
     assert.match(rejected[1], /entry 1: "schedule.timezone" "Nowhere\/Else" is not a known IANA time zone/);
     assert.match(rejected[2], /entry 3: id "taken" is already an item/);
     assert.deepEqual(e.listSchedules(), []);
+  });
+
+  it('a template, its hold and a blocked item survive kill -9 of the engine host (dist/cli.js)', async () => {
+    const TOKEN = 'kill-nine-token';
+    const AUTH = { Authorization: `Bearer ${TOKEN}` };
+    ws.enqueue('t.json', [
+      // Once a year: nothing fires during the test.
+      nodeItem('yearly', '0', { schedule: { cron: '0 0 1 1 *', timezone: 'UTC' } }),
+      nodeItem('waiter', '0', { dependsOn: ['absent'] }),
+    ]);
+    const start = () => serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '200'], 20_000, { ENGINE_MONITOR_TOKEN: TOKEN });
+    let run: ServeProcess = await start();
+    try {
+      const get = async (p: string) => (await request(run.url, p, { headers: AUTH })).json as any;
+      for (let tries = 0; (await get('/schedules')).length !== 1; tries++) {
+        if (tries > 100) throw new Error('the template was not discovered');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal((await request(run.url, '/items/yearly/hold', { method: 'POST', headers: AUTH })).status, 202);
+      run.child.kill('SIGKILL');
+      await run.exited;
+
+      run = await start();
+      const [template] = await get('/schedules');
+      assert.deepEqual([template.id, template.enabled, template.nextRunAt], ['yearly', false, null], 'the hold was journaled before its 202');
+      assert.equal((await get('/items/waiter')).state, 'blocked');
+      assert.deepEqual((await get('/stats')).overview.total, 1, 'the template is not counted');
+      const blockedEntries = (await get('/logs?action=item_blocked')) as { itemId: string }[];
+      assert.deepEqual(
+        blockedEntries.map((e) => e.itemId),
+        ['waiter'],
+        'the missing set is not logged again after the restart',
+      );
+    } finally {
+      run.child.kill('SIGKILL');
+      await run.exited;
+    }
   });
 });
