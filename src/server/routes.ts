@@ -251,6 +251,9 @@ function itemIdOf(url: string | undefined): string {
 /** The item as GET /items/{id} reports it, or 404. */
 function requireItem(engine: MonitoredEngine, itemId: string): ItemDetail {
   const detail = engine.itemDetail(itemId);
+  if (!detail && engine.listSchedules?.().some((s) => s.id === itemId)) {
+    throw new HttpError(404, 'not_found', `${JSON.stringify(itemId)} is a schedule template, not an item; GET /schedules lists it, and its occurrences are items "${itemId}@<time>Z".`);
+  }
   if (!detail) throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId)}; GET /items lists the known items.`);
   return detail;
 }

@@ -176,6 +176,9 @@ describe('schedules (section 9)', function () {
         [[true, '2026-11-24T02:04:00.000Z', 'launched', '2026-11-24T02:05:00.000Z']],
       );
       assert.equal((await request(server.url, '/schedules?x=1', auth)).status, 400);
+      const asItem = await request(server.url, '/items/tick', auth);
+      assert.equal(asItem.status, 404);
+      assert.match((asItem.json as any).error.message, /"tick" is a schedule template, not an item; GET \/schedules lists it/);
     } finally {
       await server.close();
     }
