@@ -156,14 +156,17 @@ export function readFailedItemIds(store: Store): string[] {
 }
 
 /**
- * Pending items due by `now`, neither held nor blocked: the highest priority first, then in
- * discovery order (section 9), at most `limit`. The conditions are the partial index
- * items_ready's, which holds exactly these rows in this order: dispatch reads the first `limit`
- * due ones, never sorting or passing over blocked and held items.
+ * Pending items due by `now`, neither held, blocked nor running: the highest priority first
+ * (section 9), then the longest due, then discovery order, at most `limit`. Items without runAt
+ * are due from discovery (due_at 0), so among them this is discovery order, and they go before
+ * items whose runAt or retry time has come, as before priorities existed. The conditions are the
+ * partial index items_ready's, which holds exactly the dispatchable rows in this order: dispatch
+ * reads the first `limit` due ones without sorting, and items not due yet sit at the end of their
+ * priority, so they are passed over only when a higher priority has none due.
  */
 export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
   return store.all<ItemRow>(
-    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND due_at <= ? ORDER BY priority DESC, seq LIMIT ?",
+    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?",
     [now, limit],
   );
 }

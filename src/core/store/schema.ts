@@ -77,7 +77,7 @@ ALTER TABLE attempts ADD COLUMN output_pruned INTEGER NOT NULL DEFAULT 0;
 const SCHEMA_V3 = `
 ALTER TABLE items ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE items ADD COLUMN blocked INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX items_ready ON items (priority DESC, seq) WHERE outcome = 'pending' AND held = 0 AND blocked = 0;
+CREATE INDEX items_ready ON items (priority DESC, due_at, seq) WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0;
 CREATE TABLE dependencies (item_id TEXT NOT NULL, depends_on TEXT NOT NULL, PRIMARY KEY (item_id, depends_on));
 CREATE INDEX dependencies_on ON dependencies (depends_on);
 CREATE TABLE schedules (
