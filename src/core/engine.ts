@@ -126,7 +126,6 @@ export class Engine implements ControllableEngine {
         this.dependencies.record(item.id, item.dependsOn ?? [], (before.dependsOn?.length ?? 0) > 0);
         this.unsettled.add(item.id);
       },
-      onScheduleChanged: () => undefined,
       isClosed: () => this.closed,
     });
     this.dependencies = new Dependencies(store, {
@@ -416,9 +415,13 @@ export class Engine implements ControllableEngine {
    * occurrence after the release fires (those it was held through are not caught up).
    */
   private enableSchedule(templateId: string, enabled: boolean): void {
-    if (!this.scheduler.setEnabled(templateId, enabled)) return;
-    if (enabled) this.log('item_released', 'info', `schedule "${templateId}" released: its occurrences fire again`, templateId, { schedule: true });
-    else this.log('item_held', 'info', `schedule "${templateId}" held: no occurrence fires until released`, templateId, { schedule: true });
+    const changed = this.store.batch(() => {
+      if (!this.scheduler.setEnabled(templateId, enabled)) return false;
+      if (enabled) this.log('item_released', 'info', `schedule "${templateId}" released: its occurrences fire again`, templateId, { schedule: true });
+      else this.log('item_held', 'info', `schedule "${templateId}" held: no occurrence fires until released`, templateId, { schedule: true });
+      return true;
+    });
+    if (!changed) return;
     this.store.commit();
     this.events.emit({ type: 'stats' });
     this.scheduler.arm();

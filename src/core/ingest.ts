@@ -30,8 +30,6 @@ export interface IngestionHooks {
   onItemDiscovered(item: ItemDefinition): void;
   /** A known item took a new definition (`before`), in the same batch. */
   onItemRedefined(item: ItemDefinition, before: ItemDefinition): void;
-  /** A schedule template was discovered or redefined (src/core/schedules.ts). */
-  onScheduleChanged(): void;
   /** True once the engine has closed: ingestion stops where it is. */
   isClosed(): boolean;
 }
@@ -242,7 +240,6 @@ export class ItemIngestion {
         timezone,
       });
     }
-    this.hooks.onScheduleChanged();
   }
 
   /**
