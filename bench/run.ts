@@ -36,7 +36,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,launch,output,startup,editor').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,launch,output,startup,editor,dispatch').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -68,6 +68,8 @@ const CFG = {
   floodMB: int('BENCH_FLOOD_MB', 100, 100),
   /** /bin/true items launched beside the flood (and beside a sleeping attempt, the baseline). */
   outputBatch: int('BENCH_OUTPUT_BATCH', 100, 60),
+  /** Dispatch scenario (section 9): /bin/true items launched without, then with, dependencies and priorities. */
+  dispatchItems: int('BENCH_DISPATCH_ITEMS', 10_000, 2_000),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   reuseSeed: process.env.BENCH_REUSE_SEED !== '0',
 };
@@ -589,6 +591,42 @@ async function scenarioLaunch(): Promise<void> {
   loopRows('launch', 'engine host during launches (worst run)', worst, allSnapshots, allWorkerMs);
 }
 
+// ---- dispatch with dependencies and priorities (section 9) ----------------------------------------
+
+async function scenarioDispatch(): Promise<void> {
+  log('\n== dispatch: dependencies and priorities');
+  const n = CFG.dispatchItems;
+  const run = (dependencies: boolean) =>
+    runChild<LaunchResult>('launch', {
+      root: path.join(TMP, 'dispatch'),
+      items: n,
+      command: '/bin/true',
+      args: [],
+      concurrency: CFG.concurrency,
+      snapshotIntervalMs: CFG.launchSnapshotMs,
+      dependencies,
+    });
+  // Same run, back to back: the machine's load is as alike as it gets for the two.
+  const plain = await run(false);
+  const deps = await run(true);
+  for (const [label, r] of [['plain', plain], ['dependencies', deps]] as const) {
+    if (r.launched !== n) log(`  warning (${label}): ${r.launched} of ${n} launched, ${r.failed} failed`);
+  }
+  raw.dispatch = { plain, dependencies: deps };
+  const perItem = (r: LaunchResult) => (r.cpuMs / n) * 1000;
+  add({ scenario: 'dispatch', measure: `${n} × /bin/true, no dependencies: engine host CPU per item`, value: perItem(plain), unit: 'µs' });
+  add({
+    scenario: 'dispatch',
+    measure: `${n} × /bin/true, priorities and chains of 10 dependencies: engine host CPU per item`,
+    value: perItem(deps),
+    unit: 'µs',
+    baseline: perItem(plain),
+    ratio: perItem(deps) / perItem(plain),
+    note: `wall ${fmt(deps.wallMs)} ms vs ${fmt(plain.wallMs)} ms without; loop p99 ${deps.loop.p99} ms`,
+  });
+  add({ scenario: 'dispatch', measure: 'scheduling overhead of dependencies and priorities per item', value: perItem(deps) - perItem(plain), unit: 'µs', note: 'engine host CPU per item, with minus without' });
+}
+
 // ---- output capture: launch throughput with capture on and off, /stats under a 100 MB flood ------
 
 interface FloodReport {
@@ -847,6 +885,7 @@ async function main(): Promise<void> {
     if (CFG.only.includes('output')) await scenarioOutput();
     if (CFG.only.includes('startup')) await scenarioStartup();
     if (CFG.only.includes('editor')) await scenarioEditor();
+    if (CFG.only.includes('dispatch')) await scenarioDispatch();
   } finally {
     rmSync(TMP, { recursive: true, force: true });
   }

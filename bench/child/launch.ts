@@ -18,6 +18,12 @@ interface Config {
   snapshotIntervalMs: number;
   /** false: the engine does not capture the attempts' output (the output scenario's baseline). */
   captureOutput?: boolean;
+  /**
+   * Section 9's dispatch overhead: every item gets a priority (spread over −100…100) and depends
+   * on the item before it, in chains of ten, so most items are blocked until their predecessor
+   * launches and dispatch picks by priority among the rest.
+   */
+  dependencies?: boolean;
 }
 
 const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
@@ -68,7 +74,8 @@ async function main(): Promise<void> {
   for (let f = 0; f * perFile < config.items; f++) {
     const lines: string[] = [];
     for (let i = f * perFile; i < Math.min(config.items, (f + 1) * perFile); i++) {
-      lines.push(JSON.stringify({ id: `launch-${i}`, command: config.command, args: config.args }));
+      const extra = config.dependencies ? { priority: ((i * 37) % 201) - 100, ...(i % 10 === 0 ? {} : { dependsOn: [`launch-${i - 1}`] }) } : {};
+      lines.push(JSON.stringify({ id: `launch-${i}`, command: config.command, args: config.args, ...extra }));
     }
     const file = path.join(queue, `batch-${String(f).padStart(3, '0')}.jsonl`);
     writeFileSync(`${file}.tmp`, lines.join('\n') + '\n');

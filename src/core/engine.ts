@@ -4,7 +4,7 @@
 // the lifecycle, dispatch and outcomes; when to poll is in poller.ts, turning queue files into
 // items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts, the
 // options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
-import type { EngineState, ItemDetail, ItemSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
+import type { EngineState, ItemDetail, ItemSummary, ScheduleSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
 import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type FinishedAttempt, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
 import { OutputRetention } from './outputRetention';
@@ -13,6 +13,8 @@ import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAt
 import { AttemptLauncher } from './launchHelperClient';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
+import { Dependencies } from './dependencies';
+import { Scheduler } from './schedules';
 import { PersistencePolicy } from './persistence';
 import { Store } from './store';
 import {
@@ -62,6 +64,10 @@ export class Engine implements ControllableEngine {
   private mode: EngineMode;
   private readonly ingestion: ItemIngestion;
   private readonly poller: Poller;
+  private readonly dependencies: Dependencies;
+  private readonly scheduler: Scheduler;
+  /** Items discovered or redefined since dependencies were last settled (after each poll and firing). */
+  private readonly unsettled = new Set<string>();
   private readonly persistence: PersistencePolicy;
   private readonly events = new EngineEventBus();
   /** onAttemptFinished's listeners (/metrics). */
@@ -111,10 +117,34 @@ export class Engine implements ControllableEngine {
     });
     this.ingestion = new ItemIngestion(store, options, {
       log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
-      onItemDiscovered: () => {
+      onItemDiscovered: (item) => {
         this.counters.pending++;
+        if (item.priority) this.store.mutate('item_priority', [item.priority, item.id]);
+        if (item.dependsOn) this.dependencies.record(item.id, item.dependsOn, false);
+        this.unsettled.add(item.id);
+      },
+      onItemRedefined: (item, before) => {
+        if ((item.priority ?? 0) !== (before.priority ?? 0)) this.store.mutate('item_priority', [item.priority ?? 0, item.id]);
+        this.dependencies.record(item.id, item.dependsOn ?? [], (before.dependsOn?.length ?? 0) > 0);
+        this.unsettled.add(item.id);
       },
       isClosed: () => this.closed,
+    });
+    this.dependencies = new Dependencies(store, {
+      log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
+      failWithoutAttempt: (itemId, error) => this.failWithoutAttempt(itemId, error),
+    });
+    this.scheduler = new Scheduler(store, {
+      log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
+      now: options.scheduleClock ?? Date.now,
+      insertOccurrence: (item, source, now) => this.ingestion.insertItem(item, source, now),
+      onFired: () => {
+        this.settleDependencies();
+        this.store.commit('background');
+        this.events.emit({ type: 'stats' });
+        this.scheduleDispatch();
+      },
+      isActive: () => this.mode === 'running' && !this.closed,
     });
     this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
       isClosed: () => this.closed,
@@ -122,6 +152,8 @@ export class Engine implements ControllableEngine {
       // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
       // of these items waits for the disk itself.
       onPolled: () => {
+        this.settleDependencies();
+        this.checkSchedules();
         this.store.commit('background');
         this.events.emit({ type: 'stats' });
         this.scheduleDispatch();
@@ -195,6 +227,7 @@ export class Engine implements ControllableEngine {
     if (this.mode === 'stopped' || this.mode === 'restricted') return;
     this.mode = 'stopped';
     this.poller.cancel();
+    this.scheduler.cancel();
     clearTimeout(this.dueTimer);
     this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.active.size });
     this.events.emit({ type: 'stats' });
@@ -232,6 +265,7 @@ export class Engine implements ControllableEngine {
   async shutdown(graceMs: number): Promise<void> {
     if (this.closed) return;
     this.poller.cancel();
+    this.scheduler.cancel();
     clearTimeout(this.dueTimer);
     const wasMode = this.mode;
     this.mode = 'stopped';
@@ -286,6 +320,8 @@ export class Engine implements ControllableEngine {
       this.counters.failed--;
       this.counters.pending++;
       this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, itemId, { previousAttempts: row.attempts });
+      // Its dependencies are judged again: blocked until they launch, failed again if one failed.
+      this.dependencies.evaluate(itemId);
     });
     this.afterControl(true);
   }
@@ -334,6 +370,7 @@ export class Engine implements ControllableEngine {
       this.endHold(itemId, row.held === 1, now);
       this.counters.pending--;
       this.counters.failed++;
+      this.dependencies.failed(itemId);
     });
     if (a) this.attemptFinished({ itemId, attempt: a.attempt, succeeded: false, durationMs: now - a.startedAt });
     if (a?.run) {
@@ -349,6 +386,7 @@ export class Engine implements ControllableEngine {
    * (should it fail, the item waits, held, for its retry). Holding a held item changes nothing.
    */
   holdItem(itemId: string): void {
+    if (this.scheduler.has(itemId)) return this.enableSchedule(itemId, false);
     const row = this.requireItem(itemId);
     if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held`);
     if (row.held === 1) return;
@@ -363,6 +401,7 @@ export class Engine implements ControllableEngine {
 
   /** Releases a held item: it launches when due (at once if it already is). Releasing an item not held changes nothing. */
   releaseItem(itemId: string): void {
+    if (this.scheduler.has(itemId)) return this.enableSchedule(itemId, true);
     const row = this.requireItem(itemId);
     if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held or released`);
     if (row.held !== 1) return;
@@ -372,6 +411,52 @@ export class Engine implements ControllableEngine {
       this.log('item_released', 'info', `"${row.name}" released by the user`, itemId, null);
     });
     this.afterControl(true);
+  }
+
+  /**
+   * Hold/release on a schedule template: disabled, no occurrence fires; enabled again, the next
+   * occurrence after the release fires (those it was held through are not caught up).
+   */
+  private enableSchedule(templateId: string, enabled: boolean): void {
+    const changed = this.store.batch(() => {
+      if (!this.scheduler.setEnabled(templateId, enabled)) return false;
+      if (enabled) this.log('item_released', 'info', `schedule "${templateId}" released: its occurrences fire again`, templateId, { schedule: true });
+      else this.log('item_held', 'info', `schedule "${templateId}" held: no occurrence fires until released`, templateId, { schedule: true });
+      return true;
+    });
+    if (!changed) return;
+    this.store.commit();
+    this.events.emit({ type: 'stats' });
+    this.scheduler.arm();
+  }
+
+  /** GET /schedules. */
+  listSchedules(): ScheduleSummary[] {
+    return this.scheduler.list();
+  }
+
+  /** A pending item fails without an attempt (a dependency failed, or a cycle), its hold ended. */
+  private failWithoutAttempt(itemId: string, error: string): void {
+    const row = readItem(this.store, itemId);
+    if (!row || row.outcome !== 'pending') return;
+    const now = Date.now();
+    this.store.mutate('item_state', ['failed', row.attempts, null, 0, error, now, itemId]);
+    this.endHold(itemId, row.held === 1, now);
+    this.counters.pending--;
+    this.counters.failed++;
+  }
+
+  /** Judges the dependencies of what was discovered since the last time (dependencies.ts). */
+  private settleDependencies(): void {
+    if (this.unsettled.size === 0) return;
+    const ids = [...this.unsettled];
+    this.unsettled.clear();
+    this.store.batch(() => this.dependencies.settle(ids));
+  }
+
+  /** Schedules fire only while the engine launches: stopped or restricted, they catch up once when it resumes. */
+  private checkSchedules(): void {
+    this.scheduler.check();
   }
 
   /** GET /items/{id}. */
@@ -641,6 +726,7 @@ export class Engine implements ControllableEngine {
         this.endHold(item.id, readHeld(this.store, item.id), now);
         this.counters.pending--;
         this.counters.launched++;
+        this.dependencies.launched(item.id);
         this.log('launch_succeeded', 'info', `"${item.name}" succeeded (attempt ${attempt}, exited with code 0 in ${end.durationMs} ms)`, item.id, details);
       } else {
         this.counters.totalFailed++;
@@ -657,6 +743,7 @@ export class Engine implements ControllableEngine {
           this.counters.pending--;
           this.counters.failed++;
           this.log('item_failed', 'error', `"${item.name}" failed for good after ${attempt} attempt(s): ${why}`, item.id, details);
+          this.dependencies.failed(item.id);
         } else {
           const delay = backoffDelay(attempt, this.options);
           const dueAt = now + delay;

@@ -52,6 +52,12 @@ export interface EngineOptions {
    * is not this engine's any more, and it launches nothing from then on.
    */
   onStorageRecovered?: () => boolean;
+  /**
+   * Test-only: the wall clock schedule occurrences are computed against (default Date.now), so
+   * the schedule tests can step across minute boundaries and downtime without waiting for them.
+   * Attempts, backoff and logs keep the real clock. The host never sets it.
+   */
+  scheduleClock?: () => number;
 }
 
 /** Launching items, stopped (by the user or the settings), or restricted until the workspace is trusted. */

@@ -17,12 +17,19 @@ export interface IngestionOptions {
   /** Defaults for items that do not set their own. */
   timeoutMs: number;
   maxAttempts: number;
+  /** Test-only (EngineOptions.scheduleClock): the clock a new template's first occurrence is computed from. */
+  scheduleClock?: () => number;
 }
 
 export interface IngestionHooks {
   log: LogWriter;
-  /** A new item was recorded as pending (the engine keeps its counters in step). */
-  onItemDiscovered(): void;
+  /**
+   * A new item was recorded as pending, in the same batch (the engine keeps its counters in step
+   * and records the item's priority and dependencies).
+   */
+  onItemDiscovered(item: ItemDefinition): void;
+  /** A known item took a new definition (`before`), in the same batch. */
+  onItemRedefined(item: ItemDefinition, before: ItemDefinition): void;
   /** True once the engine has closed: ingestion stops where it is. */
   isClosed(): boolean;
 }
@@ -42,7 +49,7 @@ interface KnownItem {
   due_at: number | null;
 }
 
-const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt'] as const;
+const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority'] as const;
 
 /** The fields of a definition that differ, in the queue file's order. */
 export function changedFields(before: ItemDefinition, after: ItemDefinition): string[] {
@@ -61,12 +68,14 @@ export class ItemIngestion {
   private itemsRejected = 0;
   /** When ingestion last let the event loop run (see ingestFile). */
   private sliceStartedAt = 0;
+  private readonly scheduleClock: () => number;
 
   constructor(
     private readonly store: Store,
     options: IngestionOptions,
     private readonly hooks: IngestionHooks,
   ) {
+    this.scheduleClock = options.scheduleClock ?? Date.now;
     this.sources = options.workspaceFolders.map(
       (folder) =>
         new QueueDirectorySource(folder, options.queueDirectory, {
@@ -158,6 +167,11 @@ export class ItemIngestion {
       }
       const item = entry.result.item;
       const hash = definitionHash(item);
+      const template = this.store.get<{ def_hash: string; source: string; definition: string }>('SELECT def_hash, source, definition FROM schedules WHERE id = ?', [item.id]);
+      if (item.schedule || template) {
+        this.ingestTemplate(file, entry.index, item, hash, template);
+        continue;
+      }
       const known = this.store.get<KnownItem>('SELECT def_hash, source, definition, outcome, running, attempts, due_at FROM items WHERE id = ?', [item.id]);
       if (known) {
         // The same item read again: ingestion is idempotent. Another definition replaces the old
@@ -166,19 +180,7 @@ export class ItemIngestion {
         continue;
       }
       const now = Date.now();
-      this.store.mutate('item_insert', [
-        item.id,
-        item.name,
-        file.relPath,
-        JSON.stringify(item),
-        hash,
-        item.maxAttempts,
-        item.runAt,
-        item.runAt ?? 0,
-        now,
-        now,
-      ]);
-      this.hooks.onItemDiscovered();
+      this.insertItem(item, file.relPath, now);
       this.itemsDiscovered++;
       status.itemsDiscovered++;
       const when = item.runAt && item.runAt > now ? `, scheduled for ${new Date(item.runAt).toISOString()}` : '';
@@ -187,6 +189,55 @@ export class ItemIngestion {
         entry: entry.index,
         command: item.command,
         runAt: item.runAt === null ? null : new Date(item.runAt).toISOString(),
+      });
+    }
+  }
+
+  /**
+   * Records a new pending item (from a queue file, or a schedule's occurrence): the row, then
+   * what the engine keeps with it (counters, priority, dependencies).
+   */
+  insertItem(item: ItemDefinition, source: string, now: number): void {
+    this.store.mutate('item_insert', [item.id, item.name, source, JSON.stringify(item), definitionHash(item), item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+    this.hooks.onItemDiscovered(item);
+  }
+
+  /**
+   * An entry that is a schedule template, or names one. A template is not an item: it is recorded
+   * in `schedules` (new: `item_discovered`; another definition: `item_updated`, its schedule state
+   * kept). An id cannot be both a template and an item: the later one is rejected.
+   */
+  private ingestTemplate(
+    file: QueueFileRead,
+    entry: number,
+    item: ItemDefinition,
+    hash: string,
+    template: { def_hash: string; source: string; definition: string } | undefined,
+  ): void {
+    if (!item.schedule) {
+      this.reject(file.relPath, entry, `id "${item.id}" is a schedule template (from ${template!.source}); give the item another id, or add "schedule"`, item.id);
+      return;
+    }
+    if (!template && this.store.get('SELECT 1 AS x FROM items WHERE id = ?', [item.id])) {
+      this.reject(file.relPath, entry, `id "${item.id}" is already an item; a scheduled item needs an id of its own`, item.id);
+      return;
+    }
+    if (template?.def_hash === hash) return;
+    const now = Date.now();
+    // A new template's first occurrence is the first after its discovery (next_from).
+    this.store.mutate('schedule_upsert', [item.id, item.name, file.relPath, JSON.stringify(item), hash, this.scheduleClock(), now, now]);
+    const { cron, timezone } = item.schedule;
+    if (template) {
+      const changed = changedFields(JSON.parse(template.definition) as ItemDefinition, item);
+      this.hooks.log('item_updated', 'info', `schedule "${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed)`, item.id, { changed, file: file.relPath, entry, schedule: cron, timezone });
+    } else {
+      this.itemsDiscovered++;
+      this.hooks.log('item_discovered', 'info', `discovered schedule "${item.name}" (${cron}, ${timezone}) in ${file.relPath}`, item.id, {
+        file: file.relPath,
+        entry,
+        command: item.command,
+        schedule: cron,
+        timezone,
       });
     }
   }
@@ -233,6 +284,7 @@ export class ItemIngestion {
       now,
       item.id,
     ]);
+    this.hooks.onItemRedefined(item, old);
     const after = pending ? 'it starts over with its attempts reset' : 'it stays failed until retried, and Retry runs the new definition';
     this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed); ${after}`, item.id, {
       changed,

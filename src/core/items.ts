@@ -2,6 +2,7 @@
 // jsonValidation, so the editor and the engine never disagree), id derivation and normalisation.
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
+import { Cron } from 'croner';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import itemFileSchema from '../../schemas/item.schema.json';
@@ -22,6 +23,17 @@ export interface ItemInput {
   timeoutMs?: number;
   maxAttempts?: number;
   runAt?: string;
+  schedule?: string | { cron: string; timezone?: string };
+  overlap?: 'skip' | 'allow';
+  dependsOn?: string[];
+  priority?: number;
+}
+
+/** A template's schedule with its zone resolved (section 9). */
+export interface ItemSchedule {
+  cron: string;
+  /** IANA zone; the engine's local zone when the queue file named none. */
+  timezone: string;
 }
 
 /** An item with every default resolved: what the engine stores and launches. */
@@ -38,7 +50,19 @@ export interface ItemDefinition {
   maxAttempts: number;
   /** Epoch milliseconds, or null to launch as soon as possible. */
   runAt: number | null;
+  // Section 9. Absent when the queue file left them out, so definitions (and their hashes)
+  // written before they existed read the same.
+  /** Makes the item a template whose occurrences become items (src/core/schedules.ts). */
+  schedule?: ItemSchedule;
+  /** For templates: `skip` (default) skips an occurrence due while the previous one is pending. */
+  overlap?: 'skip' | 'allow';
+  /** Ids that must have launched before this item starts. */
+  dependsOn?: string[];
+  /** −100…100, default 0: among due items, higher first. */
+  priority?: number;
 }
+
+export const MAX_DEPENDENCIES = 100;
 
 export interface ItemDefaults {
   timeoutMs: number;
@@ -80,6 +104,24 @@ export function parseItem(
     runAt = Date.parse(input.runAt);
     if (Number.isNaN(runAt)) return { ok: false, reason: `runAt "${input.runAt}" is not a valid ISO 8601 date-time` };
   }
+  const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority'> = {};
+  if (input.schedule !== undefined) {
+    if (input.runAt !== undefined) return { ok: false, reason: '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them' };
+    const cron = typeof input.schedule === 'string' ? input.schedule : input.schedule.cron;
+    const timezone = (typeof input.schedule === 'string' ? undefined : input.schedule.timezone) ?? localTimeZone();
+    const problem = scheduleProblem(cron, timezone);
+    if (problem) return { ok: false, reason: problem };
+    extras.schedule = { cron: cron.trim().split(/\s+/).join(' '), timezone };
+    if (id.length > 110) return { ok: false, reason: `"id" of a scheduled item is at most 110 characters (its occurrences add "@<time>Z"); "${id.slice(0, 20)}…" has ${id.length}` };
+  } else if (input.overlap !== undefined) {
+    return { ok: false, reason: '"overlap" applies to scheduled items only; add "schedule" or remove "overlap"' };
+  }
+  if (input.overlap !== undefined) extras.overlap = input.overlap;
+  if (input.dependsOn !== undefined && input.dependsOn.length > 0) {
+    if (input.dependsOn.includes(id)) return { ok: false, reason: `"dependsOn" names the item itself ("${id}"); an item cannot wait for its own launch` };
+    extras.dependsOn = input.dependsOn;
+  }
+  if (input.priority !== undefined && input.priority !== 0) extras.priority = input.priority;
   return {
     ok: true,
     item: {
@@ -93,8 +135,34 @@ export function parseItem(
       timeoutMs: input.timeoutMs ?? ctx.defaults.timeoutMs,
       maxAttempts: input.maxAttempts ?? ctx.defaults.maxAttempts,
       runAt,
+      ...extras,
     },
   };
+}
+
+/** The zone the engine runs in: a schedule that names none is in it. */
+export function localTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/** Why `cron` in `timezone` is not a schedule the engine can run, or undefined. */
+export function scheduleProblem(cron: string, timezone: string): string | undefined {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: timezone });
+  } catch {
+    return `"schedule.timezone" "${timezone}" is not a known IANA time zone (for example "Europe/Berlin", "America/New_York", "UTC")`;
+  }
+  const fields = cron.trim().split(/\s+/);
+  if (fields.length !== 5) {
+    return `"schedule" "${cron}" has ${fields.length} field(s); a cron expression here has exactly 5: minute hour day-of-month month day-of-week (for example "0 2 * * *")`;
+  }
+  try {
+    // Parsing is croner's (the same library computes the occurrences); paused: nothing runs.
+    new Cron(cron, { timezone, paused: true });
+  } catch (e) {
+    return `"schedule" "${cron}" is not a valid cron expression: ${(e as Error).message.replace(/^CronPattern: /, '')}`;
+  }
+  return undefined;
 }
 
 /**
@@ -120,24 +188,51 @@ export function definitionHash(item: ItemDefinition): string {
     item.timeoutMs,
     item.maxAttempts,
     item.runAt,
+    // Section 9's fields join only when set, so an item written before them keeps its hash.
+    ...(item.schedule || item.overlap || item.dependsOn || item.priority
+      ? [item.schedule ?? null, item.overlap ?? null, item.dependsOn ?? [], item.priority ?? 0]
+      : []),
   ]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
 }
+
+const SCHEDULE_SHAPE =
+  '"schedule" must be a 5-field cron expression ("minute hour day-of-month month day-of-week", for example "0 2 * * *") or { "cron": "…", "timezone": "Europe/Berlin" }';
 
 function describeSchemaErrors(errors: ErrorObject[]): string {
   // Ajv reports every branch of if/then and oneOf; keep the messages a person can act on.
   const messages = new Set<string>();
   for (const e of errors) {
+    if (e.instancePath === '/priority') {
+      messages.add('"priority" must be an integer from -100 to 100 (higher launches first among due items)');
+      continue;
+    }
+    if (e.instancePath === '/dependsOn' && e.keyword === 'maxItems') {
+      messages.add(`"dependsOn" lists more than ${MAX_DEPENDENCIES} ids; at most ${MAX_DEPENDENCIES} are allowed (chain through an intermediate item instead)`);
+      continue;
+    }
+    if (e.instancePath.startsWith('/schedule') && e.keyword !== 'additionalProperties') {
+      messages.add(SCHEDULE_SHAPE);
+      continue;
+    }
     const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : 'item';
     switch (e.keyword) {
       case 'if':
         continue;
       case 'not':
-        messages.add('"args" is not allowed with "shell": true; put the arguments in the command line');
+        messages.add(
+          e.schemaPath.startsWith('#/allOf/1')
+            ? '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them'
+            : '"args" is not allowed with "shell": true; put the arguments in the command line',
+        );
         break;
       case 'additionalProperties':
+        if (e.instancePath.startsWith('/schedule')) {
+          messages.add(SCHEDULE_SHAPE);
+          break;
+        }
         messages.add(
-          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt)`,
+          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, dependsOn, priority)`,
         );
         break;
       case 'required':

@@ -9,6 +9,7 @@ import type {
   ItemSummary,
   LogEntry,
   LogLevel,
+  ScheduleSummary,
   StatsOverview,
   StatusResponse,
 } from '../shared/api';
@@ -107,6 +108,8 @@ export interface MonitoredEngine {
   onAttemptFinished(listener: (attempt: FinishedAttempt) => void): () => void;
   /** Attempt `attempt` (1-based, the latest of that number after a retry by hand) of the item. */
   attemptOutput(itemId: string, attempt: number): AttemptOutput;
+  /** GET /schedules (section 9); absent: an engine with no schedules. */
+  listSchedules?(): ScheduleSummary[];
 }
 
 /** An /items read: the filter and the page. */

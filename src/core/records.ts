@@ -24,6 +24,10 @@ export interface ItemRow {
   updated_at: number;
   /** 1 while the user holds the item (section 8). */
   held: number;
+  /** −100…100 (section 9). */
+  priority: number;
+  /** 1 while a dependency has not launched (section 9; src/core/dependencies.ts keeps it). */
+  blocked: number;
 }
 
 /** Items by outcome and launches ever made: what /stats answers from, kept by the engine. */
@@ -151,14 +155,25 @@ export function readFailedItemIds(store: Store): string[] {
   return store.all<{ id: string }>("SELECT id FROM items WHERE outcome = 'failed' ORDER BY seq").map((r) => r.id);
 }
 
-/** Pending items due by `now` and not held, the longest-waiting first, at most `limit`. */
+/**
+ * Pending items due by `now`, neither held, blocked nor running: the highest priority first
+ * (section 9), then the longest due, then discovery order, at most `limit`. Items without runAt
+ * are due from discovery (due_at 0), so among them this is discovery order, and they go before
+ * items whose runAt or retry time has come, as before priorities existed. The conditions are the
+ * partial index items_ready's, which holds exactly the dispatchable rows in this order: dispatch
+ * reads the first `limit` due ones without sorting, and items not due yet sit at the end of their
+ * priority, so they are passed over only when a higher priority has none due.
+ */
 export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
-  return store.all<ItemRow>("SELECT * FROM items WHERE outcome = 'pending' AND due_at <= ? AND held = 0 ORDER BY due_at, seq LIMIT ?", [now, limit]);
+  return store.all<ItemRow>(
+    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?",
+    [now, limit],
+  );
 }
 
 /** When the next pending item not yet due (and not held) becomes due; null when none is waiting for a time. */
 export function readNextDueAt(store: Store, now: number): number | null {
-  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0", [now])?.t ?? null;
+  return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0 AND blocked = 0", [now])?.t ?? null;
 }
 
 /** Whether the user holds the item (read when it reaches an outcome, which ends the hold). */
@@ -168,9 +183,9 @@ export function readHeld(store: Store, itemId: string): boolean {
 
 /**
  * An items row's state in SQL, `?` standing for now: itemState() below, the same rule in
- * TypeScript. `blocked` needs dependencies (section 9), which no item has yet.
+ * TypeScript.
  */
-const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held'
+const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held' WHEN blocked = 1 THEN 'blocked'
   WHEN due_at > ? THEN (CASE WHEN attempts > 0 THEN 'backoff' ELSE 'scheduled' END) ELSE 'waiting' END`;
 
 /**
@@ -210,11 +225,11 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     }
     const page = matching.slice(offset, offset + limit);
     const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: rows.map((r) => toSummary(r, now)), total: matching.length };
+    return { items: rows.map((r) => toSummary(store, r, now)), total: matching.length };
   }
   const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
-  return { items: rows.map((r) => toSummary(r, now)), total };
+  return { items: rows.map((r) => toSummary(store, r, now)), total };
 }
 
 function whereClause(conditions: string[]): string {
@@ -248,10 +263,9 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
       timeoutMs: def.timeoutMs,
       maxAttempts: def.maxAttempts,
       runAt: def.runAt === null ? null : new Date(def.runAt).toISOString(),
-      // Sections 9 and 10 fill these in; until then every item has the defaults.
-      schedule: null,
-      dependsOn: [],
-      priority: 0,
+      schedule: def.schedule ?? null,
+      dependsOn: def.dependsOn ?? [],
+      priority: def.priority ?? 0,
       source: row.source,
     },
     outcome: row.outcome,
@@ -274,7 +288,17 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   };
 }
 
-function toSummary(r: ItemRow, now: number): ItemSummary {
+/** The ids a blocked item still waits for (not launched, or no item has them), in dependsOn order. */
+export function readWaitingFor(store: Store, itemId: string): string[] {
+  return store
+    .all<{ id: string }>(
+      "SELECT d.depends_on AS id FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched') ORDER BY d.rowid",
+      [itemId],
+    )
+    .map((d) => d.id);
+}
+
+function toSummary(store: Store, r: ItemRow, now: number): ItemSummary {
   let phase: ItemSummary['phase'];
   if (r.outcome !== 'pending') phase = 'done';
   else if (r.running) phase = 'running';
@@ -292,6 +316,8 @@ function toSummary(r: ItemRow, now: number): ItemSummary {
     updatedAt: new Date(r.updated_at).toISOString(),
     lastError: r.last_error,
     state: itemState(r, now),
+    // Why it waits, for the Items view and the dashboard: one indexed read per blocked item on the page.
+    ...(r.blocked === 1 && r.outcome === 'pending' && !r.held && !r.running ? { waitingFor: readWaitingFor(store, r.id) } : {}),
   };
 }
 
@@ -300,6 +326,7 @@ export function itemState(r: ItemRow, now: number): ItemState {
   if (r.outcome !== 'pending') return r.outcome;
   if (r.running) return 'running';
   if (r.held) return 'held';
+  if (r.blocked) return 'blocked';
   if (r.due_at !== null && r.due_at > now) return r.attempts > 0 ? 'backoff' : 'scheduled';
   return 'waiting';
 }

@@ -196,7 +196,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
           properties: {
             total: count('Known items; always launched + pending + failed.'),
             launched: count('Items whose attempt succeeded.'),
-            pending: count('Items with no outcome yet: waiting, scheduled by runAt, backing off or running.'),
+            pending: count('Items with no outcome yet: waiting, scheduled by runAt, backing off, blocked by a dependency, held or running.'),
             failed: count('Items whose attempts are exhausted.'),
             totalLaunches: count('Attempts ever started (only grows, survives restarts).'),
             totalFailed: count('Attempts ever failed (only grows, survives restarts).'),
@@ -350,6 +350,11 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
+            waitingFor: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Only on a blocked item (section 9): the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+            },
           },
         },
         ItemsResponse: {
@@ -360,6 +365,21 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             total: count('Items matching the filters, across all pages.'),
             limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
             offset: count('Items skipped.'),
+          },
+        },
+        Schedule: {
+          type: 'object',
+          description: 'A schedule template (section 9): not an item and not counted; each occurrence becomes an item `<id>@<ISO minute>Z`.',
+          required: ['id', 'schedule', 'timezone', 'overlap', 'nextRunAt', 'lastRunAt', 'lastOutcome', 'enabled'],
+          properties: {
+            id: { type: 'string', description: 'The template\'s id; hold and release it with `POST /items/{id}/hold|release`.' },
+            schedule: { type: 'string', description: 'The 5-field cron expression.' },
+            timezone: { type: 'string', description: 'The IANA zone it is read in.' },
+            overlap: { type: 'string', enum: ['skip', 'allow'], description: '`skip`: an occurrence due while the previous one is pending is skipped (`schedule_skipped`).' },
+            nextRunAt: nullableTime('The next occurrence; null while the template is held (disabled).'),
+            lastRunAt: nullableTime('The last occurrence that became an item; null before the first.'),
+            lastOutcome: { type: ['string', 'null'], enum: ['launched', 'pending', 'failed', null], description: 'That occurrence\'s outcome so far; null before the first.' },
+            enabled: { type: 'boolean', description: 'False while held: no occurrence fires.' },
           },
         },
         ItemDefinition: {
@@ -376,9 +396,19 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             timeoutMs: { type: 'integer', minimum: 1 },
             maxAttempts: { type: 'integer', minimum: 1 },
             runAt: nullableTime('Not launched before this time; null: as soon as possible.'),
-            schedule: { description: 'The item\'s schedule (section 9); null until schedules exist.' },
-            dependsOn: { type: 'array', items: { type: 'string' }, description: 'Ids this item waits for (section 9); empty until dependencies exist.' },
-            priority: { type: 'integer', description: 'Launch priority (section 9); 0 until priorities exist.' },
+            schedule: {
+              description: 'A schedule template\'s cron expression and zone (section 9); null for an item (an occurrence has none: it is an item).',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  required: ['cron', 'timezone'],
+                  properties: { cron: { type: 'string', description: '5-field cron expression.' }, timezone: { type: 'string', description: 'IANA time zone.' } },
+                },
+              ],
+            },
+            dependsOn: { type: 'array', items: { type: 'string' }, maxItems: 100, description: 'Ids that must have launched before this item starts (section 9); empty: none.' },
+            priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, higher launches first, then discovery order (section 9); default 0.' },
             source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
           },
         },
@@ -486,8 +516,8 @@ function controlPaths(): Record<string, PathItem> {
       post: control(
         'holdItem',
         'Hold a pending item',
-        'It is not launched until released (state `held`, whatever its runAt); a running attempt goes on. Holding a held item changes nothing (202). 409 for a launched or failed item.',
-        ref('ItemDetail'),
+        'It is not launched until released (state `held`, whatever its runAt); a running attempt goes on. Holding a held item changes nothing (202). 409 for a launched or failed item. On a schedule template: it is disabled (no occurrence fires) and the answer is its `Schedule`.',
+        { oneOf: [ref('ItemDetail'), ref('Schedule')] },
         true,
       ),
     },
@@ -495,8 +525,8 @@ function controlPaths(): Record<string, PathItem> {
       post: control(
         'releaseItem',
         'Release a held item',
-        'It launches when due (at once if it already is). Releasing an item that is not held changes nothing (202). 409 for a launched or failed item.',
-        ref('ItemDetail'),
+        'It launches when due (at once if it already is). Releasing an item that is not held changes nothing (202). 409 for a launched or failed item. On a schedule template: it is enabled again from now (occurrences it was held through are not caught up) and the answer is its `Schedule`.',
+        { oneOf: [ref('ItemDetail'), ref('Schedule')] },
         true,
       ),
     },
@@ -609,6 +639,19 @@ function readPaths(): Record<string, PathItem> {
       },
       head: head('Logs, headers only', linkHeader),
     },
+    '/schedules': {
+      get: {
+        operationId: 'getSchedules',
+        summary: 'Schedule templates with their next and last run (section 9)',
+        description: 'Takes no query parameters. In id order.',
+        responses: {
+          '200': ok('Every schedule template.', { type: 'array', items: ref('Schedule') }),
+          '400': { $ref: '#/components/responses/BadRequest' },
+          ...standardErrors,
+        },
+      },
+      head: head('Schedules, headers only'),
+    },
     '/items': {
       get: {
         operationId: 'getItems',
@@ -620,7 +663,7 @@ function readPaths(): Record<string, PathItem> {
             name: 'state',
             in: 'query',
             description:
-              'Only items in one of these states, comma-separated (`state=running,held`); the server also accepts the parameter repeated. `blocked` matches nothing until dependencies exist.',
+              'Only items in one of these states, comma-separated (`state=running,held`); the server also accepts the parameter repeated. `blocked`: waiting for a dependency to launch.',
             style: 'form',
             explode: false,
             schema: { type: 'array', items: { type: 'string', enum: [...ITEM_STATES] } },

@@ -31,6 +31,7 @@ import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJson
 import { TurnQueue } from './turnQueue';
 import { addOutputRoute } from './outputRoute';
 import { addMetricsRoute, type EngineMetrics } from './metrics';
+import { addSchedulesRoute } from './schedulesRoute';
 
 export interface RouteContext {
   guard: Guard;
@@ -61,6 +62,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   addOpenApiRoute(app, ctx.openApiText);
   addOutputRoute(app, engine);
   addMetricsRoute(app, ctx.metrics);
+  addSchedulesRoute(app, engine);
   addNotFoundAndErrors(app);
   return (req, res) => {
     // Every request ends in the two handlers addNotFoundAndErrors adds; this final callback only
@@ -185,7 +187,9 @@ function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContex
     const itemId = itemIdOf(path.slice(0, path.lastIndexOf('/')));
     const control = await controlRequest(engine, req);
     await runControl(() => itemActions[action](control, itemId));
-    sendJson(res, 202, requireItem(engine, itemId));
+    // Hold and release also apply to a schedule template (section 9), which is not an item.
+    const template = engine.itemDetail(itemId) ? undefined : engine.listSchedules?.().find((s) => s.id === itemId);
+    sendJson(res, 202, template ?? requireItem(engine, itemId));
   });
   app.post(/^\/engine\/(?:start|stop|poll)$/, async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req.url);
@@ -250,6 +254,9 @@ function itemIdOf(url: string | undefined): string {
 /** The item as GET /items/{id} reports it, or 404. */
 function requireItem(engine: MonitoredEngine, itemId: string): ItemDetail {
   const detail = engine.itemDetail(itemId);
+  if (!detail && engine.listSchedules?.().some((s) => s.id === itemId)) {
+    throw new HttpError(404, 'not_found', `${JSON.stringify(itemId)} is a schedule template, not an item; GET /schedules lists it, and its occurrences are items "${itemId}@<time>Z".`);
+  }
   if (!detail) throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId)}; GET /items lists the known items.`);
   return detail;
 }
@@ -286,7 +293,7 @@ function addNotFoundAndErrors(app: Router): void {
   app.use((req: IncomingMessage, res: ServerResponse) => {
     sendError(
       res,
-      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /events, /metrics, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
+      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /schedules, /events, /metrics, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
     );
   });
 

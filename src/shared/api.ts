@@ -24,6 +24,11 @@ export const LOG_ACTIONS = [
   'item_held',
   'item_released',
   'item_updated',
+  // Part two, section 9: schedules and dependencies.
+  'schedule_fired',
+  'schedule_skipped',
+  'item_blocked',
+  'dependency_failed',
   // Part two, section 12: a hook command or notify URL failed (never itself a hook's event).
   'hook_failed',
 ] as const;
@@ -154,6 +159,8 @@ export interface ItemSummary {
   lastError: string | null;
   /** The item's state (contract section 8): what `/items?state=` filters by. */
   state: ItemState;
+  /** Only on a blocked item (section 9): the ids it still waits for (not launched, or unknown). */
+  waitingFor?: string[];
 }
 
 /** An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked. */
@@ -258,3 +265,22 @@ export interface HealthChangedHookEvent {
 }
 
 export type HookEvent = ItemFailedHookEvent | HealthChangedHookEvent;
+
+/** GET /schedules: one schedule template (contract section 9). */
+export interface ScheduleSummary {
+  /** The template's id; its occurrences are `<id>@<ISO minute>Z`. */
+  id: string;
+  /** The 5-field cron expression. */
+  schedule: string;
+  /** IANA zone the expression is read in. */
+  timezone: string;
+  overlap: 'skip' | 'allow';
+  /** The next occurrence; null while the template is disabled (held). */
+  nextRunAt: IsoTime | null;
+  /** The last occurrence that became an item; null before the first. */
+  lastRunAt: IsoTime | null;
+  /** That occurrence's outcome so far; null before the first. */
+  lastOutcome: ItemOutcome | null;
+  /** False while held: no occurrence fires. */
+  enabled: boolean;
+}

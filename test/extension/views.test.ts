@@ -149,6 +149,23 @@ describe('Tree views', () => {
     assert.equal(nodeById(api, 'items', 'items.running.ticking'), undefined, 'no longer running');
   });
 
+  it('Items view says why a blocked item waits ("waits for: …"), then runs it once its dependency launched (section 9)', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const queueDir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
+    await writeQueueItem(queueDir, { id: 'waits-on-prep', name: 'Waits on prep', command: 'node', args: ['-e', '0'], dependsOn: ['prep-step'] });
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const node = await waitFor('the blocked item', () => nodeById(api, 'items', 'items.blocked.waits-on-prep'), 30_000);
+    assert.equal(node.description, 'waits for: prep-step');
+    const md = hoverTooltip(api._testing.views.providers.items, node) as vscode.MarkdownString;
+    // Engine strings are escaped Markdown text ("prep\\-step").
+    assert.match(md.value, /\*\*Waits for:\*\* prep\\-step {2}\n/);
+    await writeQueueItem(queueDir, { id: 'prep-step', command: 'node', args: ['-e', '0'] });
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    await waitFor('the blocked item to launch', () => nodeById(api, 'items', 'items.launched.waits-on-prep'), 30_000);
+    assert.equal(nodeById(api, 'items', 'items.blocked.waits-on-prep'), undefined);
+  });
+
   it('Items view refreshes only the rows that changed, not the whole tree (#21 item 1)', async function () {
     this.timeout(60_000);
     const api = await getApi();

@@ -4,7 +4,7 @@
 import type { Database } from 'sql.js';
 import type { SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Exported for the migration test, which builds a database as version 1 wrote it. */
 export const SCHEMA_V1 = `
@@ -70,6 +70,31 @@ ALTER TABLE attempts ADD COLUMN output_bytes INTEGER;
 ALTER TABLE attempts ADD COLUMN output_pruned INTEGER NOT NULL DEFAULT 0;
 `;
 
+// Part two (contract section 9): an item's priority and whether it waits for dependencies (kept on
+// every transition, so dispatch skips blocked items through an index instead of joining); the
+// dependencies themselves, by id (a dependency may not be known yet); schedule templates, which
+// are not items (not counted) and keep where their next occurrence is computed from.
+const SCHEMA_V3 = `
+ALTER TABLE items ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN blocked INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX items_ready ON items (priority DESC, due_at, seq) WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0;
+CREATE TABLE dependencies (item_id TEXT NOT NULL, depends_on TEXT NOT NULL, PRIMARY KEY (item_id, depends_on));
+CREATE INDEX dependencies_on ON dependencies (depends_on);
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  def_hash TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  next_from INTEGER NOT NULL,
+  last_run_at INTEGER,
+  last_occurrence TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+`;
+
 /** Every statement that changes state, by the name the journal records. */
 export const MUTATIONS = {
   meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -83,6 +108,22 @@ export const MUTATIONS = {
   item_hold: 'UPDATE items SET held = ?, updated_at = ? WHERE id = ?',
   item_update:
     'UPDATE items SET name = ?, source = ?, definition = ?, def_hash = ?, max_attempts = ?, run_at = ?, attempts = ?, due_at = ?, updated_at = ? WHERE id = ?',
+  // Section 9. item_insert and item_update keep their v1/v2 parameters (a journal written before
+  // the upgrade replays unchanged); priority and the blocked flag follow in their own statements.
+  item_priority: 'UPDATE items SET priority = ? WHERE id = ?',
+  item_blocked: 'UPDATE items SET blocked = ? WHERE id = ?',
+  dependencies_clear: 'DELETE FROM dependencies WHERE item_id = ?',
+  dependency_insert: 'INSERT OR IGNORE INTO dependencies (item_id, depends_on) VALUES (?, ?)',
+  // A template (id, name, source, definition, def_hash, next_from, created_at, updated_at): a new
+  // one computes its first occurrence from its discovery; a redefined one keeps its state.
+  schedule_upsert: `INSERT INTO schedules (id, name, source, definition, def_hash, enabled, next_from, last_run_at, last_occurrence, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 1, ?, NULL, NULL, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET name = excluded.name, source = excluded.source, definition = excluded.definition,
+                    def_hash = excluded.def_hash, updated_at = excluded.updated_at`,
+  // An occurrence fired or skipped (next_from, last_run_at, last_occurrence, updated_at, id).
+  schedule_ran: 'UPDATE schedules SET next_from = ?, last_run_at = ?, last_occurrence = ?, updated_at = ? WHERE id = ?',
+  // Hold/release on a template (enabled, next_from, updated_at, id): released, it counts from then.
+  schedule_enabled: 'UPDATE schedules SET enabled = ?, next_from = ?, updated_at = ? WHERE id = ?',
   attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
   // Captured output (src/core/outputRetention.ts): its size once the attempt has finished, and
@@ -149,6 +190,12 @@ export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
     db.run('BEGIN');
     db.run(SCHEMA_V2);
     db.run('PRAGMA user_version = 2');
+    db.run('COMMIT');
+  }
+  if (schemaVersion(db) === 2 && upTo >= 3) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V3);
+    db.run('PRAGMA user_version = 3');
     db.run('COMMIT');
   }
 }

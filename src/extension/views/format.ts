@@ -93,6 +93,10 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_held: ['debug-pause', YELLOW],
   item_released: ['debug-continue', BLUE],
   item_updated: ['edit', BLUE],
+  schedule_fired: ['calendar', BLUE],
+  schedule_skipped: ['calendar', YELLOW],
+  item_blocked: ['debug-pause', YELLOW],
+  dependency_failed: ['close', RED],
   hook_failed: ['bell-slash', RED],
 };
 

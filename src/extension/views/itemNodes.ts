@@ -93,7 +93,7 @@ function describe(item: ItemSummary, now: number): string {
     case 'held':
       return item.attempts > 0 ? `held · ${attempts} attempts` : 'held';
     case 'blocked':
-      return 'blocked';
+      return item.waitingFor?.length ? `waits for: ${item.waitingFor.join(', ')}` : 'blocked';
     default:
       return 'waiting';
   }
@@ -107,6 +107,7 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   appendField(tooltip, 'Attempts', `${item.attempts} of ${item.maxAttempts}`);
   if (stateOf(item) === 'running') appendField(tooltip, 'Running since', formatTime(item.updatedAt));
   if (item.nextAttemptAt) appendField(tooltip, 'Next attempt', formatTime(item.nextAttemptAt));
+  if (item.waitingFor?.length) appendField(tooltip, 'Waits for', item.waitingFor.join(', '));
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
   if (item.lastError) appendField(tooltip, 'Last error', item.lastError);

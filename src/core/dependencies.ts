@@ -1,0 +1,185 @@
+// Dependencies between items (contract section 9). An item with `dependsOn` is blocked until every
+// dependency has launched; the `blocked` flag on its row is kept on every transition (insert, a
+// dependency launching, failing or appearing), so dispatch skips blocked items through an index
+// and never joins. A dependency that fails for good (or is cancelled) fails its dependents without
+// an attempt, transitively; a cycle among known items fails every item on it. The rows of the
+// `dependencies` table name ids, known or not: an unknown dependency keeps the item blocked until
+// an item with that id is discovered.
+import type { LogWriter } from './ingest';
+import type { Store } from './store';
+
+export interface DependencyHooks {
+  log: LogWriter;
+  /** Records a pending item as failed without an attempt, with `error` (the engine keeps its counters). */
+  failWithoutAttempt(itemId: string, error: string): void;
+}
+
+interface DependencyRow {
+  id: string;
+  /** Null while no item has this id. */
+  outcome: string | null;
+}
+
+export class Dependencies {
+  /** The missing set each item was last logged as blocked on, so one set is logged once. */
+  private readonly loggedMissing = new Map<string, string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly hooks: DependencyHooks,
+  ) {}
+
+  /**
+   * Records an item's dependencies (replacing what a previous definition had) and whether it
+   * waits for them. Called in the batch that inserts or redefines the item; settle() then judges
+   * failures, cycles and missing ids once the rest of the poll is in.
+   */
+  record(itemId: string, dependsOn: readonly string[], hadDependencies: boolean): void {
+    if (hadDependencies) this.store.mutate('dependencies_clear', [itemId]);
+    for (const dep of dependsOn) this.store.mutate('dependency_insert', [itemId, dep]);
+    const waits = dependsOn.length > 0 && this.unlaunched(itemId) > 0;
+    if (waits || hadDependencies) this.store.mutate('item_blocked', [waits ? 1 : 0, itemId]);
+    this.loggedMissing.delete(itemId);
+  }
+
+  /**
+   * After a poll: the items just discovered or redefined, and the items that were waiting for one
+   * of those ids to appear, are judged (failed dependency, cycle, still missing).
+   */
+  settle(itemIds: Iterable<string>): void {
+    const judged = new Set<string>();
+    const judge = (id: string) => {
+      if (judged.has(id)) return;
+      judged.add(id);
+      this.evaluate(id);
+    };
+    for (const id of itemIds) {
+      judge(id);
+      for (const dependent of this.dependents(id)) judge(dependent);
+    }
+  }
+
+  /** An item launched: its dependents whose last unlaunched dependency it was are no longer blocked. */
+  launched(itemId: string): void {
+    for (const dependent of this.dependents(itemId)) {
+      const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [dependent]);
+      if (row?.outcome === 'pending' && row.blocked === 1 && this.unlaunched(dependent) === 0) {
+        this.store.mutate('item_blocked', [0, dependent]);
+      }
+    }
+  }
+
+  /**
+   * An item failed for good or was cancelled: its pending dependents fail, and theirs, without an
+   * attempt. A worklist, not recursion: a chain of 10,000 fails without deepening the stack.
+   */
+  failed(itemId: string): void {
+    const work = [itemId];
+    while (work.length > 0) {
+      const failedId = work.shift()!;
+      for (const dependent of this.dependents(failedId)) {
+        if (this.outcomeOf(dependent) !== 'pending') continue;
+        this.failOne(dependent, `dependency failed: ${failedId}`, { dependency: failedId });
+        work.push(dependent);
+      }
+    }
+  }
+
+  /** Judges one item: fails it when a dependency failed or it is on a cycle; otherwise blocked or not, and missing ids logged. */
+  evaluate(itemId: string): void {
+    const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [itemId]);
+    if (row?.outcome !== 'pending') return;
+    const deps = this.store.all<DependencyRow>(
+      'SELECT d.depends_on AS id, i.outcome AS outcome FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? ORDER BY d.rowid',
+      [itemId],
+    );
+    if (deps.length === 0) return;
+    const failedDep = deps.find((d) => d.outcome === 'failed');
+    if (failedDep) {
+      this.fail([itemId], `dependency failed: ${failedDep.id}`, { dependency: failedDep.id });
+      return;
+    }
+    const cycle = this.cycleThrough(itemId);
+    if (cycle) {
+      this.fail(cycle.slice(0, -1), `dependency cycle: ${cycle.join(' → ')}`, { cycle });
+      return;
+    }
+    const waiting = deps.filter((d) => d.outcome !== 'launched');
+    const blocked = waiting.length > 0 ? 1 : 0;
+    if (blocked !== row.blocked) this.store.mutate('item_blocked', [blocked, itemId]);
+    const missing = deps.filter((d) => d.outcome === null).map((d) => d.id);
+    const key = missing.join('\n');
+    if (missing.length > 0 && this.loggedMissing.get(itemId) !== key) {
+      this.loggedMissing.set(itemId, key);
+      const list = missing.map((m) => `"${m}"`).join(', ');
+      this.hooks.log('item_blocked', 'warn', `"${itemId}" is blocked: it depends on ${list}, which no item has (yet); it waits until they appear and launch`, itemId, {
+        missing,
+        waitingFor: waiting.map((d) => d.id),
+      });
+    } else if (missing.length === 0) {
+      this.loggedMissing.delete(itemId);
+    }
+  }
+
+  /** Fails `itemIds` with `error` (one `dependency_failed` each), then what depends on them. */
+  private fail(itemIds: string[], error: string, details: Record<string, unknown>): void {
+    for (const id of itemIds) this.failOne(id, error, details);
+    // After every member of a cycle has failed with the cycle named, so none of them is reported
+    // as failing because of another.
+    for (const id of itemIds) this.failed(id);
+  }
+
+  private failOne(itemId: string, error: string, details: Record<string, unknown>): void {
+    this.hooks.failWithoutAttempt(itemId, error);
+    this.loggedMissing.delete(itemId);
+    this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, { error, ...details });
+  }
+
+  /**
+   * A cycle of pending items through `itemId`, as `[itemId, …, itemId]`, or null. Only an item
+   * something depends on can be on one: the check is skipped for the rest (every item of a long
+   * chain read in order), so ingesting a chain stays linear.
+   */
+  private cycleThrough(itemId: string): string[] | null {
+    if (this.dependents(itemId).length === 0) return null;
+    const parent = new Map<string, string>();
+    const stack = [itemId];
+    const seen = new Set([itemId]);
+    while (stack.length > 0) {
+      const current = stack.pop()!;
+      const next = this.store.all<{ id: string }>(
+        "SELECT d.depends_on AS id FROM dependencies d JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND i.outcome = 'pending' ORDER BY d.rowid",
+        [current],
+      );
+      for (const { id } of next) {
+        if (id === itemId) {
+          const path = [current];
+          while (path[0] !== itemId) path.unshift(parent.get(path[0])!);
+          return [...path, itemId];
+        }
+        if (seen.has(id)) continue;
+        seen.add(id);
+        parent.set(id, current);
+        stack.push(id);
+      }
+    }
+    return null;
+  }
+
+  private dependents(itemId: string): string[] {
+    return this.store.all<{ item_id: string }>('SELECT item_id FROM dependencies WHERE depends_on = ? ORDER BY rowid', [itemId]).map((r) => r.item_id);
+  }
+
+  private unlaunched(itemId: string): number {
+    return (
+      this.store.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched')",
+        [itemId],
+      )?.n ?? 0
+    );
+  }
+
+  private outcomeOf(itemId: string): string | undefined {
+    return this.store.get<{ outcome: string }>('SELECT outcome FROM items WHERE id = ?', [itemId])?.outcome;
+  }
+}
