@@ -278,9 +278,11 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
   };
 
   // Events arrive synchronously from inside the engine's updates: read it back on a later turn.
-  // Only item_failed entries start a hook, so a hook_failed entry can never start another.
+  // Only the entries of an item failing for good start a hook (item_failed; dependency_failed, when
+  // a dependency or a cycle fails it without an attempt), so a hook_failed entry can never start
+  // another.
   const unsubscribe = engine.subscribe((e) => {
-    if (e.type === 'log' && e.entry.action === 'item_failed') {
+    if (e.type === 'log' && (e.entry.action === 'item_failed' || (e.entry.action === 'dependency_failed' && e.entry.itemId !== null))) {
       const entry = e.entry;
       setImmediate(() => !stopped && onItemFailed(entry));
     }

@@ -162,6 +162,23 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     assert.deepEqual(await hookFailures(run), []);
   });
 
+  it('an item failed by its dependency (no attempt) runs --on-item-failed too, with its dependency_failed entry', async () => {
+    await start(['--on-item-failed', recordingHook('item')]);
+    ws.enqueue('a.jsonl', `${shItem('first', 'exit 4')}\n${shItem('second', 'exit 0', { dependsOn: ['first'] })}\n`);
+    const got = await waitFor('both items\' hooks', () => {
+      const saved = recorded<ItemFailedHookEvent>('item');
+      return saved.length === 2 && saved;
+    });
+    const byItem = new Map(got.map((g) => [g.event.item.item.id, g.event]));
+    assert.equal(byItem.get('first')?.entry.action, 'item_failed');
+    const second = byItem.get('second');
+    assert.equal(second?.event, 'item_failed');
+    assert.equal(second?.entry.action, 'dependency_failed');
+    assert.equal(second?.item.state, 'failed');
+    assert.equal(second?.item.error, 'dependency failed: first');
+    assert.equal(second?.item.attempts.length, 0);
+  });
+
   it('--on-health-change gets health_changed, from and to as /health answers them, when the engine is started and stopped', async () => {
     const r = await receiver([200]);
     const run = await start(['--stopped', '--on-health-change', recordingHook('health'), '--notify-url', r.url], { ENGINE_MONITOR_TOKEN: TOKEN });
