@@ -82,6 +82,14 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       );
     },
     [Commands.pollNow]: async () => {
+      // A stopped engine (here or remote) neither polls nor launches: a poll that seems to do
+      // nothing would leave the user guessing (#21 item 5).
+      if (model.health?.checks.engine === 'stopped') {
+        void vscode.window.showInformationMessage('The engine is stopped: start it to poll.', 'Start Engine').then((choice) => {
+          if (choice) void vscode.commands.executeCommand(Commands.start);
+        });
+        return;
+      }
       await controller.control({ command: 'pollNow' });
       afterControl();
     },
