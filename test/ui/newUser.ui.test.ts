@@ -190,7 +190,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     const toast = page.locator('.notification-toast', { hasText: /"Deploy to production" failed for good/ }).first();
     await toast.waitFor({ timeout: 20_000 });
     await toast.locator('.monaco-button', { hasText: /^Retry$/ }).click();
-    const message = page.locator('.part.statusbar', { hasText: /Retrying/ }).first();
+    const message = page.locator('.part.statusbar .statusbar-item', { hasText: /Retrying/ }).first();
     await message.waitFor({ timeout: 5_000 });
     const text = (await message.textContent()) ?? '';
     console.log(`      screenshot: ${await screenshot(page, 'newuser-retrying')}`);
