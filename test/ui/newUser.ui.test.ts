@@ -156,6 +156,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     const toast = page.locator('.notification-toast', { hasText: /The engine is stopped/ }).first();
     await toast.waitFor({ timeout: 10_000 });
     assert.match((await toast.textContent()) ?? '', /start it to poll/);
+    await sleep(500); // the toast fades in
     console.log(`      screenshot: ${await screenshot(page, 'newuser-poll-while-stopped')}`);
     await toast.locator('.monaco-button', { hasText: 'Start Engine' }).click();
     await waitUntil('the engine running again', async () => (await getJson<HealthResponse>(`${baseUrl}/health`)).checks.engine === 'running', 20_000);
