@@ -165,5 +165,5 @@ function formatTick(v: number): string {
 }
 
 function clock(minute: number): string {
-  return new Date(minute * MINUTE).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', hour12: false });
+  return new Date(minute * MINUTE).toLocaleTimeString(undefined, { hour: 'numeric', minute: '2-digit' });
 }

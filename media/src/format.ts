@@ -1,7 +1,7 @@
 // Numbers, times and durations as the dashboard shows them.
-import { formatDuration } from '../../src/shared/format';
+import { formatClock, formatDateTime, formatDuration } from '../../src/shared/format';
 
-export { formatDuration };
+export { formatClock, formatDateTime, formatDuration };
 
 const numberFormat = new Intl.NumberFormat();
 export function formatCount(n: number): string {
@@ -16,16 +16,6 @@ export function formatRelative(iso: string, now = Date.now()): string {
   const d = now - t;
   if (Math.abs(d) < 1000) return 'just now';
   return d > 0 ? `${formatDuration(d).replace(/ \d+ (s|min|h)$/, '')} ago` : `in ${formatDuration(-d)}`;
-}
-
-export function formatClock(iso: string): string {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString(undefined, { hour12: false });
-}
-
-export function formatDateTime(iso: string): string {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { hour12: false });
 }
 
 export function formatBytes(n: number): string {

@@ -1,7 +1,7 @@
 // Every command of package.json's contributes.commands, registered in one place. Each handler
 // reports its own failure to the user; none throws into VS Code's generic error toast.
 import * as vscode from 'vscode';
-import type { ItemSummary } from '../shared/api';
+import type { ItemDetail, ItemSummary } from '../shared/api';
 import { Commands, type CommandId, REMOTE_TOKEN_SECRET, Views } from './constants';
 import type { Container } from './container';
 import { ControlNeedsTokenError, ControlUnavailableError } from './engineController';
@@ -18,6 +18,12 @@ function describeResult(result: unknown): string | undefined {
   }
   if (typeof result === 'number') return `${result} item${result === 1 ? '' : 's'}`;
   return undefined;
+}
+
+/** The item's name from a control command's answer (the item as GET /items/{id} reports it). */
+export function nameOf(result: unknown): string | undefined {
+  const name = (result as Partial<ItemDetail> | undefined)?.item?.name;
+  return typeof name === 'string' && name ? name : undefined;
 }
 
 async function copyEndpointUrl(url: string | undefined): Promise<void> {
@@ -82,6 +88,14 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       );
     },
     [Commands.pollNow]: async () => {
+      // A stopped engine (here or remote) neither polls nor launches: a poll that seems to do
+      // nothing would leave the user guessing (#21 item 5).
+      if (model.health?.checks.engine === 'stopped') {
+        void vscode.window.showInformationMessage('The engine is stopped: start it to poll.', 'Start Engine').then((choice) => {
+          if (choice) void vscode.commands.executeCommand(Commands.start);
+        });
+        return;
+      }
       await controller.control({ command: 'pollNow' });
       afterControl();
     },
@@ -102,8 +116,9 @@ export function registerCommands(c: Container): vscode.Disposable[] {
     [Commands.retryItem]: async (arg) => {
       const itemId = targetOf(arg)?.itemId ?? (await pickFailedItem(c));
       if (!itemId) return;
-      await controller.control({ command: 'retryItem', itemId });
-      void vscode.window.setStatusBarMessage(`$(debug-restart) Retrying ${itemId}`, 3000);
+      const result = await controller.control({ command: 'retryItem', itemId });
+      // The name the user gave the item, as everywhere else; the id only if the answer lacks it (#21 item 12).
+      void vscode.window.setStatusBarMessage(`$(debug-restart) Retrying ${nameOf(result) ?? itemId}`, 3000);
       afterControl();
     },
     [Commands.retryAllFailed]: async () => {

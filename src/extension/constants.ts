@@ -51,6 +51,8 @@ export const ContextKeys = {
   engineState: 'engineMonitor.engineState',
   logFilterActive: 'engineMonitor.logFilterActive',
   hasFailedItems: 'engineMonitor.hasFailedItems',
+  /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
+  hasItems: 'engineMonitor.hasItems',
   /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */
   connectionProblem: 'engineMonitor.connectionProblem',
 } as const;

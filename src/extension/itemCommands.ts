@@ -94,7 +94,8 @@ export async function controlItem(c: Container, kind: ControlKind, arg: unknown)
   const itemId = targetOf(arg)?.itemId ?? (await pickItemFor(c, kind));
   if (!itemId) return undefined;
   const result = await c.controller.control({ command: spec.command, itemId });
-  void vscode.window.setStatusBarMessage(`$(${spec.icon}) ${spec.verb}: ${itemId}`, 3000);
+  const name = (result as Partial<ItemDetail> | undefined)?.item?.name;
+  void vscode.window.setStatusBarMessage(`$(${spec.icon}) ${spec.verb}: ${name || itemId}`, 3000);
   c.model.refresh(true);
   return result;
 }

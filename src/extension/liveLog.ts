@@ -48,21 +48,16 @@ export class LiveLog extends Disposable {
     this.mirrorTimer ??= setTimeout(() => this.flush(), MIRROR_BATCH_MS);
   }
 
-  /** One channel call per run of same-level lines, in the engine's order. */
+  /**
+   * One channel call per entry, in the engine's order: the channel stamps each call with a time and
+   * a level, so lines joined into one call lost both (#21 item 11).
+   */
   private flush(): void {
     clearTimeout(this.mirrorTimer);
     this.mirrorTimer = undefined;
     const lines = this.lines;
     this.lines = [];
-    for (let i = 0; i < lines.length; ) {
-      const level = lines[i].level;
-      let j = i;
-      while (j < lines.length && lines[j].level === level) j++;
-      const text = lines
-        .slice(i, j)
-        .map((l) => l.text)
-        .join('\n');
-      i = j;
+    for (const { level, text } of lines) {
       switch (level) {
         case 'error':
           this.output.error(text);

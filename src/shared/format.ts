@@ -39,3 +39,20 @@ export function escapeControls(text: string): string {
     }
   });
 }
+
+// One time format for the sidebar (extension host) and the dashboard (webview), following the
+// runtime's locale: 12- or 24-hour as the user's locale says, the same in both (#21 item 12).
+const clockFormat = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' });
+const dateTimeFormat = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' });
+
+/** The time of day of an ISO timestamp ("7:41:05 PM" in en-US, "19:41:05" in de); the input as it is if it is no date. */
+export function formatClock(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : clockFormat.format(d);
+}
+
+/** Date and time of an ISO timestamp, in the same locale as formatClock. */
+export function formatDateTime(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : dateTimeFormat.format(d);
+}

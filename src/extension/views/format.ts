@@ -3,15 +3,15 @@
 // backtick run they contain, never into Markdown or HTML as they are.
 import * as vscode from 'vscode';
 import type { HealthStatus, LogAction } from '../../shared/api';
-import { formatDuration as formatSharedDuration } from '../../shared/format';
+import { formatClock, formatDateTime, formatDuration as formatSharedDuration } from '../../shared/format';
 
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return 'never';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  const now = Date.now();
-  const sameDay = new Date(now).toDateString() === d.toDateString();
-  return sameDay ? d.toLocaleTimeString() : d.toLocaleString();
+  // The dashboard's helpers: one format in the sidebar and the dashboard (#21 item 12).
+  const sameDay = new Date().toDateString() === d.toDateString();
+  return sameDay ? formatClock(iso) : formatDateTime(iso);
 }
 
 export function formatAgo(iso: string | null | undefined, now = Date.now()): string {

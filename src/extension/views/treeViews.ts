@@ -52,6 +52,9 @@ export class EngineViews extends Disposable {
   private render(parts: ReadonlySet<ModelPart>): void {
     const m = this.model;
     if (parts.has('stats') || parts.has('health')) this.providers.stats.setRoots(statsNodes(m.stats, m.health, m.error));
+    // However the first item arrived (Add Item…, a file written by hand, a script), the
+    // walkthrough's step completes on it (#21 item 6).
+    if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasItems, m.stats.total > 0);
     if (parts.has('health')) {
       this.providers.health.setRoots(healthNodes(m.health, m.error));
       void vscode.commands.executeCommand('setContext', ContextKeys.engineState, m.health?.checks.engine ?? '');
