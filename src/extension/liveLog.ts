@@ -1,5 +1,5 @@
 // What the /events log stream does besides feeding the views: a LogOutputChannel mirroring the
-// engine's log, a notification when an item fails for good (item_failed) offering Retry and Show
+// engine's log, a notification when an item fails for good (item_failed, or dependency_failed) offering Retry and Show
 // Output, and a warning when a queue file's new definition of a running or launched item was
 // rejected (item_rejected naming a known item), offering to open the file.
 import * as vscode from 'vscode';
@@ -36,7 +36,8 @@ export class LiveLog extends Disposable {
       connection.onDidReceiveEvent((e) => {
         if (e.name !== 'log') return;
         this.mirror(e.data);
-        if (e.data.action === 'item_failed') this.queueNotification(e.data);
+        // An item failed for good: by its attempts, or without one by its dependency or a cycle.
+        if (e.data.action === 'item_failed' || (e.data.action === 'dependency_failed' && e.data.itemId)) this.queueNotification(e.data);
         if (e.data.action === 'item_rejected' && e.data.itemId) this.warnRejectedDefinition(e.data);
       }),
     );

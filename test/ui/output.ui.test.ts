@@ -141,4 +141,22 @@ describe('Show Output, failure and rejection notifications (code-server)', funct
       return rows.some((r) => r.includes('broken')) && rows.some((r) => /attempt 1 failed/.test(r));
     }, 20_000);
   });
+
+  it('an item its dependency fails (no attempt) counts in the failure notification', async () => {
+    const page = wb.page;
+    await runCommand(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+    writeFileSync(
+      path.join(folder, '.engine', 'queue', 'chain.json'),
+      JSON.stringify([
+        { id: 'parent', name: 'Parent', command: node, args: ['-e', 'process.exit(5)'], maxAttempts: 1 },
+        { id: 'child', name: 'Child', command: node, args: ['-e', '0'], dependsOn: ['parent'] },
+      ]),
+    );
+    // Both fail for good in the same moment: one notification for the two.
+    const toast = notification(page, /2 items failed for good/);
+    await toast.waitFor({ timeout: 30_000 });
+    const child = await getJson<ItemDetail>(`${baseUrl}/items/child`);
+    assert.equal(child.error, 'dependency failed: parent');
+    console.log(`      screenshot: ${await screenshot(page, 'dependency-failed-notification')}`);
+  });
 });
