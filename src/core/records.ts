@@ -111,18 +111,21 @@ export function readStoredState(store: Store): StoredState {
   };
 }
 
+/** An `attempts` row as stored (the columns the reads use). */
+interface AttemptRow {
+  item_id: string;
+  attempt: number;
+  started_at: number;
+  finished_at: number | null;
+  outcome: LaunchOutcome;
+  exit_code: number | null;
+  signal: string | null;
+  error: string | null;
+  output_bytes: number | null;
+}
+
 function readLastLaunch(store: Store): LaunchRecord | null {
-  const last = store.get<{
-    item_id: string;
-    attempt: number;
-    started_at: number;
-    finished_at: number | null;
-    outcome: LaunchOutcome;
-    exit_code: number | null;
-    signal: string | null;
-    error: string | null;
-    name: string;
-  }>('SELECT a.*, i.name FROM attempts a JOIN items i ON i.id = a.item_id ORDER BY a.id DESC LIMIT 1');
+  const last = store.get<AttemptRow & { name: string }>('SELECT a.*, i.name FROM attempts a JOIN items i ON i.id = a.item_id ORDER BY a.id DESC LIMIT 1');
   if (!last) return null;
   // An attempt is finished (with an outcome) exactly when it has a finish time.
   const end: LaunchEnd | null =
@@ -241,16 +244,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   const row = readItem(store, itemId);
   if (!row) return undefined;
   const def = JSON.parse(row.definition) as ItemDefinition;
-  const attempts = store.all<{
-    attempt: number;
-    started_at: number;
-    finished_at: number | null;
-    outcome: LaunchOutcome;
-    exit_code: number | null;
-    signal: string | null;
-    error: string | null;
-    output_bytes: number | null;
-  }>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
+  const attempts = store.all<Omit<AttemptRow, 'item_id'>>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
   return {
     item: {
       id: def.id,

@@ -112,6 +112,15 @@ async function pickItemFor(c: Container, kind: ControlKind): Promise<string | un
   qp.matchOnDescription = true;
   qp.matchOnDetail = true;
   qp.items = items.map(itemPick);
+  const chosen = await runItemPick(c, qp);
+  return chosen?.id;
+}
+
+/**
+ * Shows `qp` and resolves with the item accepted, or undefined when it is hidden; disposes it. While
+ * it is open it is `c.itemPick`, so tests can see and drive it.
+ */
+async function runItemPick(c: Container, qp: vscode.QuickPick<ItemPick>, onShown?: () => void): Promise<ItemSummary | undefined> {
   const chosen = await new Promise<ItemSummary | undefined>((resolve) => {
     qp.onDidAccept(() => {
       resolve(qp.selectedItems[0]?.item);
@@ -120,10 +129,11 @@ async function pickItemFor(c: Container, kind: ControlKind): Promise<string | un
     qp.onDidHide(() => resolve(undefined));
     c.itemPick = qp;
     qp.show();
+    onShown?.();
   });
   qp.dispose();
   if (c.itemPick === qp) c.itemPick = undefined;
-  return chosen?.id;
+  return chosen;
 }
 
 /**
@@ -159,23 +169,12 @@ export async function findItem(c: Container, placeholder = 'Find an item by id, 
       if (mine === asked) qp.busy = false;
     }
   };
-  const chosen = await new Promise<ItemSummary | undefined>((resolve) => {
-    qp.onDidChangeValue((value) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => void search(value), FIND_DEBOUNCE_MS);
-    });
-    qp.onDidAccept(() => {
-      resolve(qp.selectedItems[0]?.item);
-      qp.hide();
-    });
-    qp.onDidHide(() => resolve(undefined));
-    c.itemPick = qp;
-    qp.show();
-    void search('');
+  qp.onDidChangeValue((value) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void search(value), FIND_DEBOUNCE_MS);
   });
+  const chosen = await runItemPick(c, qp, () => void search(''));
   clearTimeout(timer);
-  qp.dispose();
-  if (c.itemPick === qp) c.itemPick = undefined;
   if (!chosen || !open) return chosen ? { itemId: chosen.id } : undefined;
   if (chosen.attempts > 0) {
     await showOutput(c, chosen.id);

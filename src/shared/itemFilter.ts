@@ -3,7 +3,7 @@
 // query strings with the same code.
 import { ITEM_STATES, type ItemOutcome, type ItemState } from './api';
 import { MAX_Q_LENGTH, MAX_Q_WORDS, searchWords } from './logFilter';
-import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerParam, oneOf, parseParams, single } from './queryParams';
+import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerParam, manyOf, oneOf, parseParams, single } from './queryParams';
 
 export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'limit', 'offset'] as const;
 export const MAX_OFFSET = 1_000_000_000;
@@ -71,21 +71,8 @@ export function parseItemsQueryString(queryString: string): ItemsRequest {
   const filter: ItemFilter = {};
   const outcome = oneOf(params, 'outcome', OUTCOMES);
   if (outcome) filter.outcome = outcome;
-  const stateValues = params.get('state');
-  if (stateValues) {
-    const states = new Set<ItemState>();
-    for (const value of stateValues) {
-      for (const piece of value.split(',')) {
-        if (!(ITEM_STATES as readonly string[]).includes(piece)) {
-          throw new InvalidParameterError(
-            `Parameter state has an unknown state ${JSON.stringify(piece)}; allowed (comma-separated or repeated): ${ITEM_STATES.join(', ')}.`,
-          );
-        }
-        states.add(piece as ItemState);
-      }
-    }
-    filter.states = [...states];
-  }
+  const states = manyOf(params, 'state', ITEM_STATES, 'state');
+  if (states) filter.states = states;
   const q = single(params, 'q');
   if (q !== undefined) {
     if (codePoints(q) > MAX_Q_LENGTH) throw new InvalidParameterError(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);

@@ -9,6 +9,7 @@ import {
   MAX_LIMIT,
   dateTimeParam,
   integerParam,
+  manyOf,
   oneOf,
   parseParams,
   single,
@@ -136,21 +137,8 @@ export function parseLogsQueryString(queryString: string): LogsRequest {
   const params = parseParams(queryString, LOGS_PARAMS);
   const filter: LogFilter = {};
 
-  const actionValues = params.get('action');
-  if (actionValues) {
-    const actions = new Set<LogAction>();
-    for (const value of actionValues) {
-      for (const piece of value.split(',')) {
-        if (!(LOG_ACTIONS as readonly string[]).includes(piece)) {
-          throw new InvalidParameterError(
-            `Parameter action has an unknown action ${JSON.stringify(piece)}; allowed (comma-separated or repeated): ${LOG_ACTIONS.join(', ')}.`,
-          );
-        }
-        actions.add(piece as LogAction);
-      }
-    }
-    filter.actions = [...actions];
-  }
+  const actions = manyOf(params, 'action', LOG_ACTIONS, 'action');
+  if (actions) filter.actions = actions;
 
   const level = oneOf(params, 'level', LOG_LEVELS);
   if (level) filter.level = level;

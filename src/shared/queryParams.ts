@@ -69,6 +69,28 @@ export function oneOf<T extends string>(params: RawParams, name: string, allowed
   return text as T;
 }
 
+/**
+ * A parameter that takes several of `allowed`, comma-separated or repeated (`action` on /logs,
+ * `state` on /items); each value once, in order of first appearance. `noun` names one value in
+ * the error. Undefined when the parameter is absent.
+ */
+export function manyOf<T extends string>(params: RawParams, name: string, allowed: readonly T[], noun: string): T[] | undefined {
+  const values = params.get(name);
+  if (!values) return undefined;
+  const chosen = new Set<T>();
+  for (const value of values) {
+    for (const piece of value.split(',')) {
+      if (!(allowed as readonly string[]).includes(piece)) {
+        throw new InvalidParameterError(
+          `Parameter ${name} has an unknown ${noun} ${JSON.stringify(piece)}; allowed (comma-separated or repeated): ${allowed.join(', ')}.`,
+        );
+      }
+      chosen.add(piece as T);
+    }
+  }
+  return [...chosen];
+}
+
 const ISO_DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 
