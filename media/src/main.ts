@@ -6,6 +6,7 @@ import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type Da
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
 import { AttentionView } from './attention';
+import { UpcomingView } from './upcoming';
 import { ItemDetailView } from './itemDetail';
 import { LogTable } from './logTable';
 import { OverviewView, refreshTimes } from './overview';
@@ -63,6 +64,7 @@ const logs = new LogTable(
   (itemId) => void detail.open(itemId),
 );
 const attention = new AttentionView((itemId) => void detail.open(itemId));
+const upcoming = new UpcomingView();
 const detail = new ItemDetailView(
   (itemId) => {
     state.detailItemId = itemId;
@@ -92,6 +94,7 @@ replaceChildren(
   ),
   overview.details,
   attention.element,
+  upcoming.element,
   detail.element,
   logs.element,
 );
@@ -144,6 +147,7 @@ function applyConnection(c: ConnectionInfo, initial: boolean): void {
     banner.hidden = false;
     overview.clear();
     attention.clear();
+    upcoming.clear();
     logs.showUnavailable('Engine not reachable.');
     if (!initial || wasConnected) announce('Engine not reachable.');
   }
@@ -185,6 +189,7 @@ async function refreshOverview(): Promise<void> {
     overview.setHealth(o.health);
     overview.setStats(o.status.stats);
     attention.set(await query('attention', {}));
+    upcoming.set(await query('upcoming', {}));
     engineState = o.health.checks.engine;
     updateButtons();
     if (statusLine.classList.contains('error-text')) announce('');

@@ -38,6 +38,7 @@ export const Views = {
   status: 'engineMonitor.status',
   logs: 'engineMonitor.logs',
   items: 'engineMonitor.items',
+  schedules: 'engineMonitor.schedules',
 } as const;
 
 /** Context keys used in package.json `when` clauses. */

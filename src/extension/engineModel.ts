@@ -1,14 +1,16 @@
 // EngineModel: the snapshot the tree views and the status bar render (stats, health, status and
-// items), kept up to date from /events with coalesced HTTP refreshes. Views never fetch; they map
+// items, schedules), kept up to date from /events with coalesced HTTP refreshes. Views never fetch; they map
 // this model to TreeItems. When the engine is not connected the model holds nothing, so no view
 // can show stale numbers.
 import * as vscode from 'vscode';
-import type { HealthResponse, ItemState, ItemSummary, StatsOverview, StatusResponse } from '../shared/api';
+import type { HealthResponse, ItemState, ItemSummary, ScheduleSummary, StatsOverview, StatusResponse } from '../shared/api';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { Throttled } from './throttle';
 
-export type ModelPart = 'stats' | 'health' | 'status' | 'items';
+export type ModelPart = 'stats' | 'health' | 'status' | 'items' | 'schedules';
+/** The parts fetched only while a view shows them. */
+export type WatchedPart = 'status' | 'items' | 'schedules';
 /**
  * The Items view's groups, in the order it shows them: what is happening now first, then what
  * will happen, what waits on the user or on other items, what needs attention, and what is done.
@@ -38,6 +40,8 @@ export class EngineModel extends Disposable {
   health: HealthResponse | undefined;
   status: StatusResponse | undefined;
   items: ItemsSnapshot | undefined;
+  /** GET /schedules (section 9): one row per schedule template; empty from an engine without schedules. */
+  schedules: ScheduleSummary[] | undefined;
   /** The last refresh error while connected (e.g. 401), shown by the views. */
   error: string | undefined;
 
@@ -65,6 +69,7 @@ export class EngineModel extends Disposable {
       health: this._register(new Throttled(() => this.load('health'), 250)),
       status: this._register(new Throttled(() => this.load('status'), 1000)),
       items: this._register(new Throttled(() => this.load('items'), 1000)),
+      schedules: this._register(new Throttled(() => this.load('schedules'), 1000)),
     };
     this._register(
       connection.onDidChangeConnection((connected) => {
@@ -82,6 +87,8 @@ export class EngineModel extends Disposable {
             // Counters moved: items changed outcome and /status's numbers are stale.
             this.refreshers.status.trigger();
             this.refreshers.items.trigger();
+            // An occurrence became an item or finished (last run), or a template was held or released.
+            this.refreshers.schedules.trigger();
             break;
           case 'health':
             this.health = e.data;
@@ -94,6 +101,8 @@ export class EngineModel extends Disposable {
               this.refreshers.status.trigger();
             } else if (e.data.itemId) {
               this.refreshers.items.trigger();
+              // Hold/release of a template logs under the template's id; a new template is scanned.
+              this.refreshers.schedules.trigger();
             }
             break;
         }
@@ -112,7 +121,7 @@ export class EngineModel extends Disposable {
   }
 
   /** A view became visible (refresh its part now) or hidden (stop refreshing it). */
-  setWatched(part: 'status' | 'items', watched: boolean): void {
+  setWatched(part: WatchedPart, watched: boolean): void {
     if (watched === this.watched.has(part)) return;
     if (watched) {
       this.watched.add(part);
@@ -128,9 +137,9 @@ export class EngineModel extends Disposable {
   }
 
   private clear(): void {
-    this.stats = this.health = this.status = this.items = undefined;
+    this.stats = this.health = this.status = this.items = this.schedules = undefined;
     this.error = undefined;
-    this.fire('stats', 'health', 'status', 'items');
+    this.fire('stats', 'health', 'status', 'items', 'schedules');
   }
 
   private fire(...parts: ModelPart[]): void {
@@ -153,6 +162,9 @@ export class EngineModel extends Disposable {
         case 'items':
           this.items = await this.loadItems();
           break;
+        case 'schedules':
+          this.schedules = await this.loadSchedules();
+          break;
       }
       if (!this.connection.connected) return this.clear();
       this.error = undefined;
@@ -161,6 +173,19 @@ export class EngineModel extends Disposable {
       if (!this.connection.connected) return;
       this.error = err instanceof Error ? err.message : String(err);
       this.fire(part);
+    }
+  }
+
+  /**
+   * An engine from before section 9 (a remote one not yet upgraded) answers 404 for /schedules:
+   * it has no schedules, which the view shows as its empty message rather than as an error.
+   */
+  private async loadSchedules(): Promise<ScheduleSummary[]> {
+    try {
+      return await this.connection.get<ScheduleSummary[]>('/schedules');
+    } catch (err) {
+      if (/HTTP 404\b/.test(String(err))) return [];
+      throw err;
     }
   }
 

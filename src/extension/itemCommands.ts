@@ -14,7 +14,11 @@ export interface OutputTarget {
   attempt?: number;
 }
 
-/** An item command's argument: a tree node, an ItemSummary, `{ itemId, attempt }`, or an item id. */
+/**
+ * An item command's argument: a tree node, an ItemSummary, `{ itemId, attempt }`, or an item id.
+ * A Schedules view node gives its template's id: Hold and Release on a template disable and
+ * enable it (section 9).
+ */
 export function targetOf(arg: unknown): OutputTarget | undefined {
   if (typeof arg === 'string') return arg ? { itemId: arg } : undefined;
   if (!arg || typeof arg !== 'object') return undefined;
@@ -22,6 +26,7 @@ export function targetOf(arg: unknown): OutputTarget | undefined {
   if (typeof a.itemId === 'string') return { itemId: a.itemId, attempt: typeof a.attempt === 'number' ? a.attempt : undefined };
   if (a.item) return { itemId: a.item.id };
   if (a.entry?.itemId) return { itemId: a.entry.itemId };
+  if (a.schedule) return { itemId: a.schedule.id };
   if (typeof a.id === 'string' && 'outcome' in a) return { itemId: a.id };
   return undefined;
 }

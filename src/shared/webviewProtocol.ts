@@ -43,10 +43,21 @@ export interface QueryMap {
   timeline: { params: { since: IsoTime }; result: LaunchTimeline };
   /** The items that need a look: running now, and failed for good (the newest first). */
   attention: { params: Record<string, never>; result: AttentionItems };
+  /** The next occurrences of the enabled schedule templates, soonest first (`GET /schedules`). */
+  upcoming: { params: Record<string, never>; result: UpcomingRun[] };
   /** `GET /items/{id}`: the definition and every attempt, for the item detail panel. */
   item: { params: { id: string }; result: ItemDetail };
   /** The start and the end of an attempt's output (`GET /items/{id}/attempts/{n}/output`). */
   output: { params: { id: string; attempt: number; stream: OutputStream }; result: OutputExcerpt };
+}
+
+/** One schedule template's next occurrence, for the dashboard's Upcoming list. */
+export interface UpcomingRun {
+  /** The template's id. */
+  id: string;
+  at: IsoTime;
+  schedule: string;
+  timezone: string;
 }
 
 export interface AttentionItems {
@@ -140,6 +151,7 @@ export function isWebviewToHost(value: unknown): value is WebviewToHost {
         case 'logs':
         case 'timeline':
         case 'attention':
+        case 'upcoming':
           return true;
         case 'item':
           return isItemId((m.params as { id?: unknown }).id);

@@ -23,6 +23,7 @@ export async function run(): Promise<void> {
     require('./sse.test');
     require('./activation.test');
     require('./views.test');
+    require('./schedules.test');
     require('./commands.test');
     require('./settings.test');
     require('./resilience.test');

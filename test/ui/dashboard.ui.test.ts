@@ -30,6 +30,9 @@ function makeWorkspace(): string {
     { id: 'ok-3', name: 'Third success', command: node, args: ['-e', 'setTimeout(() => {}, 200)'] },
     { id: 'fails', name: 'Always exits 3', command: node, args: ['-e', 'process.exit(3)'], maxAttempts: 2 },
     { id: 'hostile', name: HOSTILE_NAME, command: node, args: ['-e', 'process.exit(0)'] },
+    // A schedule template for the Upcoming list; 29 February, so no occurrence fires during a run
+    // and changes the totals (a template itself is not counted).
+    { id: 'leap-day', command: node, args: ['-e', '0'], schedule: { cron: '0 2 29 2 *', timezone: 'Europe/Berlin' } },
   ];
   writeFileSync(path.join(queue, 'items.jsonl'), items.map((i) => JSON.stringify(i)).join('\n') + '\n');
   return dir;
@@ -161,6 +164,12 @@ describe('Show Engine Status dashboard (code-server)', function () {
     const health = await getJson<{ status: string }>(`${baseUrl}/health`);
     assert.equal(await frame.locator('[data-health]').getAttribute('data-health'), health.status);
     assert.match((await frame.locator('section[aria-labelledby="last-launch-title"]').textContent()) ?? '', /Outcome/);
+    // Upcoming lists the template's next occurrence from GET /schedules.
+    const upcoming = await waitUntil('the Upcoming list', async () => {
+      const text = (await frame.locator('section.upcoming li[data-schedule-id="leap-day"]').textContent().catch(() => null)) ?? '';
+      return text.includes('0 2 29 2 * (Europe/Berlin)') && text;
+    });
+    assert.match(upcoming, /^leap-dayin \d+ d \d+ h0 2 29 2 \* \(Europe\/Berlin\)$/);
     // The chart counted the attempts of the last hour.
     const started = Number(await frame.locator('.chart-summary').getAttribute('data-started'));
     assert.equal(started, stats.totalLaunches);

@@ -1,6 +1,6 @@
 // package.json's welcome views: VS Code takes one view per entry, so the seven states shown while
 // no engine is connected (no queue folder, not running, starting, connecting, remote refused,
-// remote connecting, failed) are written out once per view, five times. Keeping the copies in the
+// remote connecting, failed) are written out once per view, six times. Keeping the copies in the
 // manifest keeps package.json the one checked-in source of what users see; this test keeps them
 // from drifting apart instead.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import manifest from '../../package.json';
 import { Views } from '../../src/extension/constants';
 
 const welcome = manifest.contributes.viewsWelcome as { view: string; contents: string; when: string }[];
-const VIEWS = [Views.stats, Views.health, Views.status, Views.logs, Views.items];
+const VIEWS = [Views.stats, Views.health, Views.status, Views.logs, Views.items, Views.schedules];
 /** The stats view is the first one seen, so its messages say more; the others are terse copies. */
 const [FULL, ...TERSE] = VIEWS;
 

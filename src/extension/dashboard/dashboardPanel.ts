@@ -13,7 +13,7 @@ import {
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
-import { readAttention, readItem, readLogPage, readOutput, readOverview, readTimeline } from './dashboardQueries';
+import { readAttention, readItem, readLogPage, readOutput, readOverview, readTimeline, readUpcoming } from './dashboardQueries';
 
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
@@ -106,6 +106,8 @@ export class DashboardPanel implements vscode.Disposable {
         return readTimeline(reader, q.params.since);
       case 'attention':
         return readAttention(reader);
+      case 'upcoming':
+        return readUpcoming(reader);
       case 'item':
         return readItem(reader, q.params.id);
       case 'output':

@@ -1,9 +1,9 @@
 // The dashboard's reads, answered over the engine's public HTTP API. No `vscode` here: these are
 // plain functions of an EngineConnection-like reader, so they can be unit-tested in Node.
-import type { HealthResponse, ItemDetail, ItemState, ItemSummary, LogEntry, StatusResponse } from '../../shared/api';
+import type { HealthResponse, ItemDetail, ItemState, ItemSummary, LogEntry, ScheduleSummary, StatusResponse } from '../../shared/api';
 import { logsPath, type LogFilter } from '../../shared/logFilter';
 import { MAX_LIMIT } from '../../shared/queryParams';
-import type { AttentionItems, LaunchTimeline, LogPageToken, LogTablePage, OutputExcerpt, OutputStream, Overview } from '../../shared/webviewProtocol';
+import type { AttentionItems, LaunchTimeline, LogPageToken, LogTablePage, OutputExcerpt, OutputStream, Overview, UpcomingRun } from '../../shared/webviewProtocol';
 import { healthStatus } from '../../shared/health';
 
 /** What the queries need of EngineConnection. */
@@ -170,6 +170,28 @@ function cutBytes(text: string, bytes: number): string {
   if (buf.length <= bytes) return text;
   // A multi-byte character cut in two decodes as U+FFFD at the end: drop it.
   return buf.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+}
+
+/** Occurrences the dashboard's Upcoming list shows. */
+export const UPCOMING_LIMIT = 5;
+
+/**
+ * The next occurrence of each enabled schedule template, soonest first, the first five. A held
+ * (disabled) template has no next run. An engine from before section 9 answers 404: no schedules.
+ */
+export async function readUpcoming(reader: DashboardReader): Promise<UpcomingRun[]> {
+  let schedules: ScheduleSummary[];
+  try {
+    schedules = await reader.get<ScheduleSummary[]>('/schedules');
+  } catch (err) {
+    if (/HTTP 404\b/.test(String(err))) return [];
+    throw err;
+  }
+  return schedules
+    .filter((s): s is ScheduleSummary & { nextRunAt: string } => s.enabled && s.nextRunAt !== null)
+    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : 1))
+    .slice(0, UPCOMING_LIMIT)
+    .map((s) => ({ id: s.id, at: s.nextRunAt, schedule: s.schedule, timezone: s.timezone }));
 }
 
 /** Items the dashboard lists per state. */

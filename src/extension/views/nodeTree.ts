@@ -2,7 +2,7 @@
 // functions in the *Nodes.ts files) and this provider maps them to TreeItems. getChildren never
 // fetches and never calls UI; it returns what the last model change produced.
 import * as vscode from 'vscode';
-import type { ItemSummary, LogEntry } from '../../shared/api';
+import type { ItemSummary, LogEntry, ScheduleSummary } from '../../shared/api';
 
 export interface TreeNode {
   /** Stable and unique within the view: expansion state and selection follow it. */
@@ -25,6 +25,8 @@ export interface TreeNode {
   item?: ItemSummary;
   /** The log entry a node stands for (Logs view). */
   entry?: LogEntry;
+  /** The schedule template a node stands for (Schedules view); Hold and Release take its id. */
+  schedule?: ScheduleSummary;
 }
 
 export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
@@ -104,7 +106,7 @@ function iconKey(icon: vscode.ThemeIcon | undefined): string {
 
 function tooltipKey(t: TreeNode['tooltip']): string {
   if (t === undefined || typeof t === 'string') return t ?? '';
-  // A lazy tooltip is built from the node's item or entry, which sameContent compares.
+  // A lazy tooltip is built from the node's item, entry or schedule, which sameContent compares.
   return typeof t === 'function' ? 'lazy' : t.value;
 }
 
@@ -118,6 +120,7 @@ function sameContent(a: TreeNode, b: TreeNode): boolean {
     tooltipKey(a.tooltip) === tooltipKey(b.tooltip) &&
     JSON.stringify(a.command) === JSON.stringify(b.command) &&
     JSON.stringify(a.item) === JSON.stringify(b.item) &&
+    JSON.stringify(a.schedule) === JSON.stringify(b.schedule) &&
     (a.entry === b.entry || JSON.stringify(a.entry) === JSON.stringify(b.entry))
   );
 }

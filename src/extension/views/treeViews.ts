@@ -1,4 +1,4 @@
-// The five tree views of the Engine Monitor container, wired to their models. Each model change
+// The six tree views of the Engine Monitor container, wired to their models. Each model change
 // rebuilds that view's nodes once; the node builders are pure, so tests read the same nodes the
 // user sees.
 import * as vscode from 'vscode';
@@ -11,10 +11,14 @@ import { healthNodes } from './healthNodes';
 import { hasRunningItems, itemNodes } from './itemNodes';
 import { logNodes } from './logNodes';
 import { NodeTreeProvider, type TreeNode } from './nodeTree';
+import { scheduleNodes } from './scheduleNodes';
 import { statsNodes } from './statsNodes';
 import { statusNodes } from './statusNodes';
 
-export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items';
+export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items' | 'schedules';
+
+/** The Schedules view is rendered again this often while visible, to move "next in …" on. */
+const SCHEDULE_TICK_MS = 10_000;
 
 export class EngineViews extends Disposable {
   readonly providers: Record<ViewName, NodeTreeProvider>;
@@ -22,6 +26,8 @@ export class EngineViews extends Disposable {
   private readonly logNodeCache = new Map<number, TreeNode>();
   /** Ticks once a second while an item runs and the Items view is visible: its elapsed time. */
   private elapsedTimer: NodeJS.Timeout | undefined;
+  /** Ticks while the Schedules view is visible and lists a schedule: its relative times. */
+  private scheduleTimer: NodeJS.Timeout | undefined;
   /** How many items the Failed group had, to expand it when its first item arrives. */
   private failedShown = 0;
 
@@ -31,21 +37,29 @@ export class EngineViews extends Disposable {
   ) {
     super();
     const make = () => this._register(new NodeTreeProvider());
-    this.providers = { stats: make(), health: make(), status: make(), logs: make(), items: make() };
+    this.providers = { stats: make(), health: make(), status: make(), logs: make(), items: make(), schedules: make() };
     const view = (name: ViewName, showCollapseAll = false) =>
       this._register(vscode.window.createTreeView(Views[name], { treeDataProvider: this.providers[name], showCollapseAll })) as vscode.TreeView<unknown>;
-    this.views = { stats: view('stats'), health: view('health'), status: view('status', true), logs: view('logs'), items: view('items', true) };
+    this.views = {
+      stats: view('stats'),
+      health: view('health'),
+      status: view('status', true),
+      logs: view('logs'),
+      items: view('items', true),
+      schedules: view('schedules'),
+    };
 
-    for (const part of ['status', 'items'] as const) {
+    for (const part of ['status', 'items', 'schedules'] as const) {
       const v = this.views[part];
       model.setWatched(part, v.visible);
       this._register(v.onDidChangeVisibility((e) => model.setWatched(part, e.visible)));
     }
     this._register(this.views.items.onDidChangeVisibility(() => this.updateElapsedTimer()));
-    this._register({ dispose: () => clearInterval(this.elapsedTimer) });
+    this._register(this.views.schedules.onDidChangeVisibility(() => this.updateScheduleTimer()));
+    this._register({ dispose: () => (clearInterval(this.elapsedTimer), clearInterval(this.scheduleTimer)) });
     this._register(model.onDidChange((parts) => this.render(parts)));
     this._register(logs.onDidChange(() => this.renderLogs()));
-    this.render(new Set(['stats', 'health', 'status', 'items']));
+    this.render(new Set(['stats', 'health', 'status', 'items', 'schedules']));
     this.renderLogs();
   }
 
@@ -67,6 +81,27 @@ export class EngineViews extends Disposable {
       this.views.items.description = m.items ? `${m.stats?.total ?? ''}`.trim() || undefined : undefined;
       this.revealFirstFailure(failed);
       this.updateElapsedTimer();
+    }
+    if (parts.has('schedules')) {
+      this.renderSchedules();
+      this.updateScheduleTimer();
+    }
+  }
+
+  private renderSchedules(): void {
+    this.providers.schedules.setRoots(scheduleNodes(this.model.schedules, this.model.error));
+  }
+
+  /**
+   * "next in 4 min" moves on although nothing in the engine changed, so the view is rendered
+   * again every few seconds while visible; setRoots refreshes only the rows whose text changed.
+   */
+  private updateScheduleTimer(): void {
+    const tick = this.views.schedules.visible && (this.model.schedules?.length ?? 0) > 0;
+    if (tick && !this.scheduleTimer) this.scheduleTimer = setInterval(() => this.renderSchedules(), SCHEDULE_TICK_MS);
+    else if (!tick && this.scheduleTimer) {
+      clearInterval(this.scheduleTimer);
+      this.scheduleTimer = undefined;
     }
   }
 
