@@ -180,6 +180,8 @@ export class ItemDetailView {
     if (it.runAt) rows.push(['Run at', formatDateTime(it.runAt)]);
     if (it.schedule !== null && it.schedule !== undefined) rows.push(['Schedule', code(JSON.stringify(it.schedule))]);
     if (it.dependsOn.length) rows.push(['Depends on', code(it.dependsOn.join(', '))]);
+    // Why a blocked item waits: the dependencies not launched yet (or not known yet).
+    if (d.waitingFor?.length) rows.push(['Waits for', code(d.waitingFor.join(', '))]);
     if (it.priority) rows.push(['Priority', String(it.priority)]);
     rows.push(['Source', code(it.source)]);
     replaceChildren(this.definition, h('dl', { class: 'details' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));

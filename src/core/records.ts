@@ -265,6 +265,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
     outcome: row.outcome,
     state: itemState(row, now),
     error: row.outcome === 'failed' ? row.last_error : null,
+    ...(itemState(row, now) === 'blocked' ? { waitingFor: readWaitingFor(store, row.id) } : {}),
     attempts: attempts.map(
       (a): AttemptDetail => ({
         attempt: a.attempt,

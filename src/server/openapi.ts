@@ -449,6 +449,11 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             state: { type: 'string', enum: [...ITEM_STATES] },
             error: { type: ['string', 'null'], description: 'Why a failed item failed for good (e.g. `cancelled`, `exited with code 3`); null otherwise.' },
             attempts: { type: 'array', items: ref('AttemptDetail'), description: 'Every attempt, oldest first (those before a retry by hand included).' },
+            waitingFor: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Only on a blocked item (section 9): the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+            },
           },
         },
       },

@@ -221,6 +221,8 @@ export interface ItemDetail {
   /** Why a failed item failed for good (`cancelled`, `dependency failed: b`…); null otherwise. */
   error: string | null;
   attempts: AttemptDetail[];
+  /** Only on a blocked item (section 9): the ids it still waits for, as `/items` gives them. */
+  waitingFor?: string[];
 }
 
 export interface ErrorBody {

@@ -48,6 +48,8 @@ describe('dependencies and priority (section 9)', function () {
     await waitFor('a to start', () => startsIn(starts).length === 1);
     assert.deepEqual(['a', 'b', 'c'].map((id) => engine!.itemDetail(id)!.state), ['running', 'blocked', 'blocked']);
     assert.deepEqual(engine.itemDetail('c')!.item.dependsOn, ['b']);
+    assert.deepEqual(engine.itemDetail('c')!.waitingFor, ['b'], 'GET /items/{id} says what a blocked item waits for');
+    assert.equal(engine.itemDetail('a')!.waitingFor, undefined, 'only a blocked item has waitingFor');
     const blocked = engine.listItems({ filter: { states: ['blocked'] }, limit: 10, offset: 0 });
     assert.deepEqual([blocked.items.map((i) => [i.id, i.waitingFor]), blocked.total], [[['c', ['b']], ['b', ['a']]], 2]);
     assert.equal(engine.listItems({ filter: { states: ['running'] }, limit: 10, offset: 0 }).items[0].waitingFor, undefined, 'only blocked items say what they wait for');
