@@ -145,18 +145,20 @@ export class QueueDiagnostics extends Disposable {
   /** Sets the file's diagnostics from what is known now, ranges read from the file as it is. */
   private async render(file: string): Promise<void> {
     const uri = await queueFileUri(file);
-    const entries = this.rejections.get(file);
     if (!uri) return;
-    if (!entries || entries.size === 0) {
-      this.rejections.delete(file);
-      this.collection.delete(uri);
-      return;
-    }
     let text = '';
     try {
       text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
     } catch {
       // Gone between the event and now: its delete event clears it.
+    }
+    // Looked up after the reads: a rejection, acceptance or deletion may have come meanwhile, and
+    // whichever render ends last must show the state as it is then.
+    const entries = this.rejections.get(file);
+    if (!entries || entries.size === 0) {
+      this.rejections.delete(file);
+      this.collection.delete(uri);
+      return;
     }
     const positions = lineStarts(text);
     const diagnostics = [...entries.values()].map((r) => {
@@ -166,8 +168,6 @@ export class QueueDiagnostics extends Disposable {
       d.code = 'item_rejected';
       return d;
     });
-    // The rejections may have changed while the file was read: render again if so is not needed,
-    // since every change calls render itself; the last call wins.
     this.collection.set(uri, diagnostics);
   }
 

@@ -5,6 +5,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { QueueDiagnostics } from '../../src/extension/diagnostics';
 import { getApi, itemDetail, waitFor, waitForEngine } from './helpers';
 
 describe('Queue-file diagnostics', function () {
@@ -48,5 +49,38 @@ describe('Queue-file diagnostics', function () {
     await waitFor('diag-second to be accepted', async () => (await itemDetail('diag-second')).item?.id === 'diag-second');
     assert.deepEqual(vscode.languages.getDiagnostics(uri), [], 'the accepted file stays clean');
     await fs.rm(file);
+  });
+
+  it('points at the field a .jsonl line was rejected for, and a window reload reads the rejection back from /logs', async () => {
+    const api = await getApi();
+    await waitForEngine(api);
+    const file = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue', 'diag-cwd.jsonl');
+    const uri = vscode.Uri.file(file);
+    const text = '{"id":"diag-inside","command":"node","runAt":"2099-01-01T00:00:00.000Z"}\n\n{"id":"diag-outside","command":"node","cwd":"../..","runAt":"2099-01-01T00:00:00.000Z"}\n';
+    await fs.writeFile(file, text);
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const [live] = await waitFor('a diagnostic on diag-cwd.jsonl', () => {
+      const d = vscode.languages.getDiagnostics(uri);
+      return d.length > 0 && d;
+    });
+    const expected = { line: 2, start: text.split('\n')[2].indexOf('"cwd"') };
+    assert.match(live.message, /cwd "\.\.\/\.\." resolves outside the workspace folder/);
+    assert.deepEqual({ line: live.range.start.line, start: live.range.start.character }, expected);
+
+    // What a reload does: a new instance, connected already, knows only what /logs says.
+    const reloaded = new QueueDiagnostics(api._testing.client);
+    try {
+      const [read] = await waitFor('the reloaded diagnostics to read the rejection back', () => {
+        const d = reloaded.collection.get(uri);
+        return d && d.length > 0 && d;
+      });
+      assert.equal(read.source, 'Engine Monitor');
+      assert.equal(read.message, live.message);
+      assert.deepEqual({ line: read.range.start.line, start: read.range.start.character }, expected);
+    } finally {
+      reloaded.dispose();
+    }
+    await fs.rm(file);
+    await waitFor('the deleted file\'s diagnostic to clear', () => vscode.languages.getDiagnostics(uri).length === 0);
   });
 });
