@@ -162,7 +162,7 @@ export class ItemIngestion {
   private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: SourceStatus): void {
     for (const entry of entries) {
       if (!entry.result.ok) {
-        this.reject(file.relPath, entry.index, entry.result.reason);
+        this.reject(file.relPath, entry.index, entry.result.reason, null, entry.result.field);
         continue;
       }
       const item = entry.result.item;
@@ -215,11 +215,11 @@ export class ItemIngestion {
     template: { def_hash: string; source: string; definition: string } | undefined,
   ): void {
     if (!item.schedule) {
-      this.reject(file.relPath, entry, `id "${item.id}" is a schedule template (from ${template!.source}); give the item another id, or add "schedule"`, item.id);
+      this.reject(file.relPath, entry, `id "${item.id}" is a schedule template (from ${template!.source}); give the item another id, or add "schedule"`, item.id, 'id');
       return;
     }
     if (!template && this.store.get('SELECT 1 AS x FROM items WHERE id = ?', [item.id])) {
-      this.reject(file.relPath, entry, `id "${item.id}" is already an item; a scheduled item needs an id of its own`, item.id);
+      this.reject(file.relPath, entry, `id "${item.id}" is already an item; a scheduled item needs an id of its own`, item.id, 'id');
       return;
     }
     if (template?.def_hash === hash) return;
@@ -295,9 +295,10 @@ export class ItemIngestion {
     });
   }
 
-  private reject(file: string, entry: number | null, reason: string, itemId: string | null = null): void {
+  /** `field`: the entry's top-level field at fault, when the check knows it (the editor points there). */
+  private reject(file: string, entry: number | null, reason: string, itemId: string | null = null, field?: string): void {
     this.itemsRejected++;
     const where = entry === null ? file : `${file} entry ${entry}`;
-    this.hooks.log('item_rejected', 'warn', `rejected ${where}: ${reason}`, itemId, { file, entry, reason });
+    this.hooks.log('item_rejected', 'warn', `rejected ${where}: ${reason}`, itemId, field === undefined ? { file, entry, reason } : { file, entry, reason, field });
   }
 }

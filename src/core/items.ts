@@ -74,7 +74,11 @@ addFormats(ajv, ['date-time']);
 ajv.addSchema(itemFileSchema, 'item-file');
 const validateItem = ajv.getSchema('item-file#/definitions/item')!;
 
-export type ItemResult = { ok: true; item: ItemDefinition } | { ok: false; reason: string };
+/**
+ * A rejection names the entry's top-level field at fault when there is one (`field`), so an editor
+ * can point at that field rather than the whole entry.
+ */
+export type ItemResult = { ok: true; item: ItemDefinition } | { ok: false; reason: string; field?: string };
 
 /**
  * Validates one entry and resolves its defaults. `relPath` is the queue file's path relative to
@@ -91,34 +95,35 @@ export function parseItem(
     return { ok: false, reason: `an item must be a JSON object with at least "command"; got ${got}` };
   }
   if (!validateItem(entry)) {
-    return { ok: false, reason: describeSchemaErrors(validateItem.errors ?? []) };
+    const errors = validateItem.errors ?? [];
+    return withField({ ok: false, reason: describeSchemaErrors(errors) }, schemaErrorField(errors));
   }
   const input = entry as ItemInput;
   const id = input.id ?? deriveItemId(ctx.relPath, ctx.index);
   const cwd = path.resolve(ctx.workspaceFolder, input.cwd ?? '.');
   if (!isInside(ctx.workspaceFolder, cwd)) {
-    return { ok: false, reason: `cwd "${input.cwd}" resolves outside the workspace folder; use a path inside it` };
+    return { ok: false, reason: `cwd "${input.cwd}" resolves outside the workspace folder; use a path inside it`, field: 'cwd' };
   }
   let runAt: number | null = null;
   if (input.runAt !== undefined) {
     runAt = Date.parse(input.runAt);
-    if (Number.isNaN(runAt)) return { ok: false, reason: `runAt "${input.runAt}" is not a valid ISO 8601 date-time` };
+    if (Number.isNaN(runAt)) return { ok: false, reason: `runAt "${input.runAt}" is not a valid ISO 8601 date-time`, field: 'runAt' };
   }
   const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority'> = {};
   if (input.schedule !== undefined) {
-    if (input.runAt !== undefined) return { ok: false, reason: '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them' };
+    if (input.runAt !== undefined) return { ok: false, reason: '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them', field: 'schedule' };
     const cron = typeof input.schedule === 'string' ? input.schedule : input.schedule.cron;
     const timezone = (typeof input.schedule === 'string' ? undefined : input.schedule.timezone) ?? localTimeZone();
     const problem = scheduleProblem(cron, timezone);
-    if (problem) return { ok: false, reason: problem };
+    if (problem) return { ok: false, reason: problem, field: 'schedule' };
     extras.schedule = { cron: cron.trim().split(/\s+/).join(' '), timezone };
-    if (id.length > 110) return { ok: false, reason: `"id" of a scheduled item is at most 110 characters (its occurrences add "@<time>Z"); "${id.slice(0, 20)}…" has ${id.length}` };
+    if (id.length > 110) return { ok: false, reason: `"id" of a scheduled item is at most 110 characters (its occurrences add "@<time>Z"); "${id.slice(0, 20)}…" has ${id.length}`, field: 'id' };
   } else if (input.overlap !== undefined) {
-    return { ok: false, reason: '"overlap" applies to scheduled items only; add "schedule" or remove "overlap"' };
+    return { ok: false, reason: '"overlap" applies to scheduled items only; add "schedule" or remove "overlap"', field: 'overlap' };
   }
   if (input.overlap !== undefined) extras.overlap = input.overlap;
   if (input.dependsOn !== undefined && input.dependsOn.length > 0) {
-    if (input.dependsOn.includes(id)) return { ok: false, reason: `"dependsOn" names the item itself ("${id}"); an item cannot wait for its own launch` };
+    if (input.dependsOn.includes(id)) return { ok: false, reason: `"dependsOn" names the item itself ("${id}"); an item cannot wait for its own launch`, field: 'dependsOn' };
     extras.dependsOn = input.dependsOn;
   }
   if (input.priority !== undefined && input.priority !== 0) extras.priority = input.priority;
@@ -198,6 +203,23 @@ export function definitionHash(item: ItemDefinition): string {
 
 const SCHEDULE_SHAPE =
   '"schedule" must be a 5-field cron expression ("minute hour day-of-month month day-of-week", for example "0 2 * * *") or { "cron": "…", "timezone": "Europe/Berlin" }';
+
+/**
+ * The top-level field the schema errors are about: the unknown field itself, or the first segment
+ * of the path of the first error that has one. None for an error about the entry as a whole (a
+ * missing required field).
+ */
+function schemaErrorField(errors: ErrorObject[]): string | undefined {
+  for (const e of errors) {
+    if (e.keyword === 'additionalProperties' && !e.instancePath) return (e.params as { additionalProperty: string }).additionalProperty;
+    if (e.instancePath) return e.instancePath.slice(1).split('/')[0].replace(/~1/g, '/').replace(/~0/g, '~');
+  }
+  return undefined;
+}
+
+function withField(result: { ok: false; reason: string }, field: string | undefined): ItemResult {
+  return field === undefined ? result : { ...result, field };
+}
 
 function describeSchemaErrors(errors: ErrorObject[]): string {
   // Ajv reports every branch of if/then and oneOf; keep the messages a person can act on.

@@ -214,7 +214,7 @@ async function confineWorkingFolders(entries: QueueEntry[], workspaceFolder: str
     if (!real.has(cwd)) real.set(cwd, await fs.realpath(cwd).catch(() => null));
     const target = real.get(cwd);
     if (target && !isInside(realRoot, target)) {
-      entry.result = { ok: false, reason: `cwd "${path.relative(workspaceFolder, cwd)}" leads outside the workspace folder (to ${target}) through a link; use a real folder inside it` };
+      entry.result = { ok: false, reason: `cwd "${path.relative(workspaceFolder, cwd)}" leads outside the workspace folder (to ${target}) through a link; use a real folder inside it`, field: 'cwd' };
     }
   }
 }

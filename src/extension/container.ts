@@ -9,6 +9,7 @@ import { EngineClient } from './engineClient';
 import { EngineController } from './engineController';
 import { HostProcess } from './hostProcess';
 import { EngineModel } from './engineModel';
+import { QueueDiagnostics } from './diagnostics';
 import { LiveLog } from './liveLog';
 import { LogsModel } from './logsModel';
 import { OutputTerminals } from './output/outputTerminal';
@@ -28,6 +29,7 @@ export class Container extends Disposable {
   readonly views: EngineViews;
   readonly statusBar: EngineStatusBar;
   readonly outputTerminals: OutputTerminals;
+  readonly diagnostics: QueueDiagnostics;
   /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
   itemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
@@ -48,6 +50,7 @@ export class Container extends Disposable {
     this.statusBar = this._register(new EngineStatusBar(this.model, this.controller, this.queue, this.client));
     this.outputTerminals = this._register(new OutputTerminals(this.client));
     this._register(new LiveLog(this.client, this.output));
+    this.diagnostics = this._register(new QueueDiagnostics(this.client));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));

@@ -7,6 +7,7 @@ import type { LogEntry } from '../shared/api';
 import { Commands } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
+import { queueFileUri } from './diagnostics';
 import { escapeControls } from '../shared/format';
 
 /** Entries older than this are history replayed on reconnect, not news worth a notification. */
@@ -129,18 +130,4 @@ export class LiveLog extends Disposable {
 /** Entries older than NOTIFY_MAX_AGE_MS are history replayed on reconnect, not news. */
 function isRecent(e: LogEntry): boolean {
   return Date.now() - new Date(e.timestamp).getTime() <= NOTIFY_MAX_AGE_MS;
-}
-
-/** A queue file named as the engine names it (relative to its workspace folder), as a URI. */
-async function queueFileUri(relPath: string): Promise<vscode.Uri | undefined> {
-  for (const folder of vscode.workspace.workspaceFolders ?? []) {
-    const uri = vscode.Uri.joinPath(folder.uri, ...relPath.split('/'));
-    try {
-      await vscode.workspace.fs.stat(uri);
-      return uri;
-    } catch {
-      // not in this folder
-    }
-  }
-  return undefined;
 }

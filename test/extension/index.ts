@@ -31,6 +31,7 @@ export async function run(): Promise<void> {
     require('./walkthrough.test');
     require('./output.test');
     require('./control.test');
+    require('./diagnostics.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

@@ -74,6 +74,23 @@ describe('parseItem', () => {
     assert.match(rejected({ comand: 'echo' }), /missing required field "command"/);
   });
 
+  it('says which top-level field a rejection is about, for an editor to point at', () => {
+    const field = (entry: unknown) => {
+      const r = parse(entry);
+      assert.ok(!r.ok, `expected ${JSON.stringify(entry)} to be rejected`);
+      return r.field;
+    };
+    assert.equal(field({ comand: 'echo' }), 'comand');
+    assert.equal(field({ command: 42 }), 'command');
+    assert.equal(field({ command: 'x', env: { A: 1 } }), 'env');
+    assert.equal(field({ command: 'x', cwd: '../..' }), 'cwd');
+    assert.equal(field({ command: 'x', runAt: 'tomorrow-ish' }), 'runAt');
+    assert.equal(field({ command: 'x', schedule: '61 * * * *' }), 'schedule');
+    assert.equal(field({ command: 'x', id: 'a', dependsOn: ['a'] }), 'dependsOn');
+    // A missing field is about the entry as a whole.
+    assert.equal(field({ name: 'x' }), undefined);
+  });
+
   it('names the field of the wrong type or value', () => {
     const cases: [unknown, RegExp][] = [
       [{ command: 42 }, /^command must be string$/],
