@@ -5,12 +5,12 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Frame, FrameLocator, Page } from 'playwright-core';
 import type { LogEntry, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, findEndpointFile, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 /** An engine string that would run script if it ever reached the page as HTML. */
@@ -113,9 +113,7 @@ describe('Show Engine Status dashboard (code-server)', function () {
   const dialogs: string[] = [];
 
   before(async function () {
-    for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
-      if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
-    }
+    assertUiBuild();
     workspace = makeWorkspace();
     wb = await openWorkbench({
       folder: workspace,

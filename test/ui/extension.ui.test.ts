@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, filterLogsByAction, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 
@@ -167,23 +167,7 @@ describe('Engine Monitor container and status bar (code-server)', function () {
 
   it('filters the Logs view through "Filter Logs…" and shows the filter in its description', async function () {
     const page = wb.page;
-    const widget = page.locator('.quick-input-widget');
-    const input = widget.locator('.quick-input-box input');
-    await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-    await page.keyboard.press('F1');
-    await input.fill('>Engine Monitor: Filter Logs');
-    await widget.locator('.monaco-list-row', { hasText: 'Filter Logs' }).first().click();
-    // Step 1: actions (multi-select): tick launch_failed.
-    await widget.locator('.monaco-list-row', { hasText: 'item_discovered' }).first().waitFor();
-    await input.fill('launch_failed');
-    await widget.locator('.monaco-list-row', { hasText: 'launch_failed' }).first().click();
-    await page.keyboard.press('Enter');
-    // Step 2: minimum level: any.
-    await widget.locator('.monaco-list-row', { hasText: 'Any level' }).first().click();
-    // Step 3: text: none.
-    await widget.locator('.quick-input-title', { hasText: '3/3' }).waitFor();
-    await page.keyboard.press('Enter');
-    await widget.waitFor({ state: 'hidden' });
+    await filterLogsByAction(page, 'launch_failed');
 
     const logs = pane(page, 'Logs');
     await waitUntil('the filter in the Logs view description', async () =>

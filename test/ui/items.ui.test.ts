@@ -6,12 +6,12 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Frame, Locator, Page } from 'playwright-core';
 import type { ItemDetail, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const STDOUT_LINE = 'step 1 of 2: copied 12 files';
@@ -84,9 +84,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
   const dialogs: string[] = [];
 
   before(async function () {
-    for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
-      if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
-    }
+    assertUiBuild();
     workspace = makeWorkspace();
     wb = await openWorkbench({
       folder: workspace,

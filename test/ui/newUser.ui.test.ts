@@ -8,12 +8,12 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Frame, Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry } from '../../src/shared/api';
-import { REPO_ROOT, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
@@ -70,9 +70,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
   let baseUrl: string;
 
   before(async function () {
-    for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
-      if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
-    }
+    assertUiBuild();
     folder = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-newuser-ui-'));
     queue = path.join(folder, '.engine', 'queue');
     mkdirSync(queue, { recursive: true });
@@ -201,21 +199,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
 
   it('#21 item 12: after a reload the Logs view still says which filter it applies', async () => {
     const page = wb.page;
-    const widget = page.locator('.quick-input-widget');
-    const input = widget.locator('.quick-input-box input');
-    await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-    await page.keyboard.press('F1');
-    await input.fill('>Engine Monitor: Filter Logs');
-    await widget.locator('.monaco-list-row', { hasText: 'Filter Logs' }).first().click();
-    // Actions: item_discovered only; any level; no text.
-    await widget.locator('.monaco-list-row', { hasText: 'item_discovered' }).first().waitFor();
-    await input.fill('item_discovered');
-    await widget.locator('.monaco-list-row', { hasText: 'item_discovered' }).first().click();
-    await page.keyboard.press('Enter');
-    await widget.locator('.monaco-list-row', { hasText: 'Any level' }).first().click();
-    await widget.locator('.quick-input-title', { hasText: '3/3' }).waitFor();
-    await page.keyboard.press('Enter');
-    await widget.waitFor({ state: 'hidden' });
+    await filterLogsByAction(page, 'item_discovered');
     const logs = pane(page, 'Logs');
     const header = logs.locator('.pane-header');
     await waitUntil('a filter in the Logs view description', async () => /Filter:/.test((await header.textContent()) ?? ''), 15_000);

@@ -690,3 +690,34 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/** Fails at once, saying what to run, when the bundles a UI test loads have not been built. */
+export function assertUiBuild(): void {
+  for (const f of ['dist/extension.js', 'dist/cli.js', 'dist/webview.js']) {
+    if (!existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
+  }
+}
+
+/**
+ * Sets the Logs view's filter to one action, any level, no text, through Engine Monitor: Filter
+ * Logs as a user does (its three-step quick pick), and waits for the pick to close.
+ */
+export async function filterLogsByAction(page: Page, action: string): Promise<void> {
+  const widget = page.locator('.quick-input-widget');
+  const input = widget.locator('.quick-input-box input');
+  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+  await page.keyboard.press('F1');
+  await input.fill('>Engine Monitor: Filter Logs');
+  await widget.locator('.monaco-list-row', { hasText: 'Filter Logs' }).first().click();
+  // Step 1: actions (multi-select): tick this one.
+  await widget.locator('.monaco-list-row', { hasText: 'item_discovered' }).first().waitFor();
+  await input.fill(action);
+  await widget.locator('.monaco-list-row', { hasText: action }).first().click();
+  await page.keyboard.press('Enter');
+  // Step 2: minimum level: any.
+  await widget.locator('.monaco-list-row', { hasText: 'Any level' }).first().click();
+  // Step 3: text: none.
+  await widget.locator('.quick-input-title', { hasText: '3/3' }).waitFor();
+  await page.keyboard.press('Enter');
+  await widget.waitFor({ state: 'hidden' });
+}
