@@ -126,6 +126,9 @@ async function pickItemFor(c: Container, kind: ControlKind): Promise<string | un
  * it is open it is `c.itemPick`, so tests can see and drive it.
  */
 async function runItemPick(c: Container, qp: vscode.QuickPick<ItemPick>, onShown?: () => void): Promise<ItemSummary | undefined> {
+  // A terminal or panel that takes focus on its own (a Show Output terminal opening, a view
+  // revealing) would otherwise close the pick the user asked for: Escape still closes it.
+  qp.ignoreFocusOut = true;
   const chosen = await new Promise<ItemSummary | undefined>((resolve) => {
     qp.onDidAccept(() => {
       resolve(qp.selectedItems[0]?.item);

@@ -9,7 +9,16 @@ import { addItem, getApi, getJson, itemDetail, showViews, viewNodes, waitFor, wa
 /** Picks the first entry of the item quick pick a running command shows, and waits for the command. */
 async function acceptFirst(command: Thenable<unknown>): Promise<void> {
   const api = await getApi();
-  const qp = await waitFor('the item quick pick', () => (api._testing.itemPick?.items.length ?? 0) > 0 && api._testing.itemPick);
+  // A command that ends before its pick is seen would otherwise look like a pick that never came.
+  let ended: string | undefined;
+  void Promise.resolve(command).then(
+    (r) => (ended = `the command ended without a pick, returning ${JSON.stringify(r)}`),
+    (e: unknown) => (ended = `the command failed: ${e instanceof Error ? e.message : String(e)}`),
+  );
+  const qp = await waitFor('the item quick pick', () => {
+    if (ended !== undefined && !api._testing.itemPick) throw new Error(ended);
+    return (api._testing.itemPick?.items.length ?? 0) > 0 && api._testing.itemPick;
+  });
   qp.activeItems = [qp.items[0]];
   await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
   await command;
