@@ -7,9 +7,10 @@
 // killed at its timeout. Hook commands are spawned from the engine host's own process (not the
 // launch helper): a spawn forks this process, which costs a few milliseconds of its event loop,
 // acceptable for events that are rare by nature (an item failing for good, health changing).
+import { healthBody as healthBodyOf } from '../shared/health';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { EngineEvent, HealthSnapshot } from '../core/monitoredEngine';
-import { ENGINE_NAME, type HealthResponse, type HookEvent, type HookEventName, type ItemDetail, type LogEntry } from '../shared/api';
+import type { HealthResponse, HookEvent, HookEventName, ItemDetail, LogEntry } from '../shared/api';
 
 export interface HookOptions {
   /** Shell command line run when an item fails for good. */
@@ -90,13 +91,7 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
   let dropTimer: NodeJS.Timeout | undefined;
 
   const engineRef = { url, version: engine.version };
-  const healthBody = (snapshot: HealthSnapshot): HealthResponse => ({
-    status: snapshot.status,
-    engine: ENGINE_NAME,
-    version: engine.version,
-    timestamp: new Date().toISOString(),
-    checks: { database: snapshot.checks.database, engine: snapshot.checks.engine },
-  });
+  const healthBody = (snapshot: HealthSnapshot): HealthResponse => healthBodyOf(snapshot, engine.version);
   const keyOf = (h: HealthResponse) => `${h.status}/${h.checks.database}/${h.checks.engine}`;
   let health = healthBody(engine.health());
   let healthCheckQueued = false;

@@ -2,9 +2,10 @@
 // more. This file binds the server, sets its limits, answers malformed requests and closes it; the
 // routes are in routes.ts, mounted as the server's request handler with no Express application
 // around them (routes.ts says why).
+import { healthBody as healthBodyOf } from '../shared/health';
 import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { ENGINE_NAME, type HealthResponse } from '../shared/api';
+import type { HealthResponse } from '../shared/api';
 import { EventHub, DEFAULT_EVENT_HUB_OPTIONS, type EventHubOptions } from './events';
 import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
 import { buildOpenApiDocument } from './openapi';
@@ -72,13 +73,7 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = `http://${hostWithPort(urlHost, port)}`;
 
-  const healthBody = (snapshot: HealthSnapshot): HealthResponse => ({
-    status: snapshot.status,
-    engine: ENGINE_NAME,
-    version: engine.version,
-    timestamp: new Date().toISOString(),
-    checks: { database: snapshot.checks.database, engine: snapshot.checks.engine },
-  });
+  const healthBody = (snapshot: HealthSnapshot): HealthResponse => healthBodyOf(snapshot, engine.version);
   const hub = new EventHub(engine, healthBody, { ...DEFAULT_EVENT_HUB_OPTIONS, ...options.events });
   const metrics = createEngineMetrics(engine);
   const route = createRouter(engine, {

@@ -1,6 +1,6 @@
 // The health rule, in one place for the engine's /health and for the dashboard, which derives
 // health from /status when /health cannot be read (it answers 503 when unhealthy).
-import type { DatabaseCheck, EngineState, HealthStatus } from './api';
+import { ENGINE_NAME, type DatabaseCheck, type EngineState, type HealthResponse, type HealthStatus } from './api';
 
 export interface HealthChecks {
   database: DatabaseCheck;
@@ -15,4 +15,15 @@ export function healthStatus(checks: HealthChecks): HealthStatus {
   if (checks.database === 'error' || checks.engine === 'stalled') return 'unhealthy';
   if (checks.engine === 'stopped' || checks.engine === 'restricted') return 'degraded';
   return 'healthy';
+}
+
+/** The /health body for the engine's checks now: what GET /health answers and hooks receive. */
+export function healthBody(snapshot: { status: HealthStatus; checks: HealthChecks }, version: string): HealthResponse {
+  return {
+    status: snapshot.status,
+    engine: ENGINE_NAME,
+    version,
+    timestamp: new Date().toISOString(),
+    checks: { database: snapshot.checks.database, engine: snapshot.checks.engine },
+  };
 }

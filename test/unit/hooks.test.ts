@@ -18,16 +18,6 @@ const TOKEN = 'hooks-token-5e1a';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-/** waitFor for a probe that asks the engine over HTTP. */
-async function waitForAnswer<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A queue line for an item that runs `script` with /bin/sh, one attempt only. */
 function shItem(id: string, script: string, extra: Record<string, unknown> = {}): string {
@@ -249,7 +239,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     const down = await receiver([500]);
     const run = await start(['--notify-url', flaky.url, '--notify-url', down.url]);
     ws.enqueue('a.jsonl', `${shItem('doomed', 'exit 1')}\n`);
-    const [failure] = await waitForAnswer('the hook_failed entry', async () => {
+    const [failure] = await waitFor('the hook_failed entry', async () => {
       const got = await hookFailures(run);
       return got.length > 0 && got;
     }, 30_000);
@@ -275,7 +265,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     const calls = path.join(out, 'calls');
     const run = await start(['--on-item-failed', `echo called >> '${calls}'; echo "cannot reach the pager" >&2; exit 3`]);
     ws.enqueue('a.jsonl', `${shItem('doomed', 'exit 1')}\n`);
-    const [failure] = await waitForAnswer('the hook_failed entry', async () => {
+    const [failure] = await waitFor('the hook_failed entry', async () => {
       const got = await hookFailures(run);
       return got.length > 0 && got;
     });
@@ -299,7 +289,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     const pids = await waitFor('the hook to start', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim().split('\n').length === 2 && readFileSync(pidFile, 'utf8').trim().split('\n').map(Number));
     hookPids.push(...pids);
     assert.ok(pids.every(processAlive));
-    const [failure] = await waitForAnswer('the hook_failed entry', async () => {
+    const [failure] = await waitFor('the hook_failed entry', async () => {
       const got = await hookFailures(run);
       return got.length > 0 && got;
     });
@@ -318,7 +308,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
       const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ id: `${name}-${i}`, command: '/bin/true' })).join('\n');
       const t0 = performance.now();
       ws.enqueue(`${name}.jsonl`, `${lines}\n`);
-      await waitForAnswer(`batch ${name} to launch`, async () => (await launched()) === before + 20, 60_000);
+      await waitFor(`batch ${name} to launch`, async () => (await launched()) === before + 20, 60_000);
       return performance.now() - t0;
     };
     // A first batch warms the engine up (its first launches are slower), measured batches follow.
@@ -345,8 +335,8 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     const run = await start(['--concurrency', '16', '--hook-timeout', '600000', '--on-item-failed', `echo $$ >> '${pidFile}'; exec sleep 300`]);
     const n = MAX_CONCURRENT_HOOKS + MAX_QUEUED_HOOKS + 7;
     ws.enqueue('doomed.jsonl', `${Array.from({ length: n }, (_, i) => shItem(`doomed-${i}`, 'exit 1')).join('\n')}\n`);
-    await waitForAnswer('every item to fail', async () => (await getJson<StatsResponse>(`${run.url}/stats`)).overview.failed === n, 60_000);
-    const [dropped] = await waitForAnswer('the drop report', async () => {
+    await waitFor('every item to fail', async () => (await getJson<StatsResponse>(`${run.url}/stats`)).overview.failed === n, 60_000);
+    const [dropped] = await waitFor('the drop report', async () => {
       const got = await hookFailures(run);
       return got.length > 0 && got;
     });
