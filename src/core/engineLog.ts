@@ -12,10 +12,12 @@ export class EngineLog {
   constructor(
     private readonly store: Store,
     private readonly events: EngineEventBus,
+    /** On a store shared by a fleet, ids come from the database (unique and growing fleet-wide). */
+    private readonly allocateId?: () => number,
   ) {}
 
   write(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
-    const id = ++this.lastId;
+    const id = this.allocateId ? (this.lastId = this.allocateId()) : ++this.lastId;
     const ts = Date.now();
     this.store.mutate('log_insert', [id, ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)]);
     this.store.mutate('log_fts_insert', [id, message]);

@@ -167,9 +167,11 @@ export function readFailedItemIds(store: Store): string[] {
  * reads the first `limit` due ones without sorting, and items not due yet sit at the end of their
  * priority, so they are passed over only when a higher priority has none due.
  */
-export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
+export function readDueItems(store: Store, now: number, limit: number, claim = false): ItemRow[] {
+  // A fleet engine claims them (section 11): the rows another engine is claiming are skipped, not waited for.
   return store.all<ItemRow>(
-    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?",
+    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?" +
+      (claim ? ' FOR UPDATE SKIP LOCKED' : ''),
     [now, limit],
   );
 }
