@@ -246,7 +246,12 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   const row = readItem(store, itemId);
   if (!row) return undefined;
   const def = JSON.parse(row.definition) as ItemDefinition;
-  const attempts = store.all<Omit<AttemptRow, 'item_id'>>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
+  // A store shared by a fleet (section 11) also says which engine ran each attempt.
+  const fleet = (store as unknown as { fleet?: boolean }).fleet === true;
+  const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    [itemId],
+  );
   return {
     item: {
       id: def.id,
@@ -280,6 +285,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
         error: a.error,
         outputBytes: a.output_bytes,
         problems: [],
+        ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),
   };

@@ -229,6 +229,8 @@ export interface AttemptDetail {
    */
   outputBytes: number | null;
   problems: AttemptProblem[];
+  /** On a PostgreSQL store (section 11): the engine that ran it. */
+  engineId?: string | null;
 }
 
 /** `GET /items/{id}` (and the answer to every POST on an item). */

@@ -125,4 +125,40 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     const status = await getJson<StatusResponse>(`${es[0].url}/status`);
     assert.equal(status.fleet?.find((f) => f.engineId === victimId)?.state, 'lost', 'the dead engine is listed as lost');
   });
+
+  it('PostgreSQL restarted mid-run: /health unhealthy, then healthy again; launches resume and nothing is lost', async () => {
+    const { db, ws, es } = await fleet(2, ['--concurrency', '2']);
+    ws.enqueue('steady.json', Array.from({ length: 40 }, (_, i) => ({ id: `steady-${i}`, command: 'sleep', args: ['0.3'] })));
+    await waitFor('some items launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[0].url}/stats`)).overview.launched >= 5, 60_000);
+    pg!.stopServer();
+    try {
+      for (const e of es) {
+        const health = await waitFor('unhealthy while the database is down', async () => {
+          const res = await fetch(`${e.url}/health`);
+          const body = (await res.json()) as { status: string; checks: { database: string } };
+          return res.status === 503 ? body : undefined;
+        }, 30_000);
+        assert.equal(health.checks.database, 'error');
+        // The API keeps answering: /stats with the last counters it read, /status saying why.
+        assert.equal((await fetch(`${e.url}/stats`)).status, 200);
+        const status = await getJson<StatusResponse>(`${e.url}/status`);
+        assert.ok(status.database.lastError, 'the reason is shown');
+        assert.ok(!JSON.stringify(status).includes(PostgresServer.PASSWORD), 'no password in the error');
+      }
+    } finally {
+      pg!.startServer();
+    }
+    for (const e of es) await waitFor('healthy again', async () => (await fetch(`${e.url}/health`)).status === 200, 60_000);
+    await waitFor('every item launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[1].url}/stats`)).overview.launched === 40, 120_000);
+    assert.equal(sql(db, "SELECT count(*) FROM items WHERE outcome <> 'launched'"), '0');
+    assert.equal(sql(db, "SELECT count(*) FROM attempts WHERE outcome = 'running'"), '0', 'every attempt has its outcome');
+    const interrupted = Number(sql(db, "SELECT count(*) FROM attempts WHERE error LIKE 'interrupted%'"));
+    const duplicates = Number(sql(db, "SELECT count(*) - count(DISTINCT item_id) FROM attempts WHERE outcome = 'succeeded'"));
+    assert.ok(duplicates <= interrupted, `duplicates (${duplicates}) ≤ interruptions (${interrupted})`);
+    const logs = await allLogs(es[0].url);
+    assert.ok(logs.some((l) => l.action === 'database_recovered'), 'the recovery is logged');
+    const stats = (await getJson<{ overview: StatsOverview }>(`${es[0].url}/stats`)).overview;
+    assert.equal(stats.total, stats.launched + stats.pending + stats.failed);
+    assert.equal(stats.totalLaunches, stats.launched + stats.totalFailed, 'counters agree with the outcomes recorded');
+  });
 });
