@@ -7,7 +7,8 @@ import path from 'node:path';
 import { allLogs, getJson, processesMentioning, serve, type ServeProcess } from './support/cli';
 import { PostgresServer, startPostgresOrSkip } from './support/postgres';
 import { TempWorkspace, waitFor } from './support/workspace';
-import type { StatusResponse, StatsOverview } from '../../src/shared/api';
+import type { LogEntry, StatusResponse, StatsOverview } from '../../src/shared/api';
+import { SseClient } from './support/http';
 
 describe('fleet: engines sharing one PostgreSQL store', function () {
   this.timeout(240_000);
@@ -160,5 +161,24 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     const stats = (await getJson<{ overview: StatsOverview }>(`${es[0].url}/stats`)).overview;
     assert.equal(stats.total, stats.launched + stats.pending + stats.failed);
     assert.equal(stats.totalLaunches, stats.launched + stats.totalFailed, 'counters agree with the outcomes recorded');
+  });
+
+  it('/events of one engine streams every engine\'s log entries (LISTEN/NOTIFY)', async () => {
+    const { ws, es } = await fleet(2, ['--concurrency', '1']);
+    const sse = await SseClient.open(es[1].url);
+    try {
+      const scannerId = (await getJson<StatusResponse>(`${es[0].url}/status`)).engine.engineId;
+      ws.enqueue('seen.json', [{ id: 'seen-1', command: 'true' }]);
+      await sse.waitFor(
+        (events) => events.some((e) => e.event === 'log' && (JSON.parse(e.data) as LogEntry).action === 'item_discovered'),
+        30_000,
+        'the other engine\'s item_discovered',
+      );
+      const discovered = sse.named('log').map((e) => JSON.parse(e.data) as LogEntry).find((e) => e.action === 'item_discovered')!;
+      assert.equal(discovered.engineId, scannerId, 'written by the engine that scanned the queue');
+      assert.equal(discovered.itemId, 'seen-1');
+    } finally {
+      sse.close();
+    }
   });
 });
