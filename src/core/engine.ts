@@ -116,7 +116,7 @@ export class Engine implements ControllableEngine {
     this.version = options.version;
     this.mode = options.initialMode;
     this.fleet = pg ? new FleetWork(pg, this.events) : null;
-    this.entries = new EngineLog(store, this.events, pg ? () => pg.allocateId('log') : undefined);
+    this.entries = new EngineLog(store, this.events, pg ? (row) => pg.insertLog(row) : undefined);
     this.output = new OutputRetention(store, options);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
@@ -751,8 +751,9 @@ export class Engine implements ControllableEngine {
   private recordLaunch(row: ItemRow, now: number): ActiveAttempt {
     const item = JSON.parse(row.definition) as ItemDefinition;
     const attempt = row.attempts + 1;
-    const attemptId = this.fleet ? this.fleet.store.allocateId('attempt') : ++this.lastAttemptId;
-    this.store.mutate('attempt_insert', [attemptId, row.id, attempt, now]);
+    // On a fleet store the database numbers the attempt as it inserts it (one round trip).
+    const attemptId = this.fleet ? this.fleet.store.insertAttempt(row.id, attempt, now) : ++this.lastAttemptId;
+    if (!this.fleet) this.store.mutate('attempt_insert', [attemptId, row.id, attempt, now]);
     this.store.mutate('item_state', ['pending', attempt, null, 1, row.last_error, now, row.id]);
     this.counters.totalLaunches++;
     this.store.setMeta('total_launches', String(this.counters.totalLaunches));

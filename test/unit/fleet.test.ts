@@ -77,7 +77,8 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
       assert.ok(status.fleet.some((f) => f.engineId === status.engine.engineId), 'the answering engine is in the list');
       for (const f of status.fleet) {
         assert.deepEqual(Object.keys(f).sort(), ['engineId', 'host', 'lastHeartbeatAt', 'pid', 'running', 'startedAt', 'state']);
-        assert.equal(f.state, 'running');
+        // Alive and holding its lease; a loaded machine may report a slow poll as stalled, never lost.
+        assert.ok(['running', 'stalled'].includes(f.state), `state of ${f.engineId}: ${f.state}`);
       }
       assert.ok(!JSON.stringify(status).includes(PostgresServer.PASSWORD), 'no password in /status');
       assert.match(status.database.path, /^postgres:\/\/engine:\*\*\*@127\.0\.0\.1:/);
@@ -93,9 +94,17 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     const found = await getJson<{ engineId: string }[]>(`${es[1].url}/logs?q=succ%20exit&limit=1000`);
     assert.equal(found.length, 300);
     assert.equal((await getJson<unknown[]>(`${es[1].url}/logs?q=xsucc&limit=10`)).length, 0, 'a prefix, not a substring');
+    // /items q, fleet-wide: "job 29" starts the words of job-29 and job-290 … job-299.
+    const listed29 = await getJson<{ items: { id: string }[]; total: number }>(`${es[2].url}/items?q=job%2029&limit=100`);
+    assert.deepEqual(listed29.items.map((i) => i.id).sort(), ['job-29', ...Array.from({ length: 10 }, (_, i) => `job-29${i}`)].sort());
 
     // The process table shows the URL without its password.
-    for (const p of processesMentioning('--store')) assert.ok(!p.cmdline.includes(PostgresServer.PASSWORD), `ps shows the password: ${p.cmdline}`);
+    const listed = processesMentioning(`--storage ${ws.storage}-`);
+    assert.equal(listed.length, 3, 'the three engines are in the process table');
+    for (const p of listed) {
+      assert.match(p.cmdline, /--store postgres:\/\/engine:\*\*\*@/);
+      assert.ok(!p.cmdline.includes(PostgresServer.PASSWORD), `ps shows the password: ${p.cmdline}`);
+    }
   });
 
   it('kill -9 of an engine with attempts running: another engine records them interrupted and retries them; no item lost', async () => {

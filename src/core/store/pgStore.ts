@@ -273,10 +273,20 @@ export class PgStore implements StoreBackend {
     return this.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
   }
 
-  /** Ids of attempts and log entries come from sequences: unique and growing across the fleet. */
-  allocateId(kind: 'attempt' | 'log'): number {
-    const seq = kind === 'attempt' ? 'attempts_id_seq' : 'logs_id_seq';
-    return this.query<{ id: number }>(`SELECT nextval('${seq}') AS id`)[0].id;
+  /** A log entry (log_insert's parameters after the id), its id from the sequence in the same statement. */
+  insertLog(row: StoreValue[]): number {
+    return this.query<{ id: number }>(
+      "INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (nextval('logs_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id",
+      [...row, this.engineId],
+    )[0].id;
+  }
+
+  /** attempt_insert, its id from the sequence (unique and growing fleet-wide) in the same statement. */
+  insertAttempt(itemId: string, attempt: number, startedAt: number): number {
+    return this.query<{ id: number }>(
+      "INSERT INTO attempts (id, item_id, attempt, started_at, outcome, engine_id) VALUES (nextval('attempts_id_seq'), $1, $2, $3, 'running', $4) RETURNING id",
+      [itemId, attempt, startedAt, this.engineId],
+    )[0].id;
   }
 
   get hasPending(): boolean {
