@@ -187,7 +187,10 @@ export const WITH_ENGINE_ID: ReadonlySet<MutationKey> = new Set(['attempt_insert
 export function toPostgres(sql: string): string {
   let out = sql
     .replace(/ INDEXED BY \w+/g, '')
-    .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint');
+    .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint')
+    .replace(/\binstr\(/g, 'strpos(')
+    // SQLite's LIKE folds ASCII case; ILIKE folds more, and /items checks the exact rule after it.
+    .replace(/ LIKE \?/g, ' ILIKE ?');
   let n = 0;
   out = out.replace(/\?/g, () => `$${++n}`);
   return out;
