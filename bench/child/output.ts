@@ -8,7 +8,7 @@ import { Engine } from '../../src/core/engine';
 import type { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';
-import { LoopMonitor } from '../lib';
+import { benchLaunchHelper, LoopMonitor } from '../lib';
 
 interface Config {
   root: string;
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     logMaxAgeDays: 14,
     initialMode: 'running',
     version: '0.0.0-bench',
-    launchHelper: locateLaunchHelper(),
+    launchHelper: benchLaunchHelper('output', locateLaunchHelper),
   });
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });

@@ -3,7 +3,14 @@
 // in-process. Writes go through the thread pool one batch at a time; what arrives meanwhile waits
 // in a backlog, and above BACKLOG_HIGH bytes the caller pauses the pipes (the attempt then blocks
 // in its own write), so memory per attempt stays bounded however fast it prints.
-import { close, ftruncate, open, writev } from 'node:fs';
+//
+// Most attempts print a few lines and end within milliseconds. Their output first stays in memory:
+// files are started only once it reaches LAZY_BYTES or a flush tick (every LAZY_FLUSH_MS, one timer
+// for the whole process) finds it still running; an attempt that ends before either has its
+// output written at once by `writeSmall` (two files, each one open + write + close, no thread-pool
+// round trips). With the two files created and written through the thread pool per attempt,
+// capture cost short `sh` items about a quarter of launch throughput (docs/PERFORMANCE.md).
+import { close, ftruncate, mkdirSync, open, writeFileSync, writev } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
@@ -58,6 +65,30 @@ export interface CaptureEnd {
 /** Output folders this process has made: an attempt's first write does not ask again. */
 const madeFolders = new Set<string>();
 
+/** Output an attempt keeps in memory before its files are started (at most; see LAZY_FLUSH_MS). */
+export const LAZY_BYTES = 64 << 10;
+/**
+ * How long output may stay in memory at most before its files are started, so a follower (who
+ * polls every 200 ms) sees a running attempt's output about as soon as before.
+ */
+export const LAZY_FLUSH_MS = 100;
+
+/** Captures whose output is still only in memory; the flush tick starts their files. */
+const inMemory = new Set<OutputCapture>();
+let flushTick: NodeJS.Timeout | undefined;
+
+function startFlushTick(): void {
+  if (flushTick) return;
+  flushTick = setInterval(() => {
+    for (const capture of inMemory) capture.startWriting();
+    if (inMemory.size === 0) {
+      clearInterval(flushTick);
+      flushTick = undefined;
+    }
+  }, LAZY_FLUSH_MS);
+  flushTick.unref();
+}
+
 export class OutputCapture {
   private readonly geometry: OutputGeometry;
   private queue: { stream: OutputStreamTag; chunk: Buffer }[] = [];
@@ -72,6 +103,8 @@ export class OutputCapture {
   private failed: string | null = null;
   private drainWaiters: (() => void)[] = [];
   private closed = false;
+  /** Nothing written yet: output stays in `queue` (see LAZY_BYTES). */
+  private lazy = true;
 
   constructor(
     private readonly target: OutputTarget,
@@ -89,7 +122,21 @@ export class OutputCapture {
     if (this.closed || this.failed !== null || chunk.length === 0) return;
     this.queue.push({ stream, chunk });
     this.queued += chunk.length;
-    this.pumping ??= this.pump();
+    if (this.lazy && this.queued < LAZY_BYTES) {
+      inMemory.add(this);
+      startFlushTick();
+      return;
+    }
+    this.startWriting();
+  }
+
+  /** Starts (or goes on) writing what is queued through the thread pool. */
+  startWriting(): void {
+    if (this.lazy) {
+      this.lazy = false;
+      inMemory.delete(this);
+    }
+    if (this.queue.length > 0) this.pumping ??= this.pump();
   }
 
   /** Calls `fn` once the backlog is below BACKLOG_LOW (now, if it is). */
@@ -101,6 +148,8 @@ export class OutputCapture {
   /** Writes what is queued, closes the files and drops tail segments wholly before the kept tail. */
   async close(): Promise<CaptureEnd> {
     this.closed = true;
+    if (this.lazy && this.writeSmall()) return { bytes: keptBytes(this.total, this.geometry.cap), error: null };
+    this.startWriting();
     while (this.pumping) await this.pumping;
     const { cap, head, tail, segment } = this.geometry;
     const part = this.part;
@@ -117,6 +166,54 @@ export class OutputCapture {
     }
     if (this.total === 0 && this.failed !== null) return { bytes: null, error: this.failed };
     return { bytes: keptBytes(this.total, cap), error: this.failed };
+  }
+
+  /**
+   * Writes an attempt's whole output, still in memory, in one go: the head's data, then its
+   * index (a reader that finds the index finds the data complete). False when nothing was
+   * written for good (nothing to write, it does not fit the head, or a write failed: the thread-pool
+   * path then writes it again from the start, truncating, and handles the failure as for any
+   * write).
+   */
+  private writeSmall(): boolean {
+    this.lazy = false;
+    inMemory.delete(this);
+    if (this.queue.length === 0) return true;
+    if (this.queued > this.geometry.head) return false;
+    const { dir, attemptId: id } = this.target;
+    const data: Buffer[] = [];
+    const index: Buffer[] = [encodeIndexHeader(this.target.maxBytes)];
+    let run: { stream: OutputStreamTag; length: number } | undefined;
+    for (const { stream, chunk } of this.queue) {
+      data.push(chunk);
+      if (run && run.stream === stream) run.length += chunk.length;
+      else {
+        if (run) index.push(encodeRecord(run.stream, run.length));
+        run = { stream, length: chunk.length };
+      }
+    }
+    index.push(encodeRecord(run!.stream, run!.length));
+    try {
+      if (!madeFolders.has(dir)) {
+        mkdirSync(dir, { recursive: true });
+        madeFolders.add(dir);
+      }
+      try {
+        writeFileSync(headFile(dir, id), data.length === 1 ? data[0] : Buffer.concat(data));
+      } catch (err) {
+        // The folder was removed since (by hand): made again, as the thread-pool path does.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(headFile(dir, id), data.length === 1 ? data[0] : Buffer.concat(data));
+      }
+      writeFileSync(headIndexFile(dir, id), Buffer.concat(index));
+    } catch {
+      return false;
+    }
+    this.total = this.queued;
+    this.queue = [];
+    this.queued = 0;
+    return true;
   }
 
   private async pump(): Promise<void> {
