@@ -7,20 +7,24 @@
 // Most attempts print a few lines and end within milliseconds. Their output first stays in memory:
 // files are started only once it reaches LAZY_BYTES or a flush tick (every LAZY_FLUSH_MS, one timer
 // for the whole process) finds it still running; an attempt that ends before either has its
-// output written at once by `writeSmall` (two files, each one open + write + close, no thread-pool
-// round trips). With the two files created and written through the thread pool per attempt,
+// output written at once by `writeSmall`: one file holding index and data (outputFiles.ts), one
+// open + write + close, no thread-pool round trips. Creating a file is what capture costs most
+// (an inode: 0.4–0.9 ms of kernel time on the benchmark's machine); with two files per attempt,
 // capture cost short `sh` items about a quarter of launch throughput (docs/PERFORMANCE.md).
-import { close, ftruncate, mkdirSync, open, writeFileSync, writev } from 'node:fs';
+import { close, ftruncate, mkdirSync, open, unlinkSync, writeFileSync, writev } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
   encodeIndexHeader,
   encodeRecord,
+  encodeSingleHeader,
   headFile,
   headIndexFile,
   keptBytes,
   outputGeometry,
+  RECORD_BYTES,
   segmentFile,
+  singleFile,
   segmentIndexFile,
   TAIL_SEGMENTS,
   tailsFile,
@@ -169,11 +173,9 @@ export class OutputCapture {
   }
 
   /**
-   * Writes an attempt's whole output, still in memory, in one go: the head's data, then its
-   * index (a reader that finds the index finds the data complete). False when nothing was
-   * written for good (nothing to write, it does not fit the head, or a write failed: the thread-pool
-   * path then writes it again from the start, truncating, and handles the failure as for any
-   * write).
+   * Writes an attempt's whole output, still in memory, in one go, as its single file. False when
+   * it was not written (it does not fit the head, or the write failed: the thread-pool path then
+   * writes it as usual, and handles a failure as for any write).
    */
   private writeSmall(): boolean {
     this.lazy = false;
@@ -182,7 +184,7 @@ export class OutputCapture {
     if (this.queued > this.geometry.head) return false;
     const { dir, attemptId: id } = this.target;
     const data: Buffer[] = [];
-    const index: Buffer[] = [encodeIndexHeader(this.target.maxBytes)];
+    const index: Buffer[] = [];
     let run: { stream: OutputStreamTag; length: number } | undefined;
     for (const { stream, chunk } of this.queue) {
       data.push(chunk);
@@ -193,21 +195,28 @@ export class OutputCapture {
       }
     }
     index.push(encodeRecord(run!.stream, run!.length));
+    const file = singleFile(dir, id);
+    const bytes = Buffer.concat([encodeSingleHeader(this.target.maxBytes, index.length * RECORD_BYTES, this.queued), ...index, ...data]);
     try {
       if (!madeFolders.has(dir)) {
         mkdirSync(dir, { recursive: true });
         madeFolders.add(dir);
       }
       try {
-        writeFileSync(headFile(dir, id), data.length === 1 ? data[0] : Buffer.concat(data));
+        writeFileSync(file, bytes);
       } catch (err) {
         // The folder was removed since (by hand): made again, as the thread-pool path does.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         mkdirSync(dir, { recursive: true });
-        writeFileSync(headFile(dir, id), data.length === 1 ? data[0] : Buffer.concat(data));
+        writeFileSync(file, bytes);
       }
-      writeFileSync(headIndexFile(dir, id), Buffer.concat(index));
     } catch {
+      // Half written (disk full): readers must not find it; the thread-pool path says why.
+      try {
+        unlinkSync(file);
+      } catch {
+        // never created
+      }
       return false;
     }
     this.total = this.queued;

@@ -14,6 +14,17 @@
 //   <dir>/<attemptId>.t<k>.idx   its index (no header)
 //   <dir>/<attemptId>.tails      "<first k> <last k>\n": the tail segments that exist (replaced by rename)
 //
+// An attempt whose whole output is small and complete before anything was written (most attempts:
+// a few lines, milliseconds) is written instead as one file, because creating a file (an inode) is
+// the costly part of capture (0.4–0.9 ms of kernel time per file on the benchmark's machine,
+// docs/PERFORMANCE.md):
+//
+//   <dir>/<attemptId>.o          "EMS1", C (u32 LE), the index's length in bytes (u32 LE), the
+//                                data's length (u32 LE), then the index records, then the data
+//
+// It is written once, when the attempt ends, and never appended to; a reader that finds it shorter
+// than its header says is seeing it being written and reads it as no output yet.
+//
 // Only the last TAIL_SEGMENTS segments are kept (enough for L[N − T, N) whatever N is); older ones
 // are deleted as new ones start, and at the end of the attempt those wholly before N − T go too.
 // An index is a sequence of 8-byte records, one per run of bytes of one stream, in file order:
@@ -37,6 +48,8 @@ export interface OutputTarget {
 
 export const INDEX_MAGIC = 'EMO1';
 export const INDEX_HEADER_BYTES = 8;
+export const SINGLE_MAGIC = 'EMS1';
+export const SINGLE_HEADER_BYTES = 16;
 export const RECORD_BYTES = 8;
 export const TAIL_SEGMENTS = 5;
 
@@ -62,6 +75,7 @@ export const headFile = (dir: string, id: number): string => path.join(dir, `${i
 export const headIndexFile = (dir: string, id: number): string => path.join(dir, `${id}.idx`);
 export const segmentFile = (dir: string, id: number, k: number): string => path.join(dir, `${id}.t${k}.out`);
 export const segmentIndexFile = (dir: string, id: number, k: number): string => path.join(dir, `${id}.t${k}.idx`);
+export const singleFile = (dir: string, id: number): string => path.join(dir, `${id}.o`);
 export const tailsFile = (dir: string, id: number): string => path.join(dir, `${id}.tails`);
 
 /** The marker line the readers insert where output was dropped. */
@@ -90,6 +104,16 @@ export function encodeIndexHeader(cap: number): Buffer {
   const b = Buffer.alloc(INDEX_HEADER_BYTES);
   b.write(INDEX_MAGIC, 0, 'latin1');
   b.writeUInt32LE(cap, 4);
+  return b;
+}
+
+/** The single file's header (layout above). */
+export function encodeSingleHeader(cap: number, indexBytes: number, dataBytes: number): Buffer {
+  const b = Buffer.alloc(SINGLE_HEADER_BYTES);
+  b.write(SINGLE_MAGIC, 0, 'latin1');
+  b.writeUInt32LE(cap, 4);
+  b.writeUInt32LE(indexBytes, 8);
+  b.writeUInt32LE(dataBytes, 12);
   return b;
 }
 

@@ -19,6 +19,7 @@ import {
   parseTails,
   segmentFile,
   segmentIndexFile,
+  singleFile,
   tailsFile,
   type OutputTarget,
 } from './outputFiles';
@@ -140,7 +141,7 @@ export class OutputRetention {
     } catch {
       // no tail segments
     }
-    await Promise.all([gone(tailsFile(dir, id)), gone(headFile(dir, id)), gone(headIndexFile(dir, id))]);
+    await Promise.all([gone(tailsFile(dir, id)), gone(headFile(dir, id)), gone(headIndexFile(dir, id)), gone(singleFile(dir, id))]);
   }
 
   /**

@@ -4,11 +4,11 @@
 // same as through the thread-pool path. Real files in a real temporary folder, read back with the
 // server's own reader (src/core/outputReader.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LAZY_BYTES, OutputCapture } from '../../src/core/outputCapture';
-import { headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, type OutputTarget } from '../../src/core/outputFiles';
+import { headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/outputFiles';
 import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/outputReader';
 import { waitFor } from './support/workspace';
 
@@ -52,6 +52,28 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.equal(await served(dir, t.attemptId, 'stderr'), 'err 1\nerr 2\n');
   });
 
+  it('a short attempt\'s output is one file holding index and data; read while being written, it is no output yet', async () => {
+    const t = target();
+    const capture = new OutputCapture(t);
+    capture.push('o', Buffer.from('hello\n'));
+    capture.push('e', Buffer.from('oops\n'));
+    await capture.close();
+    assert.deepEqual(readdirSync(dir), [`${t.attemptId}.o`]);
+    const whole = readFileSync(singleFile(dir, t.attemptId));
+    assert.equal(whole.toString('latin1', 0, 4), 'EMS1');
+    assert.equal(whole.readUInt32LE(4), t.maxBytes);
+    assert.equal(whole.readUInt32LE(8), 16, 'two index records');
+    assert.equal(whole.readUInt32LE(12), 11, 'eleven bytes of output');
+    assert.equal(whole.toString('latin1', 32), 'hello\noops\n');
+    // The same file cut short, as a reader may find it while it is written: no output yet.
+    writeFileSync(singleFile(dir, t.attemptId), whole.subarray(0, whole.length - 1));
+    assert.equal(await served(dir, t.attemptId, undefined), undefined);
+    writeFileSync(singleFile(dir, t.attemptId), whole.subarray(0, 10));
+    assert.equal(await served(dir, t.attemptId, undefined), undefined);
+    writeFileSync(singleFile(dir, t.attemptId), whole);
+    assert.equal(await served(dir, t.attemptId, 'stderr'), 'oops\n');
+  });
+
   it('an attempt that prints nothing leaves no file, and its output reads as none', async () => {
     const t = target();
     const end = await new OutputCapture(t).close();
@@ -66,11 +88,15 @@ describe('output capture: output kept in memory until it is large, old or comple
     capture.push('o', Buffer.from('still running\n'));
     // Kept in memory at first: nothing is on disk yet.
     assert.equal(existsSync(headIndexFile(dir, t.attemptId)), false);
+    assert.equal(existsSync(singleFile(dir, t.attemptId)), false);
     const seen = await waitFor('the running attempt\'s output on disk', async () => (await served(dir, t.attemptId, undefined)) === 'still running\n', 5000);
     assert.equal(seen, true);
     capture.push('e', Buffer.from('and more\n'));
     assert.deepEqual(await capture.close(), { bytes: 23, error: null });
     assert.equal(await served(dir, t.attemptId, 'stderr'), 'and more\n');
+    // Written as it came: the head's data and index, not the single file.
+    assert.equal(existsSync(headFile(dir, t.attemptId)), true);
+    assert.equal(existsSync(singleFile(dir, t.attemptId)), false);
   });
 
   it('output reaching LAZY_BYTES is written at once, and output beyond the cap keeps head, marker and tail as before', async () => {
