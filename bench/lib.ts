@@ -152,3 +152,8 @@ export function benchLaunchHelper(label: string, locate: () => { file: string; e
   if (!entry || !dir) return entry;
   return { ...entry, execArgv: [...entry.execArgv, '--cpu-prof', dir, `--cpu-prof-name=${label}-helper-${Date.now()}.cpuprofile`] };
 }
+
+/** A Node.js program printing `mb` MiB to stdout as fast as it can (the output scenario's flood). */
+export function floodScript(mb: number): string {
+  return `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${mb}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`;
+}
