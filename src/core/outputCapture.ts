@@ -7,21 +7,26 @@
 // Most attempts print a few lines and end within milliseconds. Their output first stays in memory:
 // files are started only once it reaches LAZY_BYTES or a flush tick (every LAZY_FLUSH_MS, one timer
 // for the whole process) finds it still running; an attempt that ends before either has its
-// output written at once by `writeSmall`: one file holding index and data (outputFiles.ts), one
-// open + write + close, no thread-pool round trips. Creating a file is what capture costs most
-// (an inode: 0.4–0.9 ms of kernel time on the benchmark's machine); with two files per attempt,
-// capture cost short `sh` items about a quarter of launch throughput (docs/PERFORMANCE.md).
-import { close, ftruncate, mkdirSync, open, unlinkSync, writeFileSync, writev } from 'node:fs';
+// output written at once by `writeSmall`: appended to a pack shared by many attempts, with a hard
+// link named after the attempt (or, where links are refused, one file holding index and data),
+// with no thread-pool round trips (layout: outputFiles.ts). Creating a file is what capture costs
+// most (an inode: 0.4–2 ms of kernel time on the benchmark's machine, more the more were just
+// deleted); with two files per attempt, capture cost short `sh` items about a quarter of launch
+// throughput (docs/PERFORMANCE.md).
+import { close, closeSync, existsSync, ftruncate, linkSync, mkdirSync, open, openSync, unlinkSync, writeFileSync, writeSync, writev } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
   encodeIndexHeader,
+  encodePackHeader,
   encodeRecord,
   encodeSingleHeader,
   headFile,
   headIndexFile,
   keptBytes,
   outputGeometry,
+  PACK_BYTES,
+  packFile,
   RECORD_BYTES,
   segmentFile,
   singleFile,
@@ -76,6 +81,82 @@ export const LAZY_BYTES = 64 << 10;
  * polls every 200 ms) sees a running attempt's output about as soon as before.
  */
 export const LAZY_FLUSH_MS = 100;
+
+/** The pack this process appends short outputs to, per output folder (outputFiles.ts). */
+interface Pack {
+  file: string;
+  fd: number;
+  size: number;
+  records: number;
+}
+const packs = new Map<string, Pack>();
+let packCount = 0;
+/** Links to one pack at most (ext4 allows 65,000 per inode). */
+const PACK_RECORDS = 4096;
+/** Folders whose file system refuses hard links: short outputs are single files there. */
+const noLinks = new Set<string>();
+
+/** Appends one attempt's record to the folder's pack and links `<id>.o` to it; false if it could not. */
+function appendToPack(dir: string, attemptId: number, record: Buffer): boolean {
+  if (noLinks.has(dir)) return false;
+  let pack = packs.get(dir);
+  if (pack && (pack.size >= PACK_BYTES || pack.records >= PACK_RECORDS)) {
+    retirePack(dir, pack);
+    pack = undefined;
+  }
+  try {
+    if (!pack) {
+      const file = packFile(dir, process.pid, ++packCount);
+      pack = { file, fd: openSync(file, 'wx'), size: 0, records: 0 };
+      packs.set(dir, pack);
+    }
+    const at = pack.size;
+    if (writeSync(pack.fd, record, 0, record.length, at) !== record.length) throw new Error('short write');
+    pack.size += record.length;
+    pack.records++;
+  } catch {
+    // Disk full, folder gone…: this pack takes nothing more; the caller tries a file of its own.
+    if (pack) retirePack(dir, pack);
+    return false;
+  }
+  try {
+    // Never over an existing name (a stale file, or one a test put there): that is the single file's case.
+    linkSync(pack.file, singleFile(dir, attemptId));
+    return true;
+  } catch (err) {
+    // Anything but a name in the way (the pack's name or folder is gone, links are refused): a new pack next time.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EEXIST') retirePack(dir, pack);
+    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') noLinks.add(dir);
+    return false;
+  }
+}
+
+/** The pack takes no more records: its own name goes, its bytes stay while an attempt's link does. */
+function retirePack(dir: string, pack: Pack): void {
+  packs.delete(dir);
+  try {
+    unlinkSync(pack.file);
+  } catch {
+    // gone already
+  }
+  try {
+    closeSync(pack.fd);
+  } catch {
+    // closed already
+  }
+}
+
+/** When this process exits (the launch helper): its packs' own names go, the attempts' links stay. */
+export function retireOutputPacks(): void {
+  for (const [dir, pack] of [...packs]) retirePack(dir, pack);
+}
+
+/** The same for one output folder (an engine that launched in its own process shuts down). */
+export function retireOutputPack(dir: string): void {
+  const pack = packs.get(dir);
+  if (pack) retirePack(dir, pack);
+}
 
 /** Captures whose output is still only in memory; the flush tick starts their files. */
 const inMemory = new Set<OutputCapture>();
@@ -173,9 +254,9 @@ export class OutputCapture {
   }
 
   /**
-   * Writes an attempt's whole output, still in memory, in one go, as its single file. False when
-   * it was not written (it does not fit the head, or the write failed: the thread-pool path then
-   * writes it as usual, and handles a failure as for any write).
+   * Writes an attempt's whole output, still in memory, in one go: into the pack, else as its
+   * single file. False when it was not written (it does not fit the head, or the writes failed:
+   * the thread-pool path then writes it as usual, and handles a failure as for any write).
    */
   private writeSmall(): boolean {
     this.lazy = false;
@@ -195,22 +276,44 @@ export class OutputCapture {
       }
     }
     index.push(encodeRecord(run!.stream, run!.length));
-    const file = singleFile(dir, id);
-    const bytes = Buffer.concat([encodeSingleHeader(this.target.maxBytes, index.length * RECORD_BYTES, this.queued), ...index, ...data]);
-    try {
-      if (!madeFolders.has(dir)) {
-        mkdirSync(dir, { recursive: true });
-        madeFolders.add(dir);
-      }
+    const indexBytes = index.length * RECORD_BYTES;
+    const cap = this.target.maxBytes;
+    if (!madeFolders.has(dir)) {
       try {
-        writeFileSync(file, bytes);
-      } catch (err) {
-        // The folder was removed since (by hand): made again, as the thread-pool path does.
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         mkdirSync(dir, { recursive: true });
-        writeFileSync(file, bytes);
+      } catch {
+        return false;
       }
-    } catch {
+      madeFolders.add(dir);
+    }
+    const body = [...index, ...data];
+    const packed = () => appendToPack(dir, id, Buffer.concat([encodePackHeader(cap, id, indexBytes, this.queued), ...body]));
+    let written = packed();
+    if (!written && !existsSync(dir)) {
+      // The folder was removed since (by hand): made again, as the thread-pool path does.
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch {
+        return false;
+      }
+      written = packed();
+    }
+    if (!written) written = this.writeSingle(Buffer.concat([encodeSingleHeader(cap, indexBytes, this.queued), ...body]));
+    if (!written) return false;
+    this.total = this.queued;
+    this.queue = [];
+    this.queued = 0;
+    return true;
+  }
+
+  /** The attempt's output as its own file (outputFiles.ts): where the pack could not take it. */
+  private writeSingle(bytes: Buffer): boolean {
+    const file = singleFile(this.target.dir, this.target.attemptId);
+    try {
+      // 'wx': never through an existing name, which may be a link to a pack holding other attempts' output.
+      writeFileSync(file, bytes, { flag: 'wx' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
       // Half written (disk full): readers must not find it; the thread-pool path says why.
       try {
         unlinkSync(file);
@@ -219,9 +322,6 @@ export class OutputCapture {
       }
       return false;
     }
-    this.total = this.queued;
-    this.queue = [];
-    this.queued = 0;
     return true;
   }
 

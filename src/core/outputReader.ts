@@ -14,6 +14,8 @@ import {
   RECORD_BYTES,
   segmentFile,
   segmentIndexFile,
+  PACK_HEADER_BYTES,
+  PACK_MAGIC,
   SINGLE_HEADER_BYTES,
   SINGLE_MAGIC,
   singleFile,
@@ -152,6 +154,7 @@ async function readSingle(dir: string, id: number): Promise<OutputLayout | undef
   try {
     const header = Buffer.alloc(SINGLE_HEADER_BYTES);
     const { bytesRead } = await handle.read(header, 0, SINGLE_HEADER_BYTES, 0);
+    if (bytesRead >= 4 && header.toString('latin1', 0, 4) === PACK_MAGIC) return await findInPack(file, handle, id);
     if (bytesRead === SINGLE_HEADER_BYTES && header.toString('latin1', 0, 4) !== SINGLE_MAGIC) throw new Error(`${file} is not an output file`);
     const indexBytes = header.readUInt32LE(8);
     const dataBytes = header.readUInt32LE(12);
@@ -166,6 +169,27 @@ async function readSingle(dir: string, id: number): Promise<OutputLayout | undef
     await handle.close();
     throw err;
   }
+}
+
+/**
+ * The attempt's record in a pack (`<id>.o` is a link to it, made once the record was complete):
+ * the pack is read whole (at most PACK_BYTES and one record) and its records walked.
+ */
+async function findInPack(file: string, handle: FileHandle, id: number): Promise<OutputLayout | undefined> {
+  const pack = await readWhole(handle);
+  for (let at = 0; at + PACK_HEADER_BYTES <= pack.length; ) {
+    if (pack.toString('latin1', at, at + 4) !== PACK_MAGIC) break;
+    const indexBytes = pack.readUInt32LE(at + 16);
+    const dataBytes = pack.readUInt32LE(at + 20);
+    const dataOffset = at + PACK_HEADER_BYTES + indexBytes;
+    if (pack.readDoubleLE(at + 8) === id && dataOffset + dataBytes <= pack.length) {
+      const part: Part = { start: 0, size: dataBytes, file, data: handle, index: handle, indexOffset: at + PACK_HEADER_BYTES, indexEnd: dataOffset, dataOffset };
+      return { geometry: outputGeometry(pack.readUInt32LE(at + 4)), total: dataBytes, parts: [part] };
+    }
+    at = dataOffset + dataBytes;
+  }
+  // The caller closes the handle.
+  throw new Error(`${file} holds no output of attempt ${id}`);
 }
 
 /** The logical ranges of L that are kept: all of it, or the head and the last T bytes. */

@@ -370,13 +370,16 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
   it('at start removes output files of attempts its database never had (a database lost and begun again)', async () => {
     const dir = path.join(ws.storage, 'output');
     mkdirSync(dir, { recursive: true });
-    for (const f of ['1.out', '1.idx', '1.tails', '1.t3.out', '1.t3.idx']) writeFileSync(path.join(dir, f), 'stale');
+    for (const f of ['1.out', '1.idx', '1.tails', '1.t3.out', '1.t3.idx', 'pack-1-7.p']) writeFileSync(path.join(dir, f), 'stale');
     ws.enqueue('a.json', nodeItem('fresh', 'console.log("fresh")'));
     const { url } = await start();
     await finished(url, 'fresh');
     assert.equal((await request(url, '/items/fresh/attempts/1/output')).text, 'fresh\n');
-    // A short attempt's output is one file (src/core/outputFiles.ts); the stale ones are gone.
-    assert.deepEqual(readdirSync(dir).sort(), ['1.o']);
+    // A short attempt's output is a link to the launch helper's pack (src/core/outputFiles.ts); the
+    // stale files are gone, a killed helper's pack name too.
+    const names = readdirSync(dir);
+    assert.deepEqual(names.filter((n) => !/^pack-\d+-\d+\.p$/.test(n)), ['1.o']);
+    assert.equal(names.includes('pack-1-7.p'), false);
   });
 
   it('refuses a per-attempt cap under 64 KiB with a usage error', async () => {

@@ -1,14 +1,15 @@
 // The capture writer's in-memory stage (src/core/outputCapture.ts): short output is written in one
-// go when the attempt ends, output of a running attempt reaches the disk by the flush tick or once
-// it is large, an attempt that prints nothing leaves no file, and what the reader serves is the
-// same as through the thread-pool path. Real files in a real temporary folder, read back with the
+// go when the attempt ends, into a pack shared by many attempts (a hard link per attempt), output
+// of a running attempt reaches the disk by the flush tick or once it is large, an attempt that
+// prints nothing leaves no file, and what the reader serves is the same as through the thread-pool
+// path. Real files in a real temporary folder, read back with the
 // server's own reader (src/core/outputReader.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LAZY_BYTES, OutputCapture } from '../../src/core/outputCapture';
-import { headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/outputFiles';
+import { LAZY_BYTES, OutputCapture, retireOutputPack } from '../../src/core/outputCapture';
+import { encodeRecord, encodeSingleHeader, headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/outputFiles';
 import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/outputReader';
 import { waitFor } from './support/workspace';
 
@@ -52,26 +53,85 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.equal(await served(dir, t.attemptId, 'stderr'), 'err 1\nerr 2\n');
   });
 
-  it('a short attempt\'s output is one file holding index and data; read while being written, it is no output yet', async () => {
-    const t = target();
-    const capture = new OutputCapture(t);
-    capture.push('o', Buffer.from('hello\n'));
-    capture.push('e', Buffer.from('oops\n'));
+  it('short outputs share a pack: each attempt\'s <id>.o is a hard link to it, and its bytes go with the last link', async () => {
+    const a = target();
+    const b = target();
+    for (const [t, text] of [[a, 'first attempt\n'], [b, 'second attempt\n']] as const) {
+      const capture = new OutputCapture(t);
+      capture.push('o', Buffer.from(text));
+      capture.push('e', Buffer.from(`${t.attemptId} oops\n`));
+      await capture.close();
+    }
+    const names = readdirSync(dir).sort();
+    const packName = names.find((n) => n.startsWith('pack-'));
+    assert.deepEqual(names, [`${a.attemptId}.o`, `${b.attemptId}.o`, packName].sort());
+    // One inode, three names: no file was created per attempt.
+    const inode = statSync(path.join(dir, packName!)).ino;
+    assert.equal(statSync(singleFile(dir, a.attemptId)).ino, inode);
+    assert.equal(statSync(singleFile(dir, b.attemptId)).ino, inode);
+    assert.equal(await served(dir, a.attemptId, undefined), `first attempt\n${a.attemptId} oops\n`);
+    assert.equal(await served(dir, b.attemptId, 'stdout'), 'second attempt\n');
+    assert.equal(await served(dir, b.attemptId, 'stderr'), `${b.attemptId} oops\n`);
+    // The writer lets go of the pack (it exits): its name goes, the attempts' output stays.
+    retireOutputPack(dir);
+    assert.deepEqual(readdirSync(dir).sort(), [`${a.attemptId}.o`, `${b.attemptId}.o`].sort());
+    unlinkSync(singleFile(dir, a.attemptId));
+    assert.equal(await served(dir, a.attemptId, undefined), undefined);
+    assert.equal(await served(dir, b.attemptId, undefined), `second attempt\n${b.attemptId} oops\n`);
+    // The next short output starts a new pack.
+    const c = target();
+    const capture = new OutputCapture(c);
+    capture.push('o', Buffer.from('third\n'));
     await capture.close();
-    assert.deepEqual(readdirSync(dir), [`${t.attemptId}.o`]);
-    const whole = readFileSync(singleFile(dir, t.attemptId));
-    assert.equal(whole.toString('latin1', 0, 4), 'EMS1');
-    assert.equal(whole.readUInt32LE(4), t.maxBytes);
-    assert.equal(whole.readUInt32LE(8), 16, 'two index records');
-    assert.equal(whole.readUInt32LE(12), 11, 'eleven bytes of output');
-    assert.equal(whole.toString('latin1', 32), 'hello\noops\n');
-    // The same file cut short, as a reader may find it while it is written: no output yet.
+    assert.notEqual(statSync(singleFile(dir, c.attemptId)).ino, inode);
+    assert.equal(await served(dir, c.attemptId, undefined), 'third\n');
+  });
+
+  it('a full pack is let go and the next output starts another; every attempt still reads its own', async () => {
+    const outputs: { t: OutputTarget; bytes: Buffer }[] = [];
+    // 60 KiB each (under LAZY_BYTES): the fifth goes past PACK_BYTES (256 KiB).
+    for (let i = 0; i < 6; i++) {
+      const t = target();
+      const bytes = Buffer.alloc(60 * 1024, String.fromCharCode(97 + i));
+      const capture = new OutputCapture(t);
+      capture.push(i % 2 === 0 ? 'o' : 'e', bytes);
+      await capture.close();
+      outputs.push({ t, bytes });
+    }
+    const inodes = new Set(outputs.map(({ t }) => statSync(singleFile(dir, t.attemptId)).ino));
+    assert.equal(inodes.size, 2, 'two packs');
+    assert.equal(readdirSync(dir).filter((n) => n.startsWith('pack-')).length, 1, 'only the pack in use keeps its own name');
+    for (const [i, { t, bytes }] of outputs.entries()) {
+      assert.equal(await served(dir, t.attemptId, undefined), bytes.toString('latin1'));
+      assert.equal(await served(dir, t.attemptId, i % 2 === 0 ? 'stdout' : 'stderr'), bytes.toString('latin1'));
+      assert.equal(await served(dir, t.attemptId, i % 2 === 0 ? 'stderr' : 'stdout'), '');
+    }
+  });
+
+  it('a name in the way of <id>.o is never written through: the output goes to the head files', async () => {
+    const t = target();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(singleFile(dir, t.attemptId), 'stale, or another attempt\'s pack');
+    const capture = new OutputCapture(t);
+    capture.push('o', Buffer.from('mine\n'));
+    assert.deepEqual(await capture.close(), { bytes: 5, error: null });
+    assert.equal(readFileSync(singleFile(dir, t.attemptId), 'utf8'), 'stale, or another attempt\'s pack');
+    assert.equal(await served(dir, t.attemptId, undefined), 'mine\n');
+  });
+
+  it('reads the single-file layout (where hard links are refused), and a single file cut short as no output yet', async () => {
+    const t = target();
+    mkdirSync(dir, { recursive: true });
+    const records = Buffer.concat([encodeRecord('o', 6), encodeRecord('e', 5)]);
+    const whole = Buffer.concat([encodeSingleHeader(t.maxBytes, records.length, 11), records, Buffer.from('hello\noops\n')]);
+    writeFileSync(singleFile(dir, t.attemptId), whole);
+    assert.equal(await served(dir, t.attemptId, undefined), 'hello\noops\n');
+    assert.equal(await served(dir, t.attemptId, 'stderr'), 'oops\n');
+    // As a reader may find it while it is written: no output yet.
     writeFileSync(singleFile(dir, t.attemptId), whole.subarray(0, whole.length - 1));
     assert.equal(await served(dir, t.attemptId, undefined), undefined);
     writeFileSync(singleFile(dir, t.attemptId), whole.subarray(0, 10));
     assert.equal(await served(dir, t.attemptId, undefined), undefined);
-    writeFileSync(singleFile(dir, t.attemptId), whole);
-    assert.equal(await served(dir, t.attemptId, 'stderr'), 'oops\n');
   });
 
   it('an attempt that prints nothing leaves no file, and its output reads as none', async () => {
@@ -141,6 +201,7 @@ describe('output capture: output kept in memory until it is large, old or comple
     a.push('o', Buffer.from('one\n'));
     await a.close();
     rmSync(dir, { recursive: true, force: true });
+    // The writer's pack went with the folder; it starts another.
     const second = target();
     const b = new OutputCapture(second);
     b.push('o', Buffer.from('two\n'));
