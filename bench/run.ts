@@ -502,7 +502,7 @@ async function scenarioMemory(): Promise<void> {
   log('\n== scenario 1c: engine memory under API load');
   const { dir, seed, cached } = await seeded('mem', CFG.memItems, CFG.memLogs, CFG.memJournal);
   raw.memorySeed = { ...seed, cached };
-  const results: { rest: number; peak: number; builders: (number | null)[] }[] = [];
+  const results: { rest: number; peak: number; builders: (number | null)[]; peaks: Record<string, number> }[] = [];
   for (let r = 0; r < CFG.runs; r++) {
     const storageDir = path.join(TMP, 'memory', 'storage');
     const workspace = path.join(TMP, 'memory', 'ws');
@@ -522,15 +522,18 @@ async function scenarioMemory(): Promise<void> {
     ];
     const builders: (number | null)[] = [];
     const duration = Math.max(2, Math.round(CFG.duration / 2));
+    // The high-water mark after each load: which load raised it, and by how much.
+    const peaks: Record<string, number> = { start: (await engine.request<ServerReport>('report')).maxRss };
     for (const p of paths) {
       // A snapshot during each load: the checkpoint and the load's buffers at the same time.
       const snap = engine.request<SnapshotReply>('snapshot');
       await load(engine.url + p, CFG.latencyConnections, duration);
       builders.push((await snap).builderPeakRss);
+      peaks[p] = (await engine.request<ServerReport>('report')).maxRss;
     }
     const report = await engine.request<ServerReport>('report');
-    results.push({ rest: report.rss, peak: report.maxRss, builders });
-    log(`  run ${r + 1}: peak RSS ${mb(report.maxRss)} MB, after the load ${mb(report.rss)} MB`);
+    results.push({ rest: report.rss, peak: report.maxRss, builders, peaks });
+    log(`  run ${r + 1}: peak RSS ${mb(report.maxRss)} MB, after the load ${mb(report.rss)} MB; high-water mark after each load: ${Object.entries(peaks).map(([k, v]) => `${k} ${mb(v)}`).join(', ')} MB`);
     await engine.stop();
   }
   raw.memory = results;
