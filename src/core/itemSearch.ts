@@ -63,27 +63,37 @@ function letterOrDigitBefore(text: string, at: number): boolean {
 export function matchingItemSeqs(store: Store, wanted: readonly string[]): number[] {
   const { seqs, starts, text } = itemTexts(store);
   const n = seqs.length;
-  // How many of the words, taken in order, each item has matched so far.
-  const matched = new Uint16Array(n);
-  for (let k = 0; k < wanted.length; k++) {
-    const word = wanted[k];
-    let item = 0;
-    for (let at = text.indexOf(word); at >= 0; at = text.indexOf(word, at + 1)) {
-      // Occurrences come in order, so the item holding this one is found by walking forward.
-      while (item + 1 < n && starts[item + 1] <= at) item++;
-      if (matched[item] !== k) {
-        // Out already, or already matched this word: go on at the next item's text.
-        if (item + 1 >= n) break;
-        at = starts[item + 1] - 1;
-        continue;
+  // The longest word first: it is likely the rarest, and the words after it are then looked for
+  // only in the texts of the items still in (a Find Item… query is often an id and a common word).
+  const words = [...new Set(wanted)].sort((a, b) => b.length - a.length);
+  if (words.length === 0) return [...seqs];
+  let items = firstWord(text, starts, words[0]);
+  for (let k = 1; k < words.length && items.length > 0; k++) {
+    const word = words[k];
+    items = items.filter((i) => {
+      const end = i + 1 < n ? starts[i + 1] - 1 : text.length;
+      for (let at = text.indexOf(word, starts[i]); at >= 0 && at + word.length <= end; at = text.indexOf(word, at + 1)) {
+        if (!letterOrDigitBefore(text, at)) return true;
       }
-      if (letterOrDigitBefore(text, at)) continue;
-      matched[item] = k + 1;
-      if (item + 1 >= n) break;
-      at = starts[item + 1] - 1;
-    }
+      return false;
+    });
   }
-  const result: number[] = [];
-  for (let i = 0; i < n; i++) if (matched[i] === wanted.length) result.push(seqs[i]);
-  return result;
+  return items.map((i) => seqs[i]);
+}
+
+/** The indexes of the items whose text has a word starting with `word`, in order: one pass over all texts. */
+function firstWord(text: string, starts: number[], word: string): number[] {
+  const n = starts.length;
+  const items: number[] = [];
+  let item = 0;
+  for (let at = text.indexOf(word); at >= 0; at = text.indexOf(word, at + 1)) {
+    // Occurrences come in order, so the item holding this one is found by walking forward.
+    while (item + 1 < n && starts[item + 1] <= at) item++;
+    if (letterOrDigitBefore(text, at)) continue;
+    items.push(item);
+    // Matched: go on at the next item's text.
+    if (item + 1 >= n) break;
+    at = starts[item + 1] - 1;
+  }
+  return items;
 }
