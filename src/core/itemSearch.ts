@@ -18,6 +18,7 @@ interface ItemTexts {
 }
 
 const texts = new WeakMap<Store, ItemTexts>();
+const TEXT_CHUNK = 2_000;
 
 /** Items' texts, read again when one was redefined and extended by the items discovered since. */
 function itemTexts(store: Store): ItemTexts {
@@ -27,18 +28,26 @@ function itemTexts(store: Store): ItemTexts {
   if (cached && cached.updates === updates && cached.inserts === inserts) return cached;
   // A redefinition changes a text in the middle: read everything again (queue files rarely change).
   if (!cached || cached.updates !== updates) cached = { seqs: [], starts: [], text: '', inserts: -1, updates };
-  const after = cached.seqs.length > 0 ? cached.seqs[cached.seqs.length - 1] : -1;
-  const parts: string[] = [];
+  // In chunks: the rows of 100,000 items with their definitions, read at once, were ~150 MB of
+  // strings alive together, a peak the engine host's RSS kept (docs/PERFORMANCE.md).
+  const chunks: string[] = [cached.text];
   let length = cached.text.length;
-  for (const [seq, id, name, definition] of store.rows('SELECT seq, id, name, definition FROM items WHERE seq > ? ORDER BY seq', [after])) {
-    const def = JSON.parse(definition as string) as ItemDefinition;
-    const part = `\n${itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args })}`;
-    cached.seqs.push(seq as number);
-    cached.starts.push(length + 1);
-    parts.push(part);
-    length += part.length;
+  for (;;) {
+    const after = cached.seqs.length > 0 ? cached.seqs[cached.seqs.length - 1] : -1;
+    const rows = store.rows('SELECT seq, id, name, definition FROM items WHERE seq > ? ORDER BY seq LIMIT ?', [after, TEXT_CHUNK]);
+    const parts: string[] = [];
+    for (const [seq, id, name, definition] of rows) {
+      const def = JSON.parse(definition as string) as ItemDefinition;
+      const part = `\n${itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args })}`;
+      cached.seqs.push(seq as number);
+      cached.starts.push(length + 1);
+      parts.push(part);
+      length += part.length;
+    }
+    chunks.push(parts.join(''));
+    if (rows.length < TEXT_CHUNK) break;
   }
-  cached.text += parts.join('');
+  cached.text = chunks.join('');
   cached.inserts = inserts;
   texts.set(store, cached);
   return cached;

@@ -58,4 +58,24 @@ describe('item search texts', () => {
       { numRuns: 300 },
     );
   });
+
+  it('read in several chunks, finds every item and each one alone', async () => {
+    const { store } = await Store.open({ storageDir: null });
+    try {
+      // More items than one chunk of reading holds (2,000), and not a multiple of it.
+      const count = 4_321;
+      store.batch(() => {
+        for (let i = 0; i < count; i++) {
+          const def = definition(`build-${i}`, `nightly report ${i}`, 'make', ['--part', String(i)]);
+          store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+        }
+      });
+      assert.equal(matchingItemSeqs(store, ['nightly']).length, count);
+      for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
+        assert.deepEqual(matchingItemSeqs(store, searchWords(`build-${i} report`)), [i + 1], `item ${i}`);
+      }
+    } finally {
+      store.close();
+    }
+  });
 });
