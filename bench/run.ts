@@ -36,7 +36,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,launch,output,startup,editor,dispatch').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,search,memory,launch,output,startup,editor,dispatch').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -414,6 +414,147 @@ async function scenarioApi(): Promise<void> {
 
   await bare.stop();
   await engine.stop();
+}
+
+// ---- scenario 1b: word search (/logs?q=, /items?q=) and the engine's peak memory ---------------------
+
+/**
+ * Word searches as users type them, at 1,000,000 entries: a rare word (every 50,000th entry), a
+ * word in every entry, the two together, and two or three words common to (nearly) every entry;
+ * /items?q= over 100,000 items. Each at 10 connections, p99 against /health's p99 in the same run.
+ */
+async function scenarioSearch(): Promise<void> {
+  log('\n== scenario 1b: word search');
+  const { dir, seed, cached } = await seeded('api', CFG.apiItems, CFG.apiLogs, 0);
+  raw.searchSeed = { ...seed, cached };
+  const storageDir = path.join(TMP, 'search', 'storage');
+  const workspace = path.join(TMP, 'search', 'ws');
+  rmSync(path.join(TMP, 'search'), { recursive: true, force: true });
+  mkdirSync(workspace, { recursive: true });
+  cpSync(dir, storageDir, { recursive: true });
+  const engine = await ServerChild.start(
+    { mode: 'engine', storageDir, workspace, logMaxEntries: Math.max(100_000, CFG.apiLogs * 2), snapshotIntervalMs: CFG.apiSnapshotMs },
+    'search-engine',
+  );
+  const rare = seed.rareWord;
+  // Every seeded message names its item "nightly-report-<n>"; "attempt" is in all but the
+  // discovery entries (nine in ten).
+  const searches: { key: string; path: string; target: number; expect?: number }[] = [
+    { key: 'rare word', path: `/logs?q=${rare}&limit=100`, target: 50, expect: Math.min(100, seed.rareMatches) },
+    { key: 'word in every entry', path: '/logs?q=nightly&limit=100', target: 50, expect: 100 },
+    { key: 'rare word + word in every entry', path: `/logs?q=${rare}+nightly&limit=100`, target: 50, expect: Math.min(100, seed.rareMatches) },
+    { key: 'two words in every entry', path: '/logs?q=nightly+report&limit=100', target: 50, expect: 100 },
+    { key: 'three common words', path: '/logs?q=nightly+report+attempt&limit=100', target: 50, expect: 100 },
+    { key: 'uncommon word (1 in 200)', path: '/logs?q=failed&limit=100', target: 50, expect: 100 },
+    { key: '/items?q= word in every item', path: '/items?q=nightly&limit=100', target: 20 },
+    { key: '/items?q= one item', path: `/items?q=${seed.sampleItemId}`, target: 20 },
+  ];
+  for (const e of searches) {
+    const res = await fetch(engine.url + e.path);
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`${e.path} answered ${res.status}: ${body}`);
+    const n = e.path.startsWith('/items') ? (JSON.parse(body) as { items: unknown[] }).items.length : (JSON.parse(body) as unknown[]).length;
+    if (e.expect !== undefined && n !== e.expect) throw new Error(`${e.path} found ${n} entries, expected ${e.expect}`);
+  }
+  await engine.request('snapshot');
+  const health: number[] = [];
+  const p99: Record<string, number[]> = {};
+  const p50: Record<string, number[]> = {};
+  for (let r = 0; r < CFG.runs; r++) {
+    health.push((await load(engine.url + '/health', CFG.latencyConnections, CFG.duration)).latency.p99);
+    for (const e of searches) {
+      await engine.phase(`${e.key} latency, ${CFG.latencyConnections} conn`);
+      const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration);
+      if (s.errors || s.non2xx) log(`  warning: ${e.key} had ${s.non2xx} non-2xx and ${s.errors} errors`);
+      (p99[e.key] ??= []).push(s.latency.p99);
+      (p50[e.key] ??= []).push(s.latency.p50);
+    }
+    log(`  run ${r + 1}: /health p99 ${health[r]} ms; ${searches.map((e) => `${e.key} ${p99[e.key][r]}`).join(', ')} ms`);
+  }
+  raw.searchLatency = { health, p99, p50 };
+  const base = median(health);
+  for (const e of searches) {
+    const v = median(p99[e.key]);
+    const scale = e.path.startsWith('/items') ? `${CFG.apiItems.toLocaleString('en-US')} items` : `${CFG.apiLogs.toLocaleString('en-US')} entries`;
+    add({
+      scenario: 'search',
+      measure: `${e.key.startsWith('/items') ? e.key : `/logs?q= ${e.key}`} p99, ${CFG.latencyConnections} conn, ${scale}`,
+      value: v,
+      unit: 'ms',
+      baseline: base,
+      ...(base > 0 ? { ratio: v / base } : {}),
+      target: `≤ ${e.target} ms`,
+      met: v <= e.target,
+      note: `p50 ${median(p50[e.key])} ms; baseline: /health p99 in the same run`,
+    });
+  }
+  await engine.stop();
+}
+
+/**
+ * The engine host's peak RSS over a whole API load at 100,000 items + 100,000 entries: every
+ * read endpoint under load in turn (word searches included), and snapshots taken during it. The
+ * peak is the kernel's high-water mark of the process (getrusage maxrss), so nothing between two
+ * samples is missed; a checkpoint on a worker thread counts, one in a process of its own does not
+ * (its own peak is reported beside).
+ */
+async function scenarioMemory(): Promise<void> {
+  log('\n== scenario 1c: engine memory under API load');
+  const { dir, seed, cached } = await seeded('mem', CFG.memItems, CFG.memLogs, CFG.memJournal);
+  raw.memorySeed = { ...seed, cached };
+  const results: { rest: number; peak: number; builders: (number | null)[]; peaks: Record<string, number> }[] = [];
+  for (let r = 0; r < CFG.runs; r++) {
+    const storageDir = path.join(TMP, 'memory', 'storage');
+    const workspace = path.join(TMP, 'memory', 'ws');
+    rmSync(path.join(TMP, 'memory'), { recursive: true, force: true });
+    mkdirSync(workspace, { recursive: true });
+    cpSync(dir, storageDir, { recursive: true });
+    const engine = await ServerChild.start({ mode: 'engine', storageDir, workspace, snapshotIntervalMs: 2_000 }, 'memory-engine');
+    // The engine starts its launch helper at start, and the helper builds the checkpoints in
+    // processes of its own; a checkpoint asked for before the helper is ready runs on a worker
+    // thread of the host instead (+~265 MB at this size, docs/PERFORMANCE.md). The engine's first
+    // periodic snapshot comes 30 s after a change, so the load starts once the helper is up.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const paths = [
+      '/stats',
+      '/status',
+      '/logs?limit=1000',
+      `/logs?q=${seed.rareWord}+nightly`,
+      '/logs?q=nightly+report',
+      '/items?limit=1000',
+      '/items?q=nightly&limit=1000',
+      `/logs?item=${seed.sampleItemId}`,
+    ];
+    const builders: (number | null)[] = [];
+    const duration = Math.max(2, Math.round(CFG.duration / 2));
+    // The high-water mark after each load: which load raised it, and by how much.
+    const peaks: Record<string, number> = { start: (await engine.request<ServerReport>('report')).maxRss };
+    for (const p of paths) {
+      // A snapshot during each load: the checkpoint and the load's buffers at the same time.
+      const snap = engine.request<SnapshotReply>('snapshot');
+      await load(engine.url + p, CFG.latencyConnections, duration);
+      builders.push((await snap).builderPeakRss);
+      peaks[p] = (await engine.request<ServerReport>('report')).maxRss;
+    }
+    const report = await engine.request<ServerReport>('report');
+    results.push({ rest: report.rss, peak: report.maxRss, builders, peaks });
+    log(`  run ${r + 1}: peak RSS ${mb(report.maxRss)} MB, after the load ${mb(report.rss)} MB; high-water mark after each load: ${Object.entries(peaks).map(([k, v]) => `${k} ${mb(v)}`).join(', ')} MB`);
+    await engine.stop();
+  }
+  raw.memory = results;
+  const scale = `${(CFG.memItems / 1000).toFixed(0)}k items + ${(CFG.memLogs / 1000).toFixed(0)}k entries`;
+  const peak = median(results.map((r) => r.peak));
+  const builderPeaks = results.flatMap((r) => r.builders).filter((b): b is number => b !== null);
+  add({
+    scenario: 'memory',
+    measure: `engine host peak RSS over API load + ${CFG.runs > 0 ? results[0].builders.length : 0} snapshots, ${scale}`,
+    value: mb(peak),
+    unit: 'MB',
+    target: '≤ 200 MB',
+    met: mb(peak) <= 200,
+    note: `getrusage maxrss of the host process` + (builderPeaks.length ? `; checkpoint processes' peak RSS ${mb(median(builderPeaks))} MB (not in the host's)` : ''),
+  });
+  add({ scenario: 'memory', measure: `engine host RSS after the load, ${scale}`, value: mb(median(results.map((r) => r.rest))), unit: 'MB' });
 }
 
 function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[], workerMs: number[] = []): void {
@@ -959,6 +1100,8 @@ async function main(): Promise<void> {
   mkdirSync(TMP, { recursive: true });
   try {
     if (CFG.only.includes('api')) await scenarioApi();
+    if (CFG.only.includes('search')) await scenarioSearch();
+    if (CFG.only.includes('memory')) await scenarioMemory();
     if (CFG.only.includes('launch')) await scenarioLaunch();
     if (CFG.only.includes('output')) await scenarioOutput();
     if (CFG.only.includes('startup')) await scenarioStartup();

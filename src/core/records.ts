@@ -2,9 +2,9 @@
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
 import type { SqlValue } from 'sql.js';
 import type { AttemptDetail, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
-import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
+import { matchingItemSeqs } from './itemSearch';
 import type { ItemsPage } from './monitoredEngine';
 import type { Store } from './store';
 
@@ -211,20 +211,12 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   }
   const wanted = filter.q === undefined ? [] : searchWords(filter.q);
   if (wanted.length > 0) {
-    // SQL narrows by the longest word as a substring (LIKE folds ASCII case only, so a word with
-    // other letters is left to the match below); the rule itself (each word starts a word of the
-    // id, name, command or args) is checked here, so the total is exact.
-    const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
-    if (ascii !== undefined) {
-      where.push("(id || ' ' || name || ' ' || definition) LIKE ?");
-      params.push(`%${ascii}%`);
-    }
-    // Only what the words are looked for in, as arrays (no object per row); whole rows for the page.
-    const candidates = store.rows(`SELECT seq, id, name, definition FROM items${whereClause(where)} ORDER BY seq`, params);
-    const matching: number[] = [];
-    for (const [seq, id, name, definition] of candidates) {
-      const def = JSON.parse(definition as string) as ItemDefinition;
-      if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+    // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
+    // filters, when given, in SQL. The total is exact.
+    let matching = matchingItemSeqs(store, wanted);
+    if (where.length > 0) {
+      const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
+      matching = matching.filter((seq) => selected.has(seq));
     }
     const page = matching.slice(offset, offset + limit);
     const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
