@@ -234,13 +234,14 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         SourceStatus: {
           type: 'object',
-          required: ['kind', 'location', 'lastScanAt', 'lastError', 'itemsDiscovered'],
+          required: ['kind', 'location', 'lastScanAt', 'lastError', 'itemsDiscovered', 'itemsKnown'],
           properties: {
             kind: { type: 'string', enum: ['queue-directory'] },
             location: { type: 'string' },
             lastScanAt: nullableTime('End of the last scan of this source.'),
             lastError: { type: ['string', 'null'] },
-            itemsDiscovered: count('Items ingested from this source.'),
+            itemsDiscovered: count('Items ingested from this source since the engine started (0 after a restart).'),
+            itemsKnown: count('Items known from this source (its files\' items and their schedule occurrences), read from the store, so a restart keeps them.'),
           },
         },
         LaunchRecord: {
@@ -286,8 +287,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                 lastScanAt: nullableTime('End of the last scan.'),
                 lastScanDurationMs: { type: ['integer', 'null'], minimum: 0 },
                 scans: count('Scans since start.'),
-                itemsDiscovered: count('Items ingested.'),
-                itemsRejected: count('Files or entries rejected.'),
+                itemsDiscovered: count('Items ingested since the engine started.'),
+                itemsRejected: count('Files or entries rejected since the engine started.'),
               },
             },
             stats: ref('StatsOverview'),

@@ -80,7 +80,10 @@ export interface SourceStatus {
   location: string;
   lastScanAt: IsoTime | null;
   lastError: string | null;
+  /** Items ingested from this source by this engine process (0 after a restart). */
   itemsDiscovered: number;
+  /** Items known from this source, from the store: what the queue has given, across restarts. */
+  itemsKnown: number;
 }
 
 export type LaunchOutcome = 'running' | 'succeeded' | 'failed';

@@ -83,6 +83,7 @@ describe('API over the real engine', function () {
     assert.equal(s.scanner.itemsDiscovered, 4);
     assert.equal(s.scanner.itemsRejected, 1);
     assert.equal(s.scanner.sources[0].kind, 'queue-directory');
+    assert.equal(s.scanner.sources[0].itemsKnown, 4);
     assert.equal(s.engine.concurrency, 4);
     assert.ok(s.lastLaunch && ['succeeded', 'failed'].includes(s.lastLaunch.outcome));
     assert.ok(s.database.sizeBytes > 0);
@@ -114,5 +115,43 @@ describe('API over the real engine', function () {
     const body = res.json as { items: { id: string; outcome: string }[]; total: number };
     assert.deepEqual(body.items.map((i) => i.id), ['doomed']);
     assert.equal(body.total, 1);
+  });
+});
+
+describe('/status after a restart (#21 item 8)', function () {
+  this.timeout(30_000);
+  let ws: TempWorkspace;
+
+  afterEach(() => ws?.dispose());
+
+  it('each source still counts the items it gave (itemsKnown, from the store); the per-process counters start over', async () => {
+    ws = new TempWorkspace('engine-api-restart-');
+    ws.enqueue('later.json', Array.from({ length: 5 }, (_, i) => nodeItem(`later-${i}`, '0', { runAt: '2099-01-01T00:00:00.000Z' })));
+    const first = await Engine.create(ws.options());
+    try {
+      await first.start();
+      assert.equal(first.status().scanner.sources[0].itemsKnown, 5);
+    } finally {
+      await first.shutdown(0);
+    }
+
+    // One more file while the engine is down: the restarted engine discovers it and adds it.
+    ws.enqueue('one-more.json', nodeItem('one-more', '0', { runAt: '2099-01-01T00:00:00.000Z' }));
+    const engine = await Engine.create(ws.options());
+    await engine.start();
+    const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    try {
+      const api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
+      const res = await request(server.url, '/status');
+      api.assertBody('/status', 200, res.json);
+      const s = res.json as StatusResponse;
+      assert.deepEqual(
+        { known: s.scanner.sources[0].itemsKnown, discovered: s.scanner.sources[0].itemsDiscovered, total: s.stats.total, scannerDiscovered: s.scanner.itemsDiscovered },
+        { known: 6, discovered: 1, total: 6, scannerDiscovered: 1 },
+      );
+    } finally {
+      await server.close();
+      await engine.shutdown(0);
+    }
   });
 });
