@@ -1,0 +1,139 @@
+// What the CodeLens above each queue-file entry says and offers (contract section 10), as plain
+// data: no `vscode` import, so the unit tests and the bench run it in Node. queueLens.ts turns
+// these into vscode.CodeLens objects.
+//
+// An entry is matched to an item by its id: the `id` it writes, or the id the engine derives from
+// the file's path and the entry's index (src/shared/itemIds.ts, the engine's own function).
+import type { ItemState, ItemSummary } from '../shared/api';
+import { formatRelativeTime } from '../shared/format';
+import { deriveItemId } from '../shared/itemIds';
+import { entryRanges } from './queueFileRanges';
+
+export interface QueueEntry {
+  /** The engine's number for it: a .jsonl line (0-based) or a .json array index. */
+  index: number;
+  /** Offsets of the entry in the text. */
+  start: number;
+  end: number;
+  /** The item id the engine gives it; undefined when the entry is not an object the engine could read. */
+  id: string | undefined;
+}
+
+/**
+ * Every entry of a queue file with its item id. `relPath` is the file as the engine names it
+ * (relative to its workspace folder, `/`-separated): derived ids are made from it.
+ */
+export function readQueueEntries(text: string, relPath: string, jsonLines: boolean): QueueEntry[] {
+  const spans = entryRanges(text, jsonLines);
+  const idOf = (value: unknown, index: number): string | undefined => {
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    const id = (value as { id?: unknown }).id;
+    if (id === undefined) return deriveItemId(relPath, index);
+    return typeof id === 'string' ? id : undefined;
+  };
+  if (jsonLines) {
+    return spans.map((s) => ({ ...s, id: idOf(parseOrUndefined(text.slice(s.start, s.end)), s.index) }));
+  }
+  // One parse of the whole file, as the engine reads it; the spans say where each element is.
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const value = parseOrUndefined(body);
+  if (Array.isArray(value)) return spans.map((s) => ({ ...s, id: idOf(value[s.index], s.index) }));
+  return spans.map((s) => ({ ...s, id: value === undefined ? undefined : idOf(value, s.index) }));
+}
+
+function parseOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One lens: a title, and the command it runs (none: the lens is text). */
+export interface LensSpec {
+  start: number;
+  end: number;
+  title: string;
+  tooltip?: string;
+  command?: { id: string; args: unknown[] };
+}
+
+export interface LensContext {
+  /** The item the engine knows under this id, from this file. */
+  item(id: string): ItemSummary | undefined;
+  /** The engine's reason for rejecting this entry, if it did and the file has not changed since. */
+  rejection(index: number): string | undefined;
+  /** Workspace trusted: actions offered. Untrusted (restricted mode): the state only. */
+  trusted: boolean;
+  /** False while no engine is connected: every entry says so instead of "not yet scanned". */
+  connected: boolean;
+  now: number;
+}
+
+/** The command ids the lenses run (the Items view's own commands, given an item id). */
+export const LENS_COMMANDS = {
+  showOutput: 'engineMonitor.showOutput',
+  retry: 'engineMonitor.retryItem',
+  cancel: 'engineMonitor.cancelItem',
+  hold: 'engineMonitor.holdItem',
+  release: 'engineMonitor.releaseItem',
+  openInTerminal: 'engineMonitor.openInTerminal',
+} as const;
+
+const STATE_ICONS: Record<ItemState, string> = {
+  launched: '$(pass)',
+  failed: '$(error)',
+  running: '$(sync~spin)',
+  waiting: '$(clock)',
+  scheduled: '$(calendar)',
+  backoff: '$(history)',
+  held: '$(debug-pause)',
+  blocked: '$(lock)',
+};
+
+/** The lenses of every entry, in entry order: a state lens first, then the actions that apply. */
+export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): LensSpec[] {
+  const lenses: LensSpec[] = [];
+  for (const e of entries) {
+    const at = { start: e.start, end: e.end };
+    const item = e.id === undefined ? undefined : ctx.item(e.id);
+    if (!item) {
+      const reason = ctx.rejection(e.index);
+      if (reason !== undefined) lenses.push({ ...at, title: `$(warning) rejected: ${oneLine(reason, 120)}`, tooltip: reason });
+      else if (!ctx.connected) lenses.push({ ...at, title: '$(debug-disconnect) engine not connected' });
+      else lenses.push({ ...at, title: '$(circle-outline) not yet scanned', tooltip: 'The engine has not read this entry yet: it reads queue files when it polls.' });
+      continue;
+    }
+    lenses.push({ ...at, title: stateTitle(item, ctx.now), tooltip: stateTooltip(item) });
+    if (!ctx.trusted) continue;
+    const state = item.state;
+    const args = [item.id];
+    if (item.attempts > 0 || state === 'running') lenses.push({ ...at, title: 'Show Output', command: { id: LENS_COMMANDS.showOutput, args } });
+    if (state === 'failed') lenses.push({ ...at, title: 'Retry', command: { id: LENS_COMMANDS.retry, args } });
+    if (state !== 'launched' && state !== 'failed') lenses.push({ ...at, title: 'Cancel', command: { id: LENS_COMMANDS.cancel, args } });
+    if (state === 'held') lenses.push({ ...at, title: 'Release', command: { id: LENS_COMMANDS.release, args } });
+    else if (state !== 'launched' && state !== 'failed') lenses.push({ ...at, title: 'Hold', command: { id: LENS_COMMANDS.hold, args } });
+    if (item.attempts > 0) lenses.push({ ...at, title: 'Open in Terminal', command: { id: LENS_COMMANDS.openInTerminal, args } });
+  }
+  return lenses;
+}
+
+/** "$(error) failed · 3/3 · 3 min ago": state, attempts, and when the latest attempt finished. */
+export function stateTitle(item: ItemSummary, now: number): string {
+  const parts = [`${STATE_ICONS[item.state] ?? ''} ${item.state}`.trim(), `${item.attempts}/${item.maxAttempts}`];
+  if (item.lastFinishedAt) parts.push(formatRelativeTime(item.lastFinishedAt, now));
+  return parts.join(' · ');
+}
+
+function stateTooltip(item: ItemSummary): string {
+  const lines = [`${item.name || item.id} (${item.id})`, `${item.attempts} of ${item.maxAttempts} attempts`];
+  if (item.lastError) lines.push(`last error: ${item.lastError}`);
+  if (item.waitingFor?.length) lines.push(`waiting for: ${item.waitingFor.join(', ')}`);
+  return lines.join('\n');
+}
+
+/** Engine text on one line of a lens: control characters and newlines flattened, long text cut. */
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
