@@ -31,6 +31,9 @@ const AGE_REFRESH_MS = 30_000;
 interface ParsedDocument {
   version: number;
   entries: QueueEntry[];
+  /** The lenses last provided, and what they were made from: a redraw with nothing changed reuses them. */
+  lenses?: vscode.CodeLens[];
+  madeFrom?: string;
 }
 
 interface FileItems {
@@ -47,6 +50,8 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
   /** Engine file name → its items. Only files someone opened are here. */
   private readonly files = new Map<string, FileItems>();
   private readonly reloader: Throttled;
+  /** Bumped whenever items, rejections, trust or the connection change: part of each document's lens cache key. */
+  private generation = 0;
 
   constructor(
     private readonly connection: EngineConnection,
@@ -85,16 +90,16 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
           f.stale = true;
         }
         this.reloader.trigger(true);
-        this._onDidChangeCodeLenses.fire();
+        this.changed();
       }),
     );
     this._register(vscode.languages.onDidChangeDiagnostics((e) => {
-      if (e.uris.some((u) => this.parsed.has(u.toString()))) this._onDidChangeCodeLenses.fire();
+      if (e.uris.some((u) => this.parsed.has(u.toString()))) this.changed();
     }));
     this._register(vscode.workspace.onDidGrantWorkspaceTrust(() => this._onDidChangeCodeLenses.fire()));
     this._register(vscode.workspace.onDidCloseTextDocument((d) => this.forget(d)));
     this._register(vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('engineMonitor.queue.directory')) this._onDidChangeCodeLenses.fire();
+      if (e.affectsConfiguration('engineMonitor.queue.directory')) this.changed();
     }));
     const ageTimer = setInterval(() => {
       if (vscode.window.visibleTextEditors.some((ed) => this.parsed.has(ed.document.uri.toString()))) this._onDidChangeCodeLenses.fire();
@@ -112,19 +117,37 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
       this.parsed.set(key, parsed);
     }
     const items = this.itemsOf(file);
+    const now = Date.now();
+    // "3 min ago" changes by the minute at most (seconds only in the first minute, redrawn by events anyway).
+    const madeFrom = `${this.generation}|${vscode.workspace.isTrusted}|${this.connection.connected}|${Math.floor(now / 60_000)}`;
+    if (parsed.lenses && parsed.madeFrom === madeFrom) return parsed.lenses;
     const specs = lensesFor(parsed.entries, {
       item: (id) => items.get(id),
       rejection: (index) => this.diagnostics.rejectionReason(file, index),
       trusted: vscode.workspace.isTrusted,
       connected: this.connection.connected,
-      now: Date.now(),
+      now,
     });
     // Entries are in document order, so positions are found walking forward once.
     const positions = new ForwardPositions(document);
-    return specs.map((s) => {
-      const range = new vscode.Range(positions.at(s.start), positions.at(s.start));
-      return new vscode.CodeLens(range, s.command ? { title: s.title, tooltip: s.tooltip, command: s.command.id, arguments: s.command.args } : { title: s.title, tooltip: s.tooltip, command: '' });
+    let range: vscode.Range | undefined;
+    let rangeStart = -1;
+    parsed.lenses = specs.map((s) => {
+      // The lenses of one entry share its range.
+      if (s.start !== rangeStart) {
+        const at = positions.at(s.start);
+        range = new vscode.Range(at, at);
+        rangeStart = s.start;
+      }
+      return new vscode.CodeLens(range!, s.command ? { title: s.title, tooltip: s.tooltip, command: s.command.id, arguments: s.command.args } : { title: s.title, tooltip: s.tooltip, command: '' });
     });
+    parsed.madeFrom = madeFrom;
+    return parsed.lenses;
+  }
+
+  private changed(): void {
+    this.generation++;
+    this._onDidChangeCodeLenses.fire();
   }
 
   /** The known items of a file; the first ask starts their read and the lenses redraw when it ends. */
@@ -150,7 +173,7 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     const reads = [...this.files].filter(([, f]) => f.stale).map(([name, f]) => this.load(name, f));
     if (reads.length === 0) return;
     await Promise.all(reads);
-    this._onDidChangeCodeLenses.fire();
+    this.changed();
   }
 
   private async load(name: string, f: FileItems): Promise<void> {

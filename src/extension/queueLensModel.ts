@@ -95,41 +95,34 @@ const STATE_ICONS: Record<ItemState, string> = {
 export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): LensSpec[] {
   const lenses: LensSpec[] = [];
   for (const e of entries) {
-    const at = { start: e.start, end: e.end };
     const item = e.id === undefined ? undefined : ctx.item(e.id);
     if (!item) {
       const reason = ctx.rejection(e.index);
-      if (reason !== undefined) lenses.push({ ...at, title: `$(warning) rejected: ${oneLine(reason, 120)}`, tooltip: reason });
-      else if (!ctx.connected) lenses.push({ ...at, title: '$(debug-disconnect) engine not connected' });
-      else lenses.push({ ...at, title: '$(circle-outline) not yet scanned', tooltip: 'The engine has not read this entry yet: it reads queue files when it polls.' });
+      if (reason !== undefined) lenses.push({ start: e.start, end: e.end, title: `$(warning) rejected: ${oneLine(reason, 120)}`, tooltip: reason });
+      else if (!ctx.connected) lenses.push({ start: e.start, end: e.end, title: '$(debug-disconnect) engine not connected' });
+      else lenses.push({ start: e.start, end: e.end, title: '$(circle-outline) not yet scanned', tooltip: 'The engine has not read this entry yet: it reads queue files when it polls.' });
       continue;
     }
-    lenses.push({ ...at, title: stateTitle(item, ctx.now), tooltip: stateTooltip(item) });
+    lenses.push({ start: e.start, end: e.end, title: stateTitle(item, ctx.now), tooltip: item.lastError ?? undefined });
     if (!ctx.trusted) continue;
     const state = item.state;
     const args = [item.id];
-    if (item.attempts > 0 || state === 'running') lenses.push({ ...at, title: 'Show Output', command: { id: LENS_COMMANDS.showOutput, args } });
-    if (state === 'failed') lenses.push({ ...at, title: 'Retry', command: { id: LENS_COMMANDS.retry, args } });
-    if (state !== 'launched' && state !== 'failed') lenses.push({ ...at, title: 'Cancel', command: { id: LENS_COMMANDS.cancel, args } });
-    if (state === 'held') lenses.push({ ...at, title: 'Release', command: { id: LENS_COMMANDS.release, args } });
-    else if (state !== 'launched' && state !== 'failed') lenses.push({ ...at, title: 'Hold', command: { id: LENS_COMMANDS.hold, args } });
-    if (item.attempts > 0) lenses.push({ ...at, title: 'Open in Terminal', command: { id: LENS_COMMANDS.openInTerminal, args } });
+    const action = (title: string, id: string) => lenses.push({ start: e.start, end: e.end, title, command: { id, args } });
+    if (item.attempts > 0 || state === 'running') action('Show Output', LENS_COMMANDS.showOutput);
+    if (state === 'failed') action('Retry', LENS_COMMANDS.retry);
+    const open = state !== 'launched' && state !== 'failed';
+    if (open) action('Cancel', LENS_COMMANDS.cancel);
+    if (state === 'held') action('Release', LENS_COMMANDS.release);
+    else if (open) action('Hold', LENS_COMMANDS.hold);
+    if (item.attempts > 0) action('Open in Terminal', LENS_COMMANDS.openInTerminal);
   }
   return lenses;
 }
 
 /** "$(error) failed · 3/3 · 3 min ago": state, attempts, and when the latest attempt finished. */
 export function stateTitle(item: ItemSummary, now: number): string {
-  const parts = [`${STATE_ICONS[item.state] ?? ''} ${item.state}`.trim(), `${item.attempts}/${item.maxAttempts}`];
-  if (item.lastFinishedAt) parts.push(formatRelativeTime(item.lastFinishedAt, now));
-  return parts.join(' · ');
-}
-
-function stateTooltip(item: ItemSummary): string {
-  const lines = [`${item.name || item.id} (${item.id})`, `${item.attempts} of ${item.maxAttempts} attempts`];
-  if (item.lastError) lines.push(`last error: ${item.lastError}`);
-  if (item.waitingFor?.length) lines.push(`waiting for: ${item.waitingFor.join(', ')}`);
-  return lines.join('\n');
+  const head = `${STATE_ICONS[item.state] ?? ''} ${item.state} · ${item.attempts}/${item.maxAttempts}`;
+  return item.lastFinishedAt ? `${head} · ${formatRelativeTime(item.lastFinishedAt, now)}` : head;
 }
 
 /** Engine text on one line of a lens: control characters and newlines flattened, long text cut. */

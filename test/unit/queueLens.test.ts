@@ -3,6 +3,7 @@
 import * as assert from 'node:assert/strict';
 import type { ItemState, ItemSummary } from '../../src/shared/api';
 import { parseItem } from '../../src/core/items';
+import { formatRelativeTime } from '../../src/shared/format';
 import { lensesFor, readQueueEntries, stateTitle, type LensContext, type QueueEntry } from '../../src/extension/queueLensModel';
 
 const defaults = { timeoutMs: 600_000, maxAttempts: 3 };
@@ -114,5 +115,16 @@ describe('queue file CodeLens model', () => {
     const entries = readQueueEntries(lines.join('\n') + '\n', '.engine/queue/big.jsonl', true);
     assert.equal(entries.length, 10_000);
     for (const i of [0, 1, 4242, 9999]) assert.equal(entries[i].id, engineId(JSON.parse(lines[i]), '.engine/queue/big.jsonl', i));
+  });
+});
+
+describe('formatRelativeTime', () => {
+  it('says minutes at the least, in the runtime locale', () => {
+    const now = Date.parse('2026-11-23T12:00:00.000Z');
+    const expect = (value: number, unit: Intl.RelativeTimeFormatUnit) => new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' }).format(value, unit);
+    assert.equal(formatRelativeTime('2026-11-23T11:59:40.000Z', now), expect(0, 'minute'));
+    assert.equal(formatRelativeTime('2026-11-23T11:57:00.000Z', now), expect(-3, 'minute'));
+    assert.equal(formatRelativeTime('2026-11-21T11:00:00.000Z', now), expect(-2, 'day'));
+    assert.equal(formatRelativeTime('not a date', now), 'not a date');
   });
 });
