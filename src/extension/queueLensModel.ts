@@ -25,20 +25,31 @@ export interface QueueEntry {
  */
 export function readQueueEntries(text: string, relPath: string, jsonLines: boolean): QueueEntry[] {
   const spans = entryRanges(text, jsonLines);
-  const idOf = (value: unknown, index: number): string | undefined => {
-    if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
-    const id = (value as { id?: unknown }).id;
-    if (id === undefined) return deriveItemId(relPath, index);
-    return typeof id === 'string' ? id : undefined;
-  };
+  const entries: QueueEntry[] = new Array(spans.length);
   if (jsonLines) {
-    return spans.map((s) => ({ ...s, id: idOf(parseOrUndefined(text.slice(s.start, s.end)), s.index) }));
+    for (let i = 0; i < spans.length; i++) {
+      const s = spans[i];
+      entries[i] = { index: s.index, start: s.start, end: s.end, id: idOf(parseOrUndefined(text.slice(s.start, s.end)), relPath, s.index) };
+    }
+    return entries;
   }
   // One parse of the whole file, as the engine reads it; the spans say where each element is.
-  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  const value = parseOrUndefined(body);
-  if (Array.isArray(value)) return spans.map((s) => ({ ...s, id: idOf(value[s.index], s.index) }));
-  return spans.map((s) => ({ ...s, id: value === undefined ? undefined : idOf(value, s.index) }));
+  const value = parseOrUndefined(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  const array = Array.isArray(value);
+  for (let i = 0; i < spans.length; i++) {
+    const s = spans[i];
+    const entry = array ? (value as unknown[])[s.index] : value;
+    entries[i] = { index: s.index, start: s.start, end: s.end, id: entry === undefined ? undefined : idOf(entry, relPath, s.index) };
+  }
+  return entries;
+}
+
+/** The id the engine gives an entry: its own, or derived; undefined when it is not an object or its id is not a string. */
+function idOf(value: unknown, relPath: string, index: number): string | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const id = (value as { id?: unknown }).id;
+  if (id === undefined) return deriveItemId(relPath, index);
+  return typeof id === 'string' ? id : undefined;
 }
 
 function parseOrUndefined(text: string): unknown {

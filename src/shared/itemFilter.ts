@@ -7,8 +7,11 @@ import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerPar
 
 export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'source', 'limit', 'offset'] as const;
 export const MAX_OFFSET = 1_000_000_000;
-/** A path longer than this names no queue file (PATH_MAX is 4096 on Linux). */
-const MAX_SOURCE_LENGTH = 4096;
+/**
+ * Longer than any queue file's path relative to its folder in practice, and short enough that a
+ * request carrying it, percent-encoded, stays under Node's 16 KiB header limit.
+ */
+export const MAX_SOURCE_LENGTH = 512;
 const OUTCOMES = ['launched', 'pending', 'failed'] as const;
 
 /** Which items to list. Every field given narrows the choice; `{}` is every item. */
