@@ -47,6 +47,8 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
   private readonly _onDidChangeCodeLenses = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeCodeLenses = this._onDidChangeCodeLenses.event;
   private readonly parsed = new Map<string, ParsedDocument>();
+  /** Engine file name → derived ids by entry index (see readQueueEntries). */
+  private readonly derivedIds = new Map<string, Map<number, string>>();
   /** Engine file name → its items. Only files someone opened are here. */
   private readonly files = new Map<string, FileItems>();
   private readonly reloader: Throttled;
@@ -113,7 +115,9 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     const key = document.uri.toString();
     let parsed = this.parsed.get(key);
     if (!parsed || parsed.version !== document.version) {
-      parsed = { version: document.version, entries: readQueueEntries(document.getText(), file, file.endsWith('.jsonl')) };
+      let derived = this.derivedIds.get(file);
+      if (!derived) this.derivedIds.set(file, (derived = new Map()));
+      parsed = { version: document.version, entries: readQueueEntries(document.getText(), file, file.endsWith('.jsonl'), derived) };
       this.parsed.set(key, parsed);
     }
     const items = this.itemsOf(file);
@@ -165,7 +169,10 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     this.parsed.delete(document.uri.toString());
     const file = queueFileName(document.uri);
     const stillOpen = file && vscode.workspace.textDocuments.some((d) => d !== document && queueFileName(d.uri) === file);
-    if (file && !stillOpen) this.files.delete(file);
+    if (file && !stillOpen) {
+      this.files.delete(file);
+      this.derivedIds.delete(file);
+    }
   }
 
   private async reloadStale(): Promise<void> {

@@ -21,15 +21,17 @@ export interface QueueEntry {
 
 /**
  * Every entry of a queue file with its item id. `relPath` is the file as the engine names it
- * (relative to its workspace folder, `/`-separated): derived ids are made from it.
+ * (relative to its workspace folder, `/`-separated): derived ids are made from it. `derived` keeps
+ * them by index across calls for the same file: a derived id depends only on the path and the
+ * index, and each costs a SHA-256, so an edit of the document does not hash every entry again.
  */
-export function readQueueEntries(text: string, relPath: string, jsonLines: boolean): QueueEntry[] {
+export function readQueueEntries(text: string, relPath: string, jsonLines: boolean, derived: Map<number, string> = new Map()): QueueEntry[] {
   const spans = entryRanges(text, jsonLines);
   const entries: QueueEntry[] = new Array(spans.length);
   if (jsonLines) {
     for (let i = 0; i < spans.length; i++) {
       const s = spans[i];
-      entries[i] = { index: s.index, start: s.start, end: s.end, id: idOf(parseOrUndefined(text.slice(s.start, s.end)), relPath, s.index) };
+      entries[i] = { index: s.index, start: s.start, end: s.end, id: idOf(parseOrUndefined(text.slice(s.start, s.end)), relPath, s.index, derived) };
     }
     return entries;
   }
@@ -39,16 +41,20 @@ export function readQueueEntries(text: string, relPath: string, jsonLines: boole
   for (let i = 0; i < spans.length; i++) {
     const s = spans[i];
     const entry = array ? (value as unknown[])[s.index] : value;
-    entries[i] = { index: s.index, start: s.start, end: s.end, id: entry === undefined ? undefined : idOf(entry, relPath, s.index) };
+    entries[i] = { index: s.index, start: s.start, end: s.end, id: entry === undefined ? undefined : idOf(entry, relPath, s.index, derived) };
   }
   return entries;
 }
 
 /** The id the engine gives an entry: its own, or derived; undefined when it is not an object or its id is not a string. */
-function idOf(value: unknown, relPath: string, index: number): string | undefined {
+function idOf(value: unknown, relPath: string, index: number, derived: Map<number, string>): string | undefined {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
   const id = (value as { id?: unknown }).id;
-  if (id === undefined) return deriveItemId(relPath, index);
+  if (id === undefined) {
+    let made = derived.get(index);
+    if (made === undefined) derived.set(index, (made = deriveItemId(relPath, index)));
+    return made;
+  }
   return typeof id === 'string' ? id : undefined;
 }
 
