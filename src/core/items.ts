@@ -7,9 +7,10 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import itemFileSchema from '../../schemas/item.schema.json';
 import { isInside } from './workingFolder';
+import { deriveItemId } from '../shared/itemIds';
 
 // Kept here too for the callers that judge queue files (src/core/queueSource.ts).
-export { isInside };
+export { isInside, deriveItemId };
 
 /** An item exactly as a queue file may write it. */
 export interface ItemInput {
@@ -168,17 +169,6 @@ export function scheduleProblem(cron: string, timezone: string): string | undefi
     return `"schedule" "${cron}" is not a valid cron expression: ${(e as Error).message.replace(/^CronPattern: /, '')}`;
   }
   return undefined;
-}
-
-/**
- * Derived ids stay readable (the file's base name and the index) and unique (a hash of the
- * relative path, so `a b.json` and `a_b.json` do not collide).
- */
-export function deriveItemId(relPath: string, index: number): string {
-  const base = path.posix.basename(relPath).replace(/\.(jsonl?|JSONL?)$/, '');
-  const slug = base.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80) || 'item';
-  const hash = createHash('sha256').update(`${relPath}\n${index}`).digest('hex').slice(0, 10);
-  return `${slug}:${index}:${hash}`;
 }
 
 /** A stable fingerprint of what the item would do, to tell a re-read from a conflicting redefinition. */

@@ -209,6 +209,10 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     where.push(`instr(?, ',' || (${STATE_SQL}) || ',') > 0`);
     params.push(`,${filter.states.join(',')},`, now);
   }
+  if (filter.source !== undefined) {
+    where.push('source = ?');
+    params.push(filter.source);
+  }
   const wanted = filter.q === undefined ? [] : searchWords(filter.q);
   if (wanted.length > 0) {
     // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
@@ -220,11 +224,27 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     }
     const page = matching.slice(offset, offset + limit);
     const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: rows.map((r) => toSummary(store, r, now)), total: matching.length };
+    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total: matching.length };
   }
   const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
-  const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
-  return { items: rows.map((r) => toSummary(store, r, now)), total };
+  const counted = filter.states?.length || filter.source !== undefined;
+  const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
+  return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
+}
+
+/** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
+function withLastFinish(store: Store, items: ItemSummary[]): ItemSummary[] {
+  if (items.length === 0) return items;
+  const finished = new Map<string, number>();
+  const ids = JSON.stringify(items.map((i) => i.id));
+  for (const [id, at] of store.rows('SELECT item_id, MAX(finished_at) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) GROUP BY item_id', [ids])) {
+    if (typeof at === 'number') finished.set(id as string, at);
+  }
+  for (const item of items) {
+    const at = finished.get(item.id);
+    item.lastFinishedAt = at === undefined ? null : new Date(at).toISOString();
+  }
+  return items;
 }
 
 function whereClause(conditions: string[]): string {

@@ -6,7 +6,7 @@
 // responses, and a client validating with this document must not break when that happens.
 import { ENGINE_NAME, ITEM_STATES, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
-import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
+import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH, MAX_SOURCE_LENGTH } from './params';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** RFC 3339's date-time, which `format: date-time` alone leaves loose (Ajv also takes `+01` and a space). */
@@ -350,6 +350,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             source: { type: 'string', description: 'Where the item came from.' },
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
+            lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (section 10\'s CodeLens shows it).'),
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
             waitingFor: {
               type: 'array',
@@ -681,6 +682,12 @@ function readPaths(): Record<string, PathItem> {
               'Text search: split into words (runs of letters and digits) and lower-cased; every word must start a word of the item\'s id, name, command or args, case-insensitive (`q=build 42` finds `build-42`). ' +
               `At most ${MAX_Q_WORDS} words. Empty or without letters and digits: no filter.`,
             schema: { type: 'string', maxLength: MAX_Q_LENGTH, pattern: Q_PATTERN },
+          },
+          {
+            name: 'source',
+            in: 'query',
+            description: 'Only items read from this queue file: its path relative to its workspace folder, `/`-separated, exactly as items\' `source` gives it (`.engine/queue/jobs.jsonl`). The editor\'s CodeLens reads a file\'s items this way.',
+            schema: { type: 'string', minLength: 1, maxLength: MAX_SOURCE_LENGTH },
           },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
           { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },

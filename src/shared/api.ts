@@ -160,6 +160,8 @@ export interface ItemSummary {
   source: string;
   updatedAt: IsoTime;
   lastError: string | null;
+  /** When its latest finished attempt finished (section 10's CodeLens); null when none has. Absent from engines before it. */
+  lastFinishedAt?: IsoTime | null;
   /** The item's state (contract section 8): what `/items?state=` filters by. */
   state: ItemState;
   /** Only on a blocked item (section 9): the ids it still waits for (not launched, or unknown). */

@@ -116,6 +116,26 @@ describe('API over the real engine', function () {
     assert.deepEqual(body.items.map((i) => i.id), ['doomed']);
     assert.equal(body.total, 1);
   });
+
+  it('/items?source=: the items of one queue file (the CodeLens read), each with when its latest attempt finished', async () => {
+    const res = await get('/items?source=.engine%2Fqueue%2Fmixed.json&limit=2');
+    assert.equal(res.status, 200);
+    api.assertBody('/items', 200, res.json);
+    const body = res.json as { items: { id: string; source: string; lastFinishedAt: string | null }[]; total: number };
+    assert.equal(body.total, 4, 'the four accepted entries of mixed.json, counted past the page');
+    assert.deepEqual(body.items.map((i) => i.id), ['ok', 'flaky']);
+    assert.ok(body.items.every((i) => i.source === '.engine/queue/mixed.json'));
+    const all = (await get('/items?source=.engine/queue/mixed.json')).json as typeof body;
+    const finished = new Map(all.items.map((i) => [i.id, i.lastFinishedAt]));
+    const doomed = (await get('/items/doomed')).json as { attempts: { finishedAt: string }[] };
+    assert.equal(finished.get('doomed'), doomed.attempts.map((a) => a.finishedAt).sort().at(-1));
+    assert.equal(finished.get('sleepy'), null, 'never ran');
+    const none = (await get('/items?source=.engine/queue/other.json')).json as typeof body;
+    assert.deepEqual([none.items, none.total], [[], 0]);
+    const bad = await get('/items?source=');
+    assert.equal(bad.status, 400);
+    assert.match((bad.json as { error: { message: string } }).error.message, /source must be a queue file's path/);
+  });
 });
 
 describe('/status after a restart (#21 item 8)', function () {
