@@ -116,7 +116,7 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     let parsed = this.parsed.get(key);
     if (!parsed || parsed.version !== document.version) {
       let derived = this.derivedIds.get(file);
-      if (!derived) this.derivedIds.set(file, (derived = new Map()));
+      if (!derived) this.derivedIds.set(file, (derived = new Map<number, string>()));
       parsed = { version: document.version, entries: readQueueEntries(document.getText(), file, file.endsWith('.jsonl'), derived) };
       this.parsed.set(key, parsed);
     }

@@ -27,7 +27,7 @@ export interface QueueEntry {
  */
 export function readQueueEntries(text: string, relPath: string, jsonLines: boolean, derived: Map<number, string> = new Map()): QueueEntry[] {
   const spans = entryRanges(text, jsonLines);
-  const entries: QueueEntry[] = new Array(spans.length);
+  const entries: QueueEntry[] = new Array<QueueEntry>(spans.length);
   if (jsonLines) {
     for (let i = 0; i < spans.length; i++) {
       const s = spans[i];
