@@ -1,7 +1,8 @@
 // Problem matchers in a real VS Code (code-server + Chromium, see test/vscode/codeServer.ts): an item
 // runs the project's own tsc on a broken file and fails; the Problems panel lists its `$tsc` match
 // under the file, with the item's name as source and tsc's line and column; once the file is fixed
-// and the item retried (Retry All Failed from the palette), the successful attempt clears it.
+// and the item retried (Retry All Failed from the palette), the successful attempt clears it. The
+// dashboard's item detail counts the failed attempt's problems.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
@@ -81,6 +82,20 @@ describe('Problem matchers in the Problems panel (code-server)', function () {
     // The panel draws the code's parentheses with CSS: the text is `Typecheck web2322`.
     assert.match(problem, /Typecheck web\(?2322\)?/, `source: the item's name, code: tsc's: ${problem}`);
     assert.match(problem, /\[Ln 4, Col 9\]/);
+
+    // The dashboard's item detail counts the attempt's problems, where they are in its tooltip.
+    await runCommand(page, 'Show Engine Status');
+    const frame = await waitUntil('the dashboard frame', async () => {
+      for (const f of page.frames()) if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
+      return undefined;
+    });
+    const link = frame.locator('table.logs button.item-link[data-item-id="typecheck"]').first();
+    await link.waitFor({ timeout: 30_000 });
+    await link.click();
+    const counted = frame.locator('section.item-detail[data-item-id="typecheck"] table.attempts-table tbody tr .attempt-problems');
+    await counted.waitFor({ timeout: 15_000 });
+    assert.equal(await counted.textContent(), ' · 1 problem');
+    assert.match((await counted.getAttribute('title')) ?? '', /web\/src\/total\.ts:4:9 Type 'number' is not assignable/);
 
     writeFileSync(path.join(folder, 'web', 'src', 'total.ts'), BROKEN.replace('const label: string = sum;', 'const label: string = String(sum);'));
     await runCommand(page, 'Engine Monitor: Retry All Failed');
