@@ -53,6 +53,36 @@ describe('problem matchers: built-ins on real tool output', () => {
     }
   });
 
+  // gcc and python3 are on this machine and in CI (.ci/run installs g++, which needs gcc, and
+  // python3): the captured fixtures still describe what they print today.
+  for (const [name, source, target, args, matcher, captured] of [
+    ['gcc', 'broken.c', 'broken.c', ['-c', 'broken.c', '-o', '/dev/null'], '$gcc', 'gcc.txt'],
+    ['python3', 'broken.py.txt', 'broken.py', ['broken.py'], '$python', 'python.txt'],
+  ] as const) {
+    it(`${matcher} still matches what ${name} prints today`, async function () {
+      this.timeout(60_000);
+      const dir = mkdtempSync(path.join(os.tmpdir(), `em-matchers-${name}-`));
+      try {
+        copyFileSync(path.join(FIXTURES, source), path.join(dir, target));
+        const out = await promisify(execFile)(name, [...args], { cwd: dir, env: { ...process.env, LC_ALL: 'C.UTF-8' } }).then(
+          () => assert.fail(`${name} accepted a broken file`),
+          (e: { stdout: string; stderr: string; code?: string | number }) => {
+            if (e.code === 'ENOENT') {
+              if (process.env.CI) assert.fail(`${name} is not installed; .ci/run installs it`);
+              this.skip();
+            }
+            return e.stdout + e.stderr;
+          },
+        );
+        const expected = match(captured, matcher, dir).map((p) => [p.file.replace(CWD, dir), p.line, p.column, p.severity, p.code]);
+        const live = matchProblems(out, matcher, dir).map((p) => [p.file, p.line, p.column, p.severity, p.code]);
+        assert.deepEqual(live, expected, out);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
   it('$gcc reads warnings and errors, not the "In function" line or the excerpts', () => {
     assert.deepEqual(match('gcc.txt', '$gcc'), [
       {
