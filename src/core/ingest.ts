@@ -52,7 +52,7 @@ interface KnownItem {
   due_at: number | null;
 }
 
-const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority'] as const;
+const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority', 'problemMatcher'] as const;
 
 /** The fields of a definition that differ, in the queue file's order. */
 export function changedFields(before: ItemDefinition, after: ItemDefinition): string[] {

@@ -1,7 +1,7 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
 import type { SqlValue } from 'sql.js';
-import type { AttemptDetail, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
 import { matchingItemSeqs } from './itemSearch';
@@ -122,6 +122,8 @@ interface AttemptRow {
   signal: string | null;
   error: string | null;
   output_bytes: number | null;
+  /** Section 10: the matcher's problems as JSON; null when the item has no matcher (or before v4). */
+  problems: string | null;
 }
 
 function readLastLaunch(store: Store): LaunchRecord | null {
@@ -256,7 +258,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   const row = readItem(store, itemId);
   if (!row) return undefined;
   const def = JSON.parse(row.definition) as ItemDefinition;
-  const attempts = store.all<Omit<AttemptRow, 'item_id'>>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
+  const attempts = store.all<Omit<AttemptRow, 'item_id'>>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
   return {
     item: {
       id: def.id,
@@ -272,6 +274,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
       schedule: def.schedule ?? null,
       dependsOn: def.dependsOn ?? [],
       priority: def.priority ?? 0,
+      ...(def.problemMatcher !== undefined ? { problemMatcher: def.problemMatcher } : {}),
       source: row.source,
     },
     outcome: row.outcome,
@@ -289,7 +292,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
         signal: a.signal,
         error: a.error,
         outputBytes: a.output_bytes,
-        problems: [],
+        problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
       }),
     ),
   };

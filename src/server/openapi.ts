@@ -411,19 +411,25 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             },
             dependsOn: { type: 'array', items: { type: 'string' }, maxItems: 100, description: 'Ids that must have launched before this item starts (section 9); empty: none.' },
             priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, higher launches first, then discovery order (section 9); default 0.' },
+            problemMatcher: {
+              description:
+                'Only when the item has one (section 10): its problem matcher as the queue file wrote it: a built-in name ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), a single-line matcher object, or an array of them.',
+            },
             source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
           },
         },
         AttemptProblem: {
           type: 'object',
+          description:
+            "A problem the item's problem matcher found in the attempt's output (section 10). The engine reads at most 1 MiB of each finished attempt's output (all of it when smaller, else its first 256 KiB and last 768 KiB) and keeps at most 1000 problems.",
           required: ['file', 'line', 'column', 'severity', 'message', 'code'],
           properties: {
-            file: { type: 'string' },
+            file: { type: 'string', description: "Absolute path: a relative file name in the output resolved against the item's cwd (or the matcher's fileLocation folder)." },
             line: { type: 'integer', minimum: 1 },
-            column: { type: ['integer', 'null'], minimum: 1 },
+            column: { type: ['integer', 'null'], minimum: 1, description: 'Null when the output gives none.' },
             severity: { type: 'string', enum: ['error', 'warning', 'info'] },
             message: { type: 'string' },
-            code: { type: ['string', 'null'] },
+            code: { type: ['string', 'null'], description: 'e.g. `2322` for tsc, `no-unused-vars` for eslint, the exception class for $python.' },
           },
         },
         AttemptDetail: {
@@ -439,7 +445,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             signal: { type: ['string', 'null'] },
             error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
             outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
-            problems: { type: 'array', items: ref('AttemptProblem') },
+            problems: { type: 'array', items: ref('AttemptProblem'), description: "What the item's problem matcher found once the attempt finished; empty while it runs and when the item has no matcher." },
           },
         },
         ItemDetail: {

@@ -187,6 +187,8 @@ export interface ItemDefinitionBody {
   schedule: unknown;
   dependsOn: string[];
   priority: number;
+  /** Section 10: the item's problem matcher as its queue file wrote it; absent when it has none. */
+  problemMatcher?: unknown;
   source: string;
 }
 
