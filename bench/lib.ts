@@ -139,3 +139,21 @@ export function timeSnapshots(store: SnapshotTaker, workerMs?: number[], events?
 export function mb(bytes: number): number {
   return Math.round((bytes / 1024 / 1024) * 10) / 10;
 }
+
+/**
+ * The launch helper as the engine host finds it, and under BENCH_CPU_PROF (this child runs with
+ * --cpu-prof) profiled too, into the same folder: the helper spawns every attempt and writes their
+ * output, so "where each microsecond goes" needs its profile beside the engine's. It writes it
+ * when it exits (the engine's shutdown closes it).
+ */
+export function benchLaunchHelper(label: string, locate: () => { file: string; execArgv: string[] } | null | undefined): { file: string; execArgv: string[] } | null | undefined {
+  const entry = locate();
+  const dir = process.execArgv.find((a) => a.startsWith('--cpu-prof-dir='));
+  if (!entry || !dir) return entry;
+  return { ...entry, execArgv: [...entry.execArgv, '--cpu-prof', dir, `--cpu-prof-name=${label}-helper-${Date.now()}.cpuprofile`] };
+}
+
+/** A Node.js program printing `mb` MiB to stdout as fast as it can (the output scenario's flood). */
+export function floodScript(mb: number): string {
+  return `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${mb}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`;
+}

@@ -5,16 +5,18 @@
 //
 // Every process under measurement is a child: the runner only generates load (autocannon) or
 // runs the xargs baseline, so the load generator never shares the measured event loop.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, cpSync, existsSync, openSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { median, mb, STALL_MS, type LoopDelay } from './lib';
+import { floodScript, median, mb, STALL_MS, type LoopDelay } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
+import { lensesFor, readQueueEntries } from '../src/extension/queueLensModel';
+import type { ItemState, ItemSummary } from '../src/shared/api';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
@@ -36,7 +38,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,launch,output,startup,editor,dispatch,fleet').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,search,memory,launch,output,startup,editor,dispatch,codelens,fleet').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -73,6 +75,9 @@ const CFG = {
   /** Fleet scenario (section 11): `sleep 0.05` items drained by 1 engine, then 3, on PostgreSQL, and by 1 on sql.js. */
   fleetItems: int('BENCH_FLEET_ITEMS', 3_000, 300),
   fleetRuns: int('BENCH_FLEET_RUNS', 3, 1),
+  /** CodeLens scenario (section 10): lines of the .jsonl queue file, and timed runs of each path. */
+  codelensLines: int('BENCH_CODELENS_LINES', 10_000, 10_000),
+  codelensRuns: int('BENCH_CODELENS_RUNS', 21, 7),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   reuseSeed: process.env.BENCH_REUSE_SEED !== '0',
 };
@@ -123,7 +128,7 @@ async function build(): Promise<void> {
   mkdirSync(BUILD, { recursive: true });
   await esbuild.build({
     entryPoints: {
-      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
+      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output', 'spawner'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
       'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.
@@ -155,7 +160,7 @@ function runChild<T>(name: string, config: unknown): Promise<T> {
     const child = fork(path.join(BUILD, `${name}.js`), [], {
       env: { ...process.env, BENCH_CONFIG: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-      execArgv: execArgv(name, name !== 'seed'),
+      execArgv: execArgv(name, name !== 'seed' && name !== 'spawner'),
     });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -419,6 +424,147 @@ async function scenarioApi(): Promise<void> {
   await engine.stop();
 }
 
+// ---- scenario 1b: word search (/logs?q=, /items?q=) and the engine's peak memory ---------------------
+
+/**
+ * Word searches as users type them, at 1,000,000 entries: a rare word (every 50,000th entry), a
+ * word in every entry, the two together, and two or three words common to (nearly) every entry;
+ * /items?q= over 100,000 items. Each at 10 connections, p99 against /health's p99 in the same run.
+ */
+async function scenarioSearch(): Promise<void> {
+  log('\n== scenario 1b: word search');
+  const { dir, seed, cached } = await seeded('api', CFG.apiItems, CFG.apiLogs, 0);
+  raw.searchSeed = { ...seed, cached };
+  const storageDir = path.join(TMP, 'search', 'storage');
+  const workspace = path.join(TMP, 'search', 'ws');
+  rmSync(path.join(TMP, 'search'), { recursive: true, force: true });
+  mkdirSync(workspace, { recursive: true });
+  cpSync(dir, storageDir, { recursive: true });
+  const engine = await ServerChild.start(
+    { mode: 'engine', storageDir, workspace, logMaxEntries: Math.max(100_000, CFG.apiLogs * 2), snapshotIntervalMs: CFG.apiSnapshotMs },
+    'search-engine',
+  );
+  const rare = seed.rareWord;
+  // Every seeded message names its item "nightly-report-<n>"; "attempt" is in all but the
+  // discovery entries (nine in ten).
+  const searches: { key: string; path: string; target: number; expect?: number }[] = [
+    { key: 'rare word', path: `/logs?q=${rare}&limit=100`, target: 50, expect: Math.min(100, seed.rareMatches) },
+    { key: 'word in every entry', path: '/logs?q=nightly&limit=100', target: 50, expect: 100 },
+    { key: 'rare word + word in every entry', path: `/logs?q=${rare}+nightly&limit=100`, target: 50, expect: Math.min(100, seed.rareMatches) },
+    { key: 'two words in every entry', path: '/logs?q=nightly+report&limit=100', target: 50, expect: 100 },
+    { key: 'three common words', path: '/logs?q=nightly+report+attempt&limit=100', target: 50, expect: 100 },
+    { key: 'uncommon word (1 in 200)', path: '/logs?q=failed&limit=100', target: 50, expect: 100 },
+    { key: '/items?q= word in every item', path: '/items?q=nightly&limit=100', target: 20 },
+    { key: '/items?q= one item', path: `/items?q=${seed.sampleItemId}`, target: 20 },
+  ];
+  for (const e of searches) {
+    const res = await fetch(engine.url + e.path);
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`${e.path} answered ${res.status}: ${body}`);
+    const n = e.path.startsWith('/items') ? (JSON.parse(body) as { items: unknown[] }).items.length : (JSON.parse(body) as unknown[]).length;
+    if (e.expect !== undefined && n !== e.expect) throw new Error(`${e.path} found ${n} entries, expected ${e.expect}`);
+  }
+  await engine.request('snapshot');
+  const health: number[] = [];
+  const p99: Record<string, number[]> = {};
+  const p50: Record<string, number[]> = {};
+  for (let r = 0; r < CFG.runs; r++) {
+    health.push((await load(engine.url + '/health', CFG.latencyConnections, CFG.duration)).latency.p99);
+    for (const e of searches) {
+      await engine.phase(`${e.key} latency, ${CFG.latencyConnections} conn`);
+      const s = await load(engine.url + e.path, CFG.latencyConnections, CFG.duration);
+      if (s.errors || s.non2xx) log(`  warning: ${e.key} had ${s.non2xx} non-2xx and ${s.errors} errors`);
+      (p99[e.key] ??= []).push(s.latency.p99);
+      (p50[e.key] ??= []).push(s.latency.p50);
+    }
+    log(`  run ${r + 1}: /health p99 ${health[r]} ms; ${searches.map((e) => `${e.key} ${p99[e.key][r]}`).join(', ')} ms`);
+  }
+  raw.searchLatency = { health, p99, p50 };
+  const base = median(health);
+  for (const e of searches) {
+    const v = median(p99[e.key]);
+    const scale = e.path.startsWith('/items') ? `${CFG.apiItems.toLocaleString('en-US')} items` : `${CFG.apiLogs.toLocaleString('en-US')} entries`;
+    add({
+      scenario: 'search',
+      measure: `${e.key.startsWith('/items') ? e.key : `/logs?q= ${e.key}`} p99, ${CFG.latencyConnections} conn, ${scale}`,
+      value: v,
+      unit: 'ms',
+      baseline: base,
+      ...(base > 0 ? { ratio: v / base } : {}),
+      target: `≤ ${e.target} ms`,
+      met: v <= e.target,
+      note: `p50 ${median(p50[e.key])} ms; baseline: /health p99 in the same run`,
+    });
+  }
+  await engine.stop();
+}
+
+/**
+ * The engine host's peak RSS over a whole API load at 100,000 items + 100,000 entries: every
+ * read endpoint under load in turn (word searches included), and snapshots taken during it. The
+ * peak is the kernel's high-water mark of the process (getrusage maxrss), so nothing between two
+ * samples is missed; a checkpoint on a worker thread counts, one in a process of its own does not
+ * (its own peak is reported beside).
+ */
+async function scenarioMemory(): Promise<void> {
+  log('\n== scenario 1c: engine memory under API load');
+  const { dir, seed, cached } = await seeded('mem', CFG.memItems, CFG.memLogs, CFG.memJournal);
+  raw.memorySeed = { ...seed, cached };
+  const results: { rest: number; peak: number; builders: (number | null)[]; peaks: Record<string, number> }[] = [];
+  for (let r = 0; r < CFG.runs; r++) {
+    const storageDir = path.join(TMP, 'memory', 'storage');
+    const workspace = path.join(TMP, 'memory', 'ws');
+    rmSync(path.join(TMP, 'memory'), { recursive: true, force: true });
+    mkdirSync(workspace, { recursive: true });
+    cpSync(dir, storageDir, { recursive: true });
+    const engine = await ServerChild.start({ mode: 'engine', storageDir, workspace, snapshotIntervalMs: 2_000 }, 'memory-engine');
+    // The engine starts its launch helper at start, and the helper builds the checkpoints in
+    // processes of its own; a checkpoint asked for before the helper is ready runs on a worker
+    // thread of the host instead (+~265 MB at this size, docs/PERFORMANCE.md). The engine's first
+    // periodic snapshot comes 30 s after a change, so the load starts once the helper is up.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const paths = [
+      '/stats',
+      '/status',
+      '/logs?limit=1000',
+      `/logs?q=${seed.rareWord}+nightly`,
+      '/logs?q=nightly+report',
+      '/items?limit=1000',
+      '/items?q=nightly&limit=1000',
+      `/logs?item=${seed.sampleItemId}`,
+    ];
+    const builders: (number | null)[] = [];
+    const duration = Math.max(2, Math.round(CFG.duration / 2));
+    // The high-water mark after each load: which load raised it, and by how much.
+    const peaks: Record<string, number> = { start: (await engine.request<ServerReport>('report')).maxRss };
+    for (const p of paths) {
+      // A snapshot during each load: the checkpoint and the load's buffers at the same time.
+      const snap = engine.request<SnapshotReply>('snapshot');
+      await load(engine.url + p, CFG.latencyConnections, duration);
+      builders.push((await snap).builderPeakRss);
+      peaks[p] = (await engine.request<ServerReport>('report')).maxRss;
+    }
+    const report = await engine.request<ServerReport>('report');
+    results.push({ rest: report.rss, peak: report.maxRss, builders, peaks });
+    log(`  run ${r + 1}: peak RSS ${mb(report.maxRss)} MB, after the load ${mb(report.rss)} MB; high-water mark after each load: ${Object.entries(peaks).map(([k, v]) => `${k} ${mb(v)}`).join(', ')} MB`);
+    await engine.stop();
+  }
+  raw.memory = results;
+  const scale = `${(CFG.memItems / 1000).toFixed(0)}k items + ${(CFG.memLogs / 1000).toFixed(0)}k entries`;
+  const peak = median(results.map((r) => r.peak));
+  const builderPeaks = results.flatMap((r) => r.builders).filter((b): b is number => b !== null);
+  add({
+    scenario: 'memory',
+    measure: `engine host peak RSS over API load + ${CFG.runs > 0 ? results[0].builders.length : 0} snapshots, ${scale}`,
+    value: mb(peak),
+    unit: 'MB',
+    target: '≤ 200 MB',
+    met: mb(peak) <= 200,
+    note: `getrusage maxrss of the host process` + (builderPeaks.length ? `; checkpoint processes' peak RSS ${mb(median(builderPeaks))} MB (not in the host's)` : ''),
+  });
+  add({ scenario: 'memory', measure: `engine host RSS after the load, ${scale}`, value: mb(median(results.map((r) => r.rest))), unit: 'MB' });
+}
+
 function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[], workerMs: number[] = []): void {
   add({ scenario, measure: `${label}: event-loop delay p99`, value: loop.p99, unit: 'ms', target: '≤ 20 ms', met: loop.p99 <= 20 });
   add({
@@ -471,6 +617,31 @@ function xargs(command: string, args: string[], n: number, concurrency: number, 
   });
 }
 
+/** GNU parallel's path, or null when it is not installed (the row then says so). */
+function gnuParallel(): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const file = path.join(dir, 'parallel');
+    // moreutils ships a different `parallel`; GNU's says so in --version.
+    if (existsSync(file)) {
+      const r = spawnSync(file, ['--version'], { encoding: 'utf8' });
+      if (/GNU parallel/.test(r.stdout ?? '')) return file;
+    }
+  }
+  return null;
+}
+
+/** GNU parallel -j running the same N commands, as a shell user would reach for it. */
+function parallel(file: string, command: string, args: string[], n: number, concurrency: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    // -N0: each input line starts one job and none of it becomes an argument.
+    const child = spawn(file, ['-j', String(concurrency), '-N0', '--will-cite', command, ...args], { stdio: ['pipe', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`parallel exited with ${code}`))));
+    child.stdin.end('x\n'.repeat(n));
+  });
+}
+
 interface LaunchResult {
   wallMs: number;
   cpuMs: number;
@@ -501,14 +672,20 @@ async function scenarioLaunch(): Promise<void> {
   const allLoops: LoopDelay[] = [];
   const allSnapshots: number[] = [];
   const allWorkerMs: number[] = [];
+  const gnu = gnuParallel();
+  if (!gnu) log('  GNU parallel is not installed: no parallel -j baseline in this run');
   for (const c of cases) {
     const n = c.n;
     const xs: number[] = [];
     const ss: number[] = [];
+    const ns: { wallMs: number; cpuMs: number }[] = [];
+    const ps: number[] = [];
     const es: LaunchResult[] = [];
     for (let r = 0; r < c.runs; r++) {
       xs.push(await xargs(c.command, c.args, n, CFG.concurrency, false));
       ss.push(await xargs(c.command, c.args, n, CFG.concurrency, true));
+      ns.push(await runChild<{ wallMs: number; cpuMs: number }>('spawner', { items: n, command: c.command, args: c.args, concurrency: CFG.concurrency }));
+      if (gnu) ps.push(await parallel(gnu, c.command, c.args, n, CFG.concurrency));
       const e = await runChild<LaunchResult>('launch', {
         root: path.join(TMP, 'launch'),
         items: n,
@@ -524,14 +701,28 @@ async function scenarioLaunch(): Promise<void> {
       allWorkerMs.push(...(e.workerMs ?? []));
       if (e.launcher !== 'helper') log('  warning: the engine launched in-process (no launch helper found)');
       log(
-        `  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, xargs+setsid ${ss[r].toFixed(0)} ms, engine ${e.wallMs.toFixed(0)} ms ` +
+        `  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, xargs+setsid ${ss[r].toFixed(0)} ms, bare Node spawner ${ns[r].wallMs.toFixed(0)} ms` +
+          `${gnu ? `, parallel ${ps[r].toFixed(0)} ms` : ''}, engine ${e.wallMs.toFixed(0)} ms ` +
           `(cpu ${e.cpuMs.toFixed(0)} ms, helper cpu ${e.helperCpu?.selfMs ?? '?'} ms, ${e.workerMs?.length ?? 0} checkpoint(s), loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`,
       );
     }
-    raw[`launch ${c.label}`] = { xargsMs: xs, xargsSetsidMs: ss, engine: es };
+    raw[`launch ${c.label}`] = { xargsMs: xs, xargsSetsidMs: ss, bareNodeSpawner: ns, parallelMs: ps, engine: es };
     const x = median(xs);
     const xs2 = median(ss);
+    const bare = median(ns.map((r) => r.wallMs));
     const e = median(es.map((r) => r.wallMs));
+    // Issue #19 target 1: against Node's own floor, the bare spawner (bench/child/spawner.ts).
+    add({
+      scenario: 'launch',
+      measure: `${n} × ${c.label}, concurrency ${CFG.concurrency}, capture on: engine wall vs a bare Node spawner`,
+      value: e,
+      unit: 'ms',
+      baseline: bare,
+      ratio: e / bare,
+      target: 'ratio ≤ 1.2',
+      met: e / bare <= 1.2,
+      note: `the spawner's own CPU ${fmt((median(ns.map((r) => r.cpuMs)) / n) * 1000)} µs per item; ratios per run ${es.map((r, i) => fmt(r.wallMs / ns[i].wallMs)).join(' / ')}`,
+    });
     add({
       scenario: 'launch',
       measure: `${n} × ${c.label}, concurrency ${CFG.concurrency}: engine wall vs xargs -P ${CFG.concurrency}`,
@@ -539,8 +730,7 @@ async function scenarioLaunch(): Promise<void> {
       unit: 'ms',
       baseline: x,
       ratio: e / x,
-      target: 'ratio ≤ 1.2',
-      met: e / x <= 1.2,
+      note: `bare Node spawner vs xargs: ${fmt(bare / x)}×`,
     });
     add({
       scenario: 'launch',
@@ -549,11 +739,14 @@ async function scenarioLaunch(): Promise<void> {
       unit: 'ms',
       baseline: xs2,
       ratio: e / xs2,
-      target: 'ratio ≤ 1.2',
-      met: e / xs2 <= 1.2,
     });
+    if (gnu) {
+      const p = median(ps);
+      add({ scenario: 'launch', measure: `${n} × ${c.label}: engine wall vs GNU parallel -j ${CFG.concurrency}`, value: e, unit: 'ms', baseline: p, ratio: e / p });
+    }
     add({ scenario: 'launch', measure: `${c.label}: extra wall per item vs xargs`, value: ((e - x) / n) * 1000, unit: 'µs' });
-    add({ scenario: 'launch', measure: `${c.label}: engine host CPU per item`, value: (median(es.map((r) => r.cpuMs)) / n) * 1000, unit: 'µs', note: 'main-thread scheduling, journaling, logging' });
+    const hostCpu = (median(es.map((r) => r.cpuMs)) / n) * 1000;
+    add({ scenario: 'launch', measure: `${c.label}: engine host CPU per item`, value: hostCpu, unit: 'µs', target: '≤ 300 µs', met: hostCpu <= 300, note: 'main-thread scheduling, journaling, logging (the process: its snapshot worker threads count too)' });
     add({
       scenario: 'launch',
       measure: `${c.label}: launch helper CPU per item`,
@@ -713,6 +906,8 @@ async function scenarioDispatch(): Promise<void> {
 
 interface FloodReport {
   ms: number;
+  /** The attempt's own duration (spawn to output on disk), as the engine recorded it. */
+  attemptMs: number | null;
   helperRssBefore: number;
   helperRssPeak: number;
   loop: LoopDelay;
@@ -790,6 +985,19 @@ async function scenarioOutput(): Promise<void> {
     }
     return times;
   };
+  // The floor: the same program writing to /dev/null, spawned from here (its Node.js start included, as in the attempt's duration).
+  const toDevNull: number[] = [];
+  for (let r = 0; r < Math.max(3, CFG.outputRuns); r++) {
+    const t0 = performance.now();
+    const nul = openSync('/dev/null', 'w');
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn(process.execPath, ['-e', floodScript(CFG.floodMB)], { stdio: ['ignore', nul, 'inherit'], detached: true });
+      c.on('error', reject);
+      c.on('exit', () => resolve());
+    });
+    closeSync(nul);
+    toDevNull.push(performance.now() - t0);
+  }
   const idleUntil = performance.now() + 2000;
   const idle = await timeStats(() => performance.now() > idleUntil, 200);
   let flooding = true;
@@ -827,6 +1035,7 @@ async function scenarioOutput(): Promise<void> {
   });
   const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)];
   raw['output flood'] = { idleMs: idle, loadedMs: loaded, report };
+  raw['output flood to /dev/null'] = { ms: toDevNull };
   add({
     scenario: 'output',
     measure: `/stats p99 while one attempt prints ${CFG.floodMB} MB (1 client, ${loaded.length} requests in ${fmt(report.ms)} ms)`,
@@ -834,10 +1043,25 @@ async function scenarioOutput(): Promise<void> {
     unit: 'ms',
     baseline: p99(idle),
     ratio: p99(loaded) / p99(idle),
-    target: '≤ 10 × idle + 50 ms',
-    met: p99(loaded) <= 10 * p99(idle) + 50,
+    target: '≤ 5 ms',
+    met: p99(loaded) <= 5,
+    note: 'baseline: the same engine idle',
   });
-  add({ scenario: 'output', measure: `${CFG.floodMB} MB printed and captured (10 MiB kept)`, value: (CFG.floodMB / report.ms) * 1000, unit: 'MB/s', note: `engine loop p99 ${report.loop.p99} ms, max ${report.loop.max} ms during the flood` });
+  // Issue #19 target 2: ≥ 200 MB/s, or as fast as the child writes (to /dev/null, same run).
+  const attemptMs = report.attemptMs ?? report.ms;
+  const nullMs = median(toDevNull);
+  const rate = (CFG.floodMB / attemptMs) * 1000;
+  add({
+    scenario: 'output',
+    measure: `${CFG.floodMB} MB printed and captured (10 MiB kept): the attempt's duration vs the same program writing to /dev/null`,
+    value: attemptMs,
+    unit: 'ms',
+    baseline: nullMs,
+    ratio: attemptMs / nullMs,
+    target: '≥ 200 MB/s or ratio ≤ 1',
+    met: rate >= 200 || attemptMs <= nullMs,
+    note: `${fmt(rate)} MB/s captured (Node.js start included, as in the baseline's ${fmt((CFG.floodMB / nullMs) * 1000)} MB/s); enqueue to outcome ${fmt(report.ms)} ms; engine loop p99 ${report.loop.p99} ms, max ${report.loop.max} ms during the flood`,
+  });
   add({
     scenario: 'output',
     measure: `launch helper RSS growth during the ${CFG.floodMB} MB flood`,
@@ -922,6 +1146,101 @@ export interface EditorBenchContext {
 }
 
 /**
+ * CodeLens on a queue file (contract section 10): the provider's work for a 10,000-line .jsonl
+ * file read from disk, with every entry's item known (as after the one paged /items?source= read):
+ * reading the entries (ranges, ids: derived ones hashed as the engine does) and making the lenses.
+ * Baseline, same run: JSON.parse of each line, the least any reader of the file does. Also the
+ * same after an edit (a new version; the derived ids, which depend only on path and index, kept),
+ * and the lenses remade for an unchanged document after its items changed (entries cached per
+ * version), which is what a live update costs.
+ */
+function scenarioCodeLens(): void {
+  log(`\n== codelens: ${CFG.codelensLines} lines of .jsonl`);
+  const dir = path.join(TMP, 'codelens');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'big.jsonl');
+  // Half with their own id, half with a derived one (a hash each, the expensive case).
+  const lines = Array.from({ length: CFG.codelensLines }, (_, i) =>
+    JSON.stringify(i % 2 ? { id: `job-${i}`, command: 'node', args: ['-e', `console.log(${i})`], env: { N: String(i) } } : { command: 'echo', args: ['item', String(i)], maxAttempts: 2 }),
+  );
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const text = readFileSync(file, 'utf8');
+  const rel = '.engine/queue/big.jsonl';
+  const states: ItemState[] = ['launched', 'failed', 'running', 'waiting', 'held'];
+  const items = new Map<string, ItemSummary>();
+  readQueueEntries(text, rel, true).forEach((e, i) => {
+    const state = states[i % states.length];
+    items.set(e.id!, {
+      id: e.id!, name: e.id!, outcome: state === 'launched' || state === 'failed' ? state : 'pending', phase: 'done', attempts: 1, maxAttempts: 3,
+      nextAttemptAt: null, source: rel, updatedAt: new Date().toISOString(), lastError: null, state, lastFinishedAt: new Date(Date.now() - 180_000).toISOString(),
+    });
+  });
+  const ctx = { item: (id: string) => items.get(id), rejection: () => undefined, trusted: true, connected: true, now: Date.now() };
+  const time = (f: () => unknown) => {
+    const t0 = process.hrtime.bigint();
+    f();
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  const base: number[] = [];
+  const full: number[] = [];
+  const cached: number[] = [];
+  const edited: number[] = [];
+  let lenses = 0;
+  const derived = new Map<number, string>();
+  const entries = readQueueEntries(text, rel, true, derived);
+  // Interleaved, so a busy neighbour slows both sides alike; the first round warms the JIT and is dropped.
+  for (let run = 0; run <= CFG.codelensRuns; run++) {
+    const b = time(() => text.split('\n').map((l) => (l.trim() ? JSON.parse(l) : undefined)));
+    const f = time(() => (lenses = lensesFor(readQueueEntries(text, rel, true), ctx).length));
+    const c = time(() => lensesFor(entries, ctx));
+    const d = time(() => lensesFor(readQueueEntries(text, rel, true, derived), ctx));
+    if (run === 0) continue;
+    base.push(b);
+    full.push(f);
+    cached.push(c);
+    edited.push(d);
+  }
+  raw.codelens = { lines: CFG.codelensLines, lenses, baseMs: base, fullMs: full, editedMs: edited, cachedMs: cached };
+  const fullMs = median(full);
+  const baseMs = median(base);
+  add({
+    scenario: 'codelens',
+    measure: `provide lenses, ${CFG.codelensLines}-line .jsonl (entries read)`,
+    value: fullMs,
+    unit: 'ms',
+    baseline: baseMs,
+    ratio: fullMs / baseMs,
+    target: '≤ 50 ms',
+    met: fullMs <= 50,
+    note: `${lenses} lenses; baseline: JSON.parse of each line; median of ${full.length} runs`,
+  });
+  const editedMs = median(edited);
+  add({
+    scenario: 'codelens',
+    measure: 'provide lenses after an edit (entries read, derived ids kept)',
+    value: editedMs,
+    unit: 'ms',
+    baseline: baseMs,
+    ratio: editedMs / baseMs,
+    target: '≤ 50 ms',
+    met: editedMs <= 50,
+    note: 'each keystroke in the file: a new document version',
+  });
+  const cachedMs = median(cached);
+  add({
+    scenario: 'codelens',
+    measure: 'remake lenses after items changed (entries cached per version)',
+    value: cachedMs,
+    unit: 'ms',
+    baseline: baseMs,
+    ratio: cachedMs / baseMs,
+    target: '≤ 50 ms',
+    met: cachedMs <= 50,
+    note: 'what a live update from /events costs; a redraw with nothing changed reuses the lenses as they are',
+  });
+}
+
+/**
  * Scenario 4 (activation time and extension-host event-loop delay in code-server, bundle and
  * .vsix sizes) lives in bench/editor.ts, owned with the extension tests. When that file exists it
  * must export `scenarioEditor(ctx: EditorBenchContext): Promise<void>`; its rows join this table.
@@ -963,11 +1282,14 @@ async function main(): Promise<void> {
   mkdirSync(TMP, { recursive: true });
   try {
     if (CFG.only.includes('api')) await scenarioApi();
+    if (CFG.only.includes('search')) await scenarioSearch();
+    if (CFG.only.includes('memory')) await scenarioMemory();
     if (CFG.only.includes('launch')) await scenarioLaunch();
     if (CFG.only.includes('output')) await scenarioOutput();
     if (CFG.only.includes('startup')) await scenarioStartup();
     if (CFG.only.includes('editor')) await scenarioEditor();
     if (CFG.only.includes('dispatch')) await scenarioDispatch();
+    if (CFG.only.includes('codelens')) scenarioCodeLens();
     if (CFG.only.includes('fleet')) await scenarioFleet();
   } finally {
     rmSync(TMP, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer } from '../../src/server/server';
-import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
+import { benchLaunchHelper, checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
 import type { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
     // more than a whole run writes, and scenario 3 asks for the loop delay with snapshots included.
     snapshotMinJournalBytes: 0,
     // The bundle beside this one, as the engine host finds it beside dist/cli.js.
-    launchHelper: locateLaunchHelper(),
+    launchHelper: benchLaunchHelper('launch', locateLaunchHelper),
     captureOutput: config.captureOutput !== false,
   });
   const workerMs: number[] = [];

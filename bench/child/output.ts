@@ -8,7 +8,7 @@ import { Engine } from '../../src/core/engine';
 import type { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';
-import { LoopMonitor } from '../lib';
+import { benchLaunchHelper, floodScript, LoopMonitor } from '../lib';
 
 interface Config {
   root: string;
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     logMaxAgeDays: 14,
     initialMode: 'running',
     version: '0.0.0-bench',
-    launchHelper: locateLaunchHelper(),
+    launchHelper: benchLaunchHelper('output', locateLaunchHelper),
   });
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
@@ -95,12 +95,14 @@ async function main(): Promise<void> {
         enqueue('flood.json', {
           id: 'flood',
           command: process.execPath,
-          args: ['-e', `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${config.floodMB}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`],
+          args: ['-e', floodScript(config.floodMB)],
         });
         await finished('flood');
         const ms = performance.now() - t0;
         clearInterval(sampler);
-        process.send!({ type: 'flooded', ms, helperRssBefore: rss0, helperRssPeak: peak, loop: loop.read() });
+        // The attempt itself, spawn to its output on disk: without the poll that found it.
+        const attemptMs = engine.itemDetail('flood')?.attempts[0]?.durationMs ?? null;
+        process.send!({ type: 'flooded', ms, attemptMs, helperRssBefore: rss0, helperRssPeak: peak, loop: loop.read() });
       })();
     } else if (m.type === 'launch') {
       // A batch of /bin/true items next to a busy slot: the flood, or (flood: false) an attempt
@@ -109,7 +111,7 @@ async function main(): Promise<void> {
         const { n, flood, batch } = m as unknown as { n: number; flood: boolean; batch: string };
         const busy = `${batch}-busy`;
         enqueue(`${busy}.json`, flood
-          ? { id: busy, command: process.execPath, args: ['-e', `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${config.floodMB}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`] }
+          ? { id: busy, command: process.execPath, args: ['-e', floodScript(config.floodMB)] }
           : { id: busy, command: process.execPath, args: ['-e', 'setTimeout(() => {}, 1500)'] });
         // The busy attempt starts first: the batch is enqueued once it runs.
         await new Promise<void>((resolve) => {

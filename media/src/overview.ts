@@ -177,7 +177,7 @@ export class OverviewView {
                 'tr',
                 {},
                 h('td', { title: `${src.kind}: ${src.location}` }, h('code', {}, src.location)),
-                h('td', { class: 'num' }, formatCount(src.itemsDiscovered)),
+                h('td', { class: 'num', title: `${formatCount(src.itemsDiscovered)} discovered since the engine started` }, formatCount(src.itemsKnown)),
                 h('td', {}, timeAgo(src.lastScanAt)),
                 h('td', {}, src.lastError ? h('span', { class: 'error-text' }, src.lastError) : h('span', { class: 'muted' }, 'none')),
               ),
@@ -190,9 +190,11 @@ export class OverviewView {
       dl([
         ['Last scan', timeAgo(sc.lastScanAt)],
         ['Scan took', sc.lastScanDurationMs === null ? '—' : formatDuration(sc.lastScanDurationMs)],
-        ['Scans', formatCount(sc.scans)],
-        ['Discovered', formatCount(sc.itemsDiscovered)],
-        ['Rejected', formatCount(sc.itemsRejected)],
+        // Per engine process: a restart sets them to 0, while the queue's items are still known
+        // (the Items column below and the Total card count those).
+        ['Scans since start', formatCount(sc.scans)],
+        ['Discovered since start', formatCount(sc.itemsDiscovered)],
+        ['Rejected since start', formatCount(sc.itemsRejected)],
       ]),
       sources,
     );

@@ -4,11 +4,12 @@
 // the lifecycle, dispatch and outcomes; when to poll is in poller.ts, turning queue files into
 // items in ingest.ts, snapshots and log pruning in persistence.ts, reads in records.ts, the
 // options in engineOptions.ts, the /status body in engineStatus.ts, log writing in engineLog.ts.
-import type { EngineState, ItemDetail, ItemSummary, ScheduleSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
+import type { AttemptProblem, EngineState, ItemDetail, ItemSummary, ScheduleSummary, LaunchRecord, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import { healthStatus } from '../shared/health';
 import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type FinishedAttempt, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
 import { OutputRetention } from './outputRetention';
 import type { ItemDefinition } from './items';
+import { attemptProblems } from './attemptProblems';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
 import { ItemIngestion } from './ingest';
@@ -57,6 +58,8 @@ interface ActiveAttempt {
   run: RunningAttempt | undefined;
   /** Set when the user cancelled it: recorded as failed at once, never spawned if it was not yet. */
   cancelled?: boolean;
+  /** Settles once the attempt's end is recorded (after its problem matcher has read the output). */
+  recorded?: Promise<void>;
 }
 
 /** The item's outcome as a reason a control request cannot apply to it. */
@@ -299,7 +302,7 @@ export class Engine implements ControllableEngine {
     // matters to that): then every active attempt has a process to wait for or terminate.
     await Promise.all(this.launching);
     if (this.active.size > 0 || this.ending.size > 0) {
-      const all = Promise.all([...this.active.values(), ...this.ending.values()].flatMap((a) => (a.run ? [a.run.done] : [])));
+      const all = Promise.all([...this.active.values(), ...this.ending.values()].flatMap((a): Promise<unknown>[] => (a.recorded ? [a.recorded] : a.run ? [a.run.done] : [])));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);
@@ -685,7 +688,7 @@ export class Engine implements ControllableEngine {
     fleet.store.reportEngine(this.engineState(), this.active.size);
     if (fleet.store.lastError !== null || this.closed) return;
     try {
-      for (const [a, result] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result);
+      for (const [a, result, problems] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result, problems);
       for (const entry of fleet.takeUnwrittenLogs()) this.log(...entry);
       const lost = this.store.batch(() => {
         const rows = fleet.claimLostAttempts();
@@ -702,14 +705,14 @@ export class Engine implements ControllableEngine {
   }
 
   /** An attempt's outcome; on a fleet store whose database is unreachable, kept until it is back. */
-  private recordOutcome(a: ActiveAttempt, result: AttemptResult): void {
-    if (!this.fleet) return this.finishAttempt(a, result);
+  private recordOutcome(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
+    if (!this.fleet) return this.finishAttempt(a, result, false, problems);
     try {
-      this.finishAttempt(a, result);
+      this.finishAttempt(a, result, false, problems);
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
       this.active.set(a.attemptId, a);
-      this.fleet.defer(a, result);
+      this.fleet.defer(a, result, problems);
     }
   }
 
@@ -774,15 +777,17 @@ export class Engine implements ControllableEngine {
   private spawn(a: ActiveAttempt): void {
     const run = this.launcher.launch(a.attemptId, a.item, a.attempt, this.output.target(a.attemptId));
     a.run = run;
-    void run.done.then((result) => {
+    a.recorded = run.done.then(async (result) => {
+      // Before the outcome is recorded, so the attempt's log entry and its problems arrive together.
+      const problems = await this.matchProblems(a, result);
       if (a.cancelled) {
         this.ending.delete(a.attemptId);
-        if (!this.closed) this.recordCancelledEnd(a, result);
+        if (!this.closed) this.recordCancelledEnd(a, result, problems);
         this.scheduleDispatch();
         return;
       }
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
-      this.recordOutcome(a, result);
+      this.recordOutcome(a, result, problems);
       // The dispatch right after journals this outcome together with the next launches: one
       // fsync for everything that finished in this turn of the event loop and what replaces it.
       this.scheduleDispatch();
@@ -793,23 +798,48 @@ export class Engine implements ControllableEngine {
    * A cancelled attempt's process has exited: its row, recorded failed with error `cancelled` at
    * the cancel, gets how the process ended (exit code or signal, output tails, finish time).
    */
-  private recordCancelledEnd(a: ActiveAttempt, result: AttemptResult): void {
+  private recordCancelledEnd(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
     const { finishedAt, exitCode, signal, stdoutTail, stderrTail } = result;
     this.store.mutate('attempt_finish', [finishedAt, 'failed', exitCode, signal, 'cancelled', stdoutTail, stderrTail, a.attemptId]);
+    if (problems) this.store.mutate('attempt_problems', [JSON.stringify(problems), a.attemptId]);
     this.output.recordFinished(a.attemptId, result.outputBytes);
     // Its followers end and the total cap applies, as for any attempt that ends.
     this.outputFinished(a.attemptId, result);
   }
 
-  private finishAttempt(a: ActiveAttempt, result: AttemptResult, interrupted = false): void {
+  /**
+   * The problems the item's matcher finds in the attempt's output (section 10); null when it has
+   * no matcher. A failure to read the output is logged and gives none: it never holds up the outcome.
+   */
+  private async matchProblems(a: ActiveAttempt, result: AttemptResult): Promise<AttemptProblem[] | null> {
+    const matcher = a.item.problemMatcher;
+    if (matcher === undefined) return null;
+    if (result.outputBytes === null) return [];
+    try {
+      return await attemptProblems(this.output.dir, a.attemptId, matcher, a.item.cwd);
+    } catch (err) {
+      if (!this.closed) {
+        this.log('database_error', 'warn', `cannot apply the problem matcher of "${a.item.name}" to attempt ${a.attempt}: ${(err as Error).message}`, a.item.id, {
+          attempt: a.attempt,
+          error: (err as Error).message,
+        });
+      }
+      return [];
+    }
+  }
+
+  private finishAttempt(a: ActiveAttempt, result: AttemptResult, interrupted = false, problems: AttemptProblem[] | null = null): void {
     this.active.delete(a.attemptId);
     const { item, attempt } = a;
     const end = launchEnd(result);
     this.store.batch(() => {
       const { finishedAt, exitCode, signal, error, stdoutTail, stderrTail } = result;
       this.store.mutate('attempt_finish', [finishedAt, end.outcome, exitCode, signal, error, stdoutTail, stderrTail, a.attemptId]);
+      if (problems) this.store.mutate('attempt_problems', [JSON.stringify(problems), a.attemptId]);
       this.output.recordFinished(a.attemptId, result.outputBytes);
-      const details = outcomeDetails(item, attempt, result);
+      const details: Record<string, unknown> = outcomeDetails(item, attempt, result);
+      // For the editor: whether GET /items/{id} has problems worth fetching for this attempt.
+      if (problems) details.problems = problems.length;
       const now = result.finishedAt;
       if (result.succeeded) {
         this.store.mutate('item_state', ['launched', attempt, null, 0, null, now, item.id]);

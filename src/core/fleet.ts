@@ -2,7 +2,7 @@
 // counters and /status.fleet from the shared database, taking over the attempts of engines whose
 // lease expired, other engines' log entries for /events (LISTEN/NOTIFY), and the work that waits
 // in memory while the database is unreachable (outcomes of attempts that ended, log entries).
-import type { FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
+import type { AttemptProblem, FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import type { AttemptResult } from './attemptProcess';
 import type { EngineEventBus } from './eventBus';
 import type { ItemDefinition } from './items';
@@ -23,7 +23,7 @@ export interface LostAttempt {
 export class FleetWork {
   private lastCounters: FleetCounters = { launched: 0, pending: 0, failed: 0, held: 0, running: 0, total_launches: 0, total_failed: 0 };
   private lastFleet: FleetEngine[] = [];
-  private deferred: [{ attemptId: number }, AttemptResult][] = [];
+  private deferred: [{ attemptId: number }, AttemptResult, AttemptProblem[] | null][] = [];
   private unwrittenLogs: LogArgs[] = [];
 
   constructor(
@@ -107,12 +107,13 @@ export class FleetWork {
     }
   }
 
-  defer<A extends { attemptId: number }>(a: A, result: AttemptResult): void {
-    this.deferred.push([a, result]);
+  /** An outcome (with what the problem matcher found) to record once the database is back. */
+  defer<A extends { attemptId: number }>(a: A, result: AttemptResult, problems: AttemptProblem[] | null): void {
+    this.deferred.push([a, result, problems]);
   }
 
-  takeDeferred<A extends { attemptId: number }>(): [A, AttemptResult][] {
-    const d = this.deferred as [A, AttemptResult][];
+  takeDeferred<A extends { attemptId: number }>(): [A, AttemptResult, AttemptProblem[] | null][] {
+    const d = this.deferred as [A, AttemptResult, AttemptProblem[] | null][];
     this.deferred = [];
     return d;
   }

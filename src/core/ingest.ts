@@ -3,6 +3,7 @@
 // definition replaces it when the item is pending and not running, or failed (`item_updated`),
 // and is rejected when it is running or launched. Each update or rejection is logged once,
 // because a file whose fingerprint is recorded is not read again until it changes.
+import * as path from 'node:path';
 import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
 import { definitionHash, type ItemDefinition } from './items';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
@@ -35,6 +36,8 @@ export interface IngestionHooks {
 }
 
 /** Ingestion works in chunks of this many entries and yields once a turn has run this long. */
+type ScanStatus = Omit<SourceStatus, 'itemsKnown'>;
+
 const INGEST_CHUNK = 100;
 const INGEST_SLICE_MS = 10;
 
@@ -49,7 +52,7 @@ interface KnownItem {
   due_at: number | null;
 }
 
-const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority'] as const;
+const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority', 'problemMatcher'] as const;
 
 /** The fields of a definition that differ, in the queue file's order. */
 export function changedFields(before: ItemDefinition, after: ItemDefinition): string[] {
@@ -60,12 +63,19 @@ export function changedFields(before: ItemDefinition, after: ItemDefinition): st
 
 export class ItemIngestion {
   private readonly sources: QueueDirectorySource[];
-  private readonly sourceStatus: SourceStatus[];
+  /** Per source, what this process saw (itemsKnown comes from the store, see itemsKnownPerSource). */
+  private readonly sourceStatus: ScanStatus[];
   private lastScanAt: number | null = null;
   private lastScanDurationMs: number | null = null;
   private scans = 0;
   private itemsDiscovered = 0;
   private itemsRejected = 0;
+  /**
+   * Items known per source, from the store (so a restarted engine still counts what its queue
+   * holds, where itemsDiscovered starts at 0): read once, on first use, then kept in step by
+   * insertItem.
+   */
+  private knownPerSource: number[] | undefined;
   /** When ingestion last let the event loop run (see ingestFile). */
   private sliceStartedAt = 0;
   private readonly scheduleClock: () => number;
@@ -127,14 +137,45 @@ export class ItemIngestion {
   }
 
   scannerStatus(): StatusResponse['scanner'] {
+    const known = this.itemsKnownPerSource();
     return {
-      sources: this.sourceStatus.map((s) => ({ ...s })),
+      sources: this.sourceStatus.map((s, i) => ({ ...s, itemsKnown: known[i] })),
       lastScanAt: this.lastScanAt === null ? null : new Date(this.lastScanAt).toISOString(),
       lastScanDurationMs: this.lastScanDurationMs,
       scans: this.scans,
       itemsDiscovered: this.itemsDiscovered,
       itemsRejected: this.itemsRejected,
     };
+  }
+
+  private itemsKnownPerSource(): number[] {
+    if (!this.knownPerSource) {
+      const known = this.sources.map(() => 0);
+      // Grouped by file, so this reads one row per queue file, once per engine start.
+      for (const { source, n } of this.store.all<{ source: string; n: number }>('SELECT source, COUNT(*) AS n FROM items GROUP BY source')) {
+        const i = this.sourceIndexOf(source);
+        if (i >= 0) known[i] += n;
+      }
+      this.knownPerSource = known;
+    }
+    return this.knownPerSource;
+  }
+
+  /**
+   * The source an item's file (`items.source`, relative to its workspace folder) belongs to, or
+   * -1. Workspace folders with the same queue directory give the same relative path: then the one
+   * whose folder holds the file, by the recorded file fingerprints, gets it.
+   */
+  private sourceIndexOf(relFile: string): number {
+    const candidates: number[] = [];
+    this.sources.forEach((src, i) => {
+      const dir = path.relative(src.workspaceFolder, src.location).split(path.sep).join('/');
+      const prefix = dir === '' ? '' : `${dir}/`;
+      if (relFile.startsWith(prefix) && !relFile.slice(prefix.length).includes('/')) candidates.push(i);
+    });
+    if (candidates.length <= 1) return candidates[0] ?? -1;
+    const read = candidates.find((i) => this.knownFingerprint(path.join(this.sources[i].workspaceFolder, relFile)) !== undefined);
+    return read ?? candidates[0];
   }
 
   private knownFingerprint(absPath: string): string | undefined {
@@ -146,7 +187,7 @@ export class ItemIngestion {
    * queue does not hold up the API and the launches in flight. The file's fingerprint is recorded
    * last, so an engine stopped half way reads the file again and skips what it has.
    */
-  private async ingestFile(file: QueueFileRead, status: SourceStatus): Promise<void> {
+  private async ingestFile(file: QueueFileRead, status: ScanStatus): Promise<void> {
     if (file.fileError) this.store.batch(() => this.reject(file.relPath, null, file.fileError!));
     for (let start = 0; start < file.entries.length; start += INGEST_CHUNK) {
       if (performance.now() - this.sliceStartedAt > INGEST_SLICE_MS) {
@@ -159,7 +200,7 @@ export class ItemIngestion {
     this.store.mutate('source_file_set', [file.absPath, file.fingerprint]);
   }
 
-  private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: SourceStatus): void {
+  private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: ScanStatus): void {
     for (const entry of entries) {
       if (!entry.result.ok) {
         this.reject(file.relPath, entry.index, entry.result.reason, null, entry.result.field);
@@ -199,6 +240,10 @@ export class ItemIngestion {
    */
   insertItem(item: ItemDefinition, source: string, now: number): void {
     this.store.mutate('item_insert', [item.id, item.name, source, JSON.stringify(item), definitionHash(item), item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+    if (this.knownPerSource) {
+      const i = this.sourceIndexOf(source);
+      if (i >= 0) this.knownPerSource[i]++;
+    }
     this.hooks.onItemDiscovered(item);
   }
 

@@ -6,10 +6,12 @@ import { Cron } from 'croner';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import itemFileSchema from '../../schemas/item.schema.json';
+import { problemMatcherProblem, type ProblemMatcherInput } from './problemMatchers';
 import { isInside } from './workingFolder';
+import { deriveItemId } from '../shared/itemIds';
 
 // Kept here too for the callers that judge queue files (src/core/queueSource.ts).
-export { isInside };
+export { isInside, deriveItemId };
 
 /** An item exactly as a queue file may write it. */
 export interface ItemInput {
@@ -27,6 +29,7 @@ export interface ItemInput {
   overlap?: 'skip' | 'allow';
   dependsOn?: string[];
   priority?: number;
+  problemMatcher?: ProblemMatcherInput;
 }
 
 /** A template's schedule with its zone resolved (section 9). */
@@ -60,6 +63,8 @@ export interface ItemDefinition {
   dependsOn?: string[];
   /** −100…100, default 0: among due items, higher first. */
   priority?: number;
+  /** Section 10: as the queue file wrote it (checked); applied to each finished attempt's output. */
+  problemMatcher?: ProblemMatcherInput;
 }
 
 export const MAX_DEPENDENCIES = 100;
@@ -96,9 +101,14 @@ export function parseItem(
   }
   if (!validateItem(entry)) {
     const errors = validateItem.errors ?? [];
-    return withField({ ok: false, reason: describeSchemaErrors(errors) }, schemaErrorField(errors));
+    return withField({ ok: false, reason: describeSchemaErrors(errors, entry) }, schemaErrorField(errors));
   }
   const input = entry as ItemInput;
+  if (input.problemMatcher !== undefined) {
+    // What the schema cannot say: the regexp compiles, and its group numbers exist.
+    const problem = problemMatcherProblem(input.problemMatcher);
+    if (problem) return { ok: false, reason: problem, field: 'problemMatcher' };
+  }
   const id = input.id ?? deriveItemId(ctx.relPath, ctx.index);
   const cwd = path.resolve(ctx.workspaceFolder, input.cwd ?? '.');
   if (!isInside(ctx.workspaceFolder, cwd)) {
@@ -109,7 +119,7 @@ export function parseItem(
     runAt = Date.parse(input.runAt);
     if (Number.isNaN(runAt)) return { ok: false, reason: `runAt "${input.runAt}" is not a valid ISO 8601 date-time`, field: 'runAt' };
   }
-  const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority'> = {};
+  const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority' | 'problemMatcher'> = {};
   if (input.schedule !== undefined) {
     if (input.runAt !== undefined) return { ok: false, reason: '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them', field: 'schedule' };
     const cron = typeof input.schedule === 'string' ? input.schedule : input.schedule.cron;
@@ -127,6 +137,7 @@ export function parseItem(
     extras.dependsOn = input.dependsOn;
   }
   if (input.priority !== undefined && input.priority !== 0) extras.priority = input.priority;
+  if (input.problemMatcher !== undefined) extras.problemMatcher = input.problemMatcher;
   return {
     ok: true,
     item: {
@@ -170,17 +181,6 @@ export function scheduleProblem(cron: string, timezone: string): string | undefi
   return undefined;
 }
 
-/**
- * Derived ids stay readable (the file's base name and the index) and unique (a hash of the
- * relative path, so `a b.json` and `a_b.json` do not collide).
- */
-export function deriveItemId(relPath: string, index: number): string {
-  const base = path.posix.basename(relPath).replace(/\.(jsonl?|JSONL?)$/, '');
-  const slug = base.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80) || 'item';
-  const hash = createHash('sha256').update(`${relPath}\n${index}`).digest('hex').slice(0, 10);
-  return `${slug}:${index}:${hash}`;
-}
-
 /** A stable fingerprint of what the item would do, to tell a re-read from a conflicting redefinition. */
 export function definitionHash(item: ItemDefinition): string {
   const canonical = JSON.stringify([
@@ -197,9 +197,14 @@ export function definitionHash(item: ItemDefinition): string {
     ...(item.schedule || item.overlap || item.dependsOn || item.priority
       ? [item.schedule ?? null, item.overlap ?? null, item.dependsOn ?? [], item.priority ?? 0]
       : []),
+    // Section 10's likewise (after a marker, so it cannot read as section 9's fields).
+    ...(item.problemMatcher !== undefined ? ['problemMatcher', item.problemMatcher] : []),
   ]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
 }
+
+const PROBLEM_MATCHER_SHAPE =
+  '"problemMatcher" must be a built-in matcher ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), { "pattern": { "regexp": "…", "file": 1, "line": 2, "message": 3 }, "fileLocation": "relative" }, or an array of them';
 
 const SCHEDULE_SHAPE =
   '"schedule" must be a 5-field cron expression ("minute hour day-of-month month day-of-week", for example "0 2 * * *") or { "cron": "…", "timezone": "Europe/Berlin" }';
@@ -221,10 +226,14 @@ function withField(result: { ok: false; reason: string }, field: string | undefi
   return field === undefined ? result : { ...result, field };
 }
 
-function describeSchemaErrors(errors: ErrorObject[]): string {
+function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>): string {
   // Ajv reports every branch of if/then and oneOf; keep the messages a person can act on.
   const messages = new Set<string>();
   for (const e of errors) {
+    if (e.instancePath.startsWith('/problemMatcher')) {
+      messages.add(problemMatcherProblem(entry.problemMatcher) ?? PROBLEM_MATCHER_SHAPE);
+      continue;
+    }
     if (e.instancePath === '/priority') {
       messages.add('"priority" must be an integer from -100 to 100 (higher launches first among due items)');
       continue;
@@ -254,7 +263,7 @@ function describeSchemaErrors(errors: ErrorObject[]): string {
           break;
         }
         messages.add(
-          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, dependsOn, priority)`,
+          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, dependsOn, priority, problemMatcher)`,
         );
         break;
       case 'required':

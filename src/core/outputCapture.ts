@@ -3,17 +3,33 @@
 // in-process. Writes go through the thread pool one batch at a time; what arrives meanwhile waits
 // in a backlog, and above BACKLOG_HIGH bytes the caller pauses the pipes (the attempt then blocks
 // in its own write), so memory per attempt stays bounded however fast it prints.
-import { close, ftruncate, open, writev } from 'node:fs';
+//
+// Most attempts print a few lines and end within milliseconds. Their output first stays in memory:
+// files are started only once it reaches LAZY_BYTES or a flush tick (every LAZY_FLUSH_MS, one timer
+// for the whole process) finds it still running; an attempt that ends before either has its
+// output written at once by `writeSmall`: appended to a pack shared by many attempts, with a hard
+// link named after the attempt (or, where links are refused, one file holding index and data),
+// with no thread-pool round trips (layout: outputFiles.ts). Creating a file is what capture costs
+// most (an inode: 0.4–2 ms of kernel time on the benchmark's machine, more the more were just
+// deleted); with two files per attempt, capture cost short `sh` items about a quarter of launch
+// throughput (docs/PERFORMANCE.md).
+import { close, closeSync, existsSync, ftruncate, linkSync, mkdirSync, open, openSync, unlinkSync, writeFileSync, writeSync, writev } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
   encodeIndexHeader,
+  encodePackHeader,
   encodeRecord,
+  encodeSingleHeader,
   headFile,
   headIndexFile,
   keptBytes,
   outputGeometry,
+  PACK_BYTES,
+  packFile,
+  RECORD_BYTES,
   segmentFile,
+  singleFile,
   segmentIndexFile,
   TAIL_SEGMENTS,
   tailsFile,
@@ -58,6 +74,106 @@ export interface CaptureEnd {
 /** Output folders this process has made: an attempt's first write does not ask again. */
 const madeFolders = new Set<string>();
 
+/** Output an attempt keeps in memory before its files are started (at most; see LAZY_FLUSH_MS). */
+export const LAZY_BYTES = 64 << 10;
+/**
+ * How long output may stay in memory at most before its files are started, so a follower (who
+ * polls every 200 ms) sees a running attempt's output about as soon as before.
+ */
+export const LAZY_FLUSH_MS = 100;
+
+/** The pack this process appends short outputs to, per output folder (outputFiles.ts). */
+interface Pack {
+  file: string;
+  fd: number;
+  size: number;
+  records: number;
+}
+const packs = new Map<string, Pack>();
+let packCount = 0;
+/** Links to one pack at most (ext4 allows 65,000 per inode). */
+const PACK_RECORDS = 4096;
+/** Folders whose file system refuses hard links: short outputs are single files there. */
+const noLinks = new Set<string>();
+
+/** Appends one attempt's record to the folder's pack and links `<id>.o` to it; false if it could not. */
+function appendToPack(dir: string, attemptId: number, record: Buffer): boolean {
+  if (noLinks.has(dir)) return false;
+  let pack = packs.get(dir);
+  if (pack && (pack.size >= PACK_BYTES || pack.records >= PACK_RECORDS)) {
+    retirePack(dir, pack);
+    pack = undefined;
+  }
+  try {
+    if (!pack) {
+      const file = packFile(dir, process.pid, ++packCount);
+      pack = { file, fd: openSync(file, 'wx'), size: 0, records: 0 };
+      packs.set(dir, pack);
+    }
+    const at = pack.size;
+    if (writeSync(pack.fd, record, 0, record.length, at) !== record.length) throw new Error('short write');
+    pack.size += record.length;
+    pack.records++;
+  } catch {
+    // Disk full, folder gone…: this pack takes nothing more; the caller tries a file of its own.
+    if (pack) retirePack(dir, pack);
+    return false;
+  }
+  try {
+    // Never over an existing name (a stale file, or one a test put there): that is the single file's case.
+    linkSync(pack.file, singleFile(dir, attemptId));
+    return true;
+  } catch (err) {
+    // Anything but a name in the way (the pack's name or folder is gone, links are refused): a new pack next time.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EEXIST') retirePack(dir, pack);
+    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') noLinks.add(dir);
+    return false;
+  }
+}
+
+/** The pack takes no more records: its own name goes, its bytes stay while an attempt's link does. */
+function retirePack(dir: string, pack: Pack): void {
+  packs.delete(dir);
+  try {
+    unlinkSync(pack.file);
+  } catch {
+    // gone already
+  }
+  try {
+    closeSync(pack.fd);
+  } catch {
+    // closed already
+  }
+}
+
+/** When this process exits (the launch helper): its packs' own names go, the attempts' links stay. */
+export function retireOutputPacks(): void {
+  for (const [dir, pack] of [...packs]) retirePack(dir, pack);
+}
+
+/** The same for one output folder (an engine that launched in its own process shuts down). */
+export function retireOutputPack(dir: string): void {
+  const pack = packs.get(dir);
+  if (pack) retirePack(dir, pack);
+}
+
+/** Captures whose output is still only in memory; the flush tick starts their files. */
+const inMemory = new Set<OutputCapture>();
+let flushTick: NodeJS.Timeout | undefined;
+
+function startFlushTick(): void {
+  if (flushTick) return;
+  flushTick = setInterval(() => {
+    for (const capture of inMemory) capture.startWriting();
+    if (inMemory.size === 0) {
+      clearInterval(flushTick);
+      flushTick = undefined;
+    }
+  }, LAZY_FLUSH_MS);
+  flushTick.unref();
+}
+
 export class OutputCapture {
   private readonly geometry: OutputGeometry;
   private queue: { stream: OutputStreamTag; chunk: Buffer }[] = [];
@@ -72,6 +188,8 @@ export class OutputCapture {
   private failed: string | null = null;
   private drainWaiters: (() => void)[] = [];
   private closed = false;
+  /** Nothing written yet: output stays in `queue` (see LAZY_BYTES). */
+  private lazy = true;
 
   constructor(
     private readonly target: OutputTarget,
@@ -89,7 +207,21 @@ export class OutputCapture {
     if (this.closed || this.failed !== null || chunk.length === 0) return;
     this.queue.push({ stream, chunk });
     this.queued += chunk.length;
-    this.pumping ??= this.pump();
+    if (this.lazy && this.queued < LAZY_BYTES) {
+      inMemory.add(this);
+      startFlushTick();
+      return;
+    }
+    this.startWriting();
+  }
+
+  /** Starts (or goes on) writing what is queued through the thread pool. */
+  startWriting(): void {
+    if (this.lazy) {
+      this.lazy = false;
+      inMemory.delete(this);
+    }
+    if (this.queue.length > 0) this.pumping ??= this.pump();
   }
 
   /** Calls `fn` once the backlog is below BACKLOG_LOW (now, if it is). */
@@ -101,6 +233,8 @@ export class OutputCapture {
   /** Writes what is queued, closes the files and drops tail segments wholly before the kept tail. */
   async close(): Promise<CaptureEnd> {
     this.closed = true;
+    if (this.lazy && this.writeSmall()) return { bytes: keptBytes(this.total, this.geometry.cap), error: null };
+    this.startWriting();
     while (this.pumping) await this.pumping;
     const { cap, head, tail, segment } = this.geometry;
     const part = this.part;
@@ -117,6 +251,78 @@ export class OutputCapture {
     }
     if (this.total === 0 && this.failed !== null) return { bytes: null, error: this.failed };
     return { bytes: keptBytes(this.total, cap), error: this.failed };
+  }
+
+  /**
+   * Writes an attempt's whole output, still in memory, in one go: into the pack, else as its
+   * single file. False when it was not written (it does not fit the head, or the writes failed:
+   * the thread-pool path then writes it as usual, and handles a failure as for any write).
+   */
+  private writeSmall(): boolean {
+    this.lazy = false;
+    inMemory.delete(this);
+    if (this.queue.length === 0) return true;
+    if (this.queued > this.geometry.head) return false;
+    const { dir, attemptId: id } = this.target;
+    const data: Buffer[] = [];
+    const index: Buffer[] = [];
+    let run: { stream: OutputStreamTag; length: number } | undefined;
+    for (const { stream, chunk } of this.queue) {
+      data.push(chunk);
+      if (run && run.stream === stream) run.length += chunk.length;
+      else {
+        if (run) index.push(encodeRecord(run.stream, run.length));
+        run = { stream, length: chunk.length };
+      }
+    }
+    index.push(encodeRecord(run!.stream, run!.length));
+    const indexBytes = index.length * RECORD_BYTES;
+    const cap = this.target.maxBytes;
+    if (!madeFolders.has(dir)) {
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch {
+        return false;
+      }
+      madeFolders.add(dir);
+    }
+    const body = [...index, ...data];
+    const packed = () => appendToPack(dir, id, Buffer.concat([encodePackHeader(cap, id, indexBytes, this.queued), ...body]));
+    let written = packed();
+    if (!written && !existsSync(dir)) {
+      // The folder was removed since (by hand): made again, as the thread-pool path does.
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch {
+        return false;
+      }
+      written = packed();
+    }
+    if (!written) written = this.writeSingle(Buffer.concat([encodeSingleHeader(cap, indexBytes, this.queued), ...body]));
+    if (!written) return false;
+    this.total = this.queued;
+    this.queue = [];
+    this.queued = 0;
+    return true;
+  }
+
+  /** The attempt's output as its own file (outputFiles.ts): where the pack could not take it. */
+  private writeSingle(bytes: Buffer): boolean {
+    const file = singleFile(this.target.dir, this.target.attemptId);
+    try {
+      // 'wx': never through an existing name, which may be a link to a pack holding other attempts' output.
+      writeFileSync(file, bytes, { flag: 'wx' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      // Half written (disk full): readers must not find it; the thread-pool path says why.
+      try {
+        unlinkSync(file);
+      } catch {
+        // never created
+      }
+      return false;
+    }
+    return true;
   }
 
   private async pump(): Promise<void> {

@@ -14,6 +14,29 @@
 //   <dir>/<attemptId>.t<k>.idx   its index (no header)
 //   <dir>/<attemptId>.tails      "<first k> <last k>\n": the tail segments that exist (replaced by rename)
 //
+// An attempt whose whole output is small and complete before anything was written (most attempts:
+// a few lines, milliseconds) is written instead as one file, because creating a file (an inode) is
+// the costly part of capture (0.4–0.9 ms of kernel time per file on the benchmark's machine,
+// docs/PERFORMANCE.md):
+//
+//   <dir>/<attemptId>.o          "EMS1", C (u32 LE), the index's length in bytes (u32 LE), the
+//                                data's length (u32 LE), then the index records, then the data
+//
+// It is written once, when the attempt ends, and never appended to; a reader that finds it shorter
+// than its header says is seeing it being written and reads it as no output yet.
+//
+// Even one file per attempt costs that inode, so the writer first tries a pack: the short outputs
+// of many attempts appended to one file, each attempt's `<id>.o` a hard link to it (a name costs
+// no inode). The writer's own name for the pack, `pack-<pid>-<n>.p`, goes once the pack is full
+// (PACK_BYTES) or the writer exits, so the pack's bytes go with the last attempt's link: retention
+// deletes `<id>.o` as it would the single file. A pack is a sequence of records:
+//
+//   "EMP1", C (u32 LE), the attempt's id (f64 LE), the index's length in bytes (u32 LE), the
+//   data's length (u32 LE), then the index records, then the data
+//
+// A record is complete before its attempt's link exists. `<id>.o` is therefore either the single
+// file or a pack; the first four bytes tell which. Where hard links are refused, the single file.
+//
 // Only the last TAIL_SEGMENTS segments are kept (enough for L[N − T, N) whatever N is); older ones
 // are deleted as new ones start, and at the end of the attempt those wholly before N − T go too.
 // An index is a sequence of 8-byte records, one per run of bytes of one stream, in file order:
@@ -37,6 +60,12 @@ export interface OutputTarget {
 
 export const INDEX_MAGIC = 'EMO1';
 export const INDEX_HEADER_BYTES = 8;
+export const SINGLE_MAGIC = 'EMS1';
+export const SINGLE_HEADER_BYTES = 16;
+export const PACK_MAGIC = 'EMP1';
+export const PACK_HEADER_BYTES = 24;
+/** A pack takes no more records once it has this many bytes; a record is at most LAZY_BYTES (64 KiB). */
+export const PACK_BYTES = 256 * 1024;
 export const RECORD_BYTES = 8;
 export const TAIL_SEGMENTS = 5;
 
@@ -62,6 +91,10 @@ export const headFile = (dir: string, id: number): string => path.join(dir, `${i
 export const headIndexFile = (dir: string, id: number): string => path.join(dir, `${id}.idx`);
 export const segmentFile = (dir: string, id: number, k: number): string => path.join(dir, `${id}.t${k}.out`);
 export const segmentIndexFile = (dir: string, id: number, k: number): string => path.join(dir, `${id}.t${k}.idx`);
+export const singleFile = (dir: string, id: number): string => path.join(dir, `${id}.o`);
+export const packFile = (dir: string, pid: number, n: number): string => path.join(dir, `pack-${pid}-${n}.p`);
+/** Pack names a writer left behind (it was killed): removed at the engine's start, before any launch. */
+export const isPackName = (name: string): boolean => /^pack-\d+-\d+\.p$/.test(name);
 export const tailsFile = (dir: string, id: number): string => path.join(dir, `${id}.tails`);
 
 /** The marker line the readers insert where output was dropped. */
@@ -90,6 +123,27 @@ export function encodeIndexHeader(cap: number): Buffer {
   const b = Buffer.alloc(INDEX_HEADER_BYTES);
   b.write(INDEX_MAGIC, 0, 'latin1');
   b.writeUInt32LE(cap, 4);
+  return b;
+}
+
+/** The single file's header (layout above). */
+export function encodeSingleHeader(cap: number, indexBytes: number, dataBytes: number): Buffer {
+  const b = Buffer.alloc(SINGLE_HEADER_BYTES);
+  b.write(SINGLE_MAGIC, 0, 'latin1');
+  b.writeUInt32LE(cap, 4);
+  b.writeUInt32LE(indexBytes, 8);
+  b.writeUInt32LE(dataBytes, 12);
+  return b;
+}
+
+/** A pack record's header (layout above). */
+export function encodePackHeader(cap: number, attemptId: number, indexBytes: number, dataBytes: number): Buffer {
+  const b = Buffer.alloc(PACK_HEADER_BYTES);
+  b.write(PACK_MAGIC, 0, 'latin1');
+  b.writeUInt32LE(cap, 4);
+  b.writeDoubleLE(attemptId, 8);
+  b.writeUInt32LE(indexBytes, 16);
+  b.writeUInt32LE(dataBytes, 20);
   return b;
 }
 

@@ -14,6 +14,11 @@ import {
   RECORD_BYTES,
   segmentFile,
   segmentIndexFile,
+  PACK_HEADER_BYTES,
+  PACK_MAGIC,
+  SINGLE_HEADER_BYTES,
+  SINGLE_MAGIC,
+  singleFile,
   tailsFile,
   type OutputGeometry,
   type OutputStreamTag,
@@ -30,6 +35,10 @@ interface Part {
   index: FileHandle;
   /** Bytes to skip at the start of its index file (the header). */
   indexOffset: number;
+  /** Where its index ends (a single file: where the data starts); undefined: at the end of the index file. */
+  indexEnd?: number;
+  /** Offset of its first data byte in its data file (a single file: after header and index). */
+  dataOffset: number;
 }
 
 export interface OutputLayout {
@@ -43,7 +52,9 @@ export interface OutputLayout {
 /** Closes the layout's files; its pieces cannot be copied after this. */
 export async function closeLayout(layout: OutputLayout | undefined): Promise<void> {
   if (!layout) return;
-  await Promise.all(layout.parts.flatMap((p) => [p.data.close(), p.index.close()])).catch(() => undefined);
+  // A single file is both a part's data and its index: closed once.
+  const handles = new Set(layout.parts.flatMap((p) => [p.data, p.index]));
+  await Promise.all([...handles].map((h) => h.close())).catch(() => undefined);
 }
 
 /** Bytes of a file, or bytes given directly (a marker line). */
@@ -83,7 +94,7 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     }
     // The index first, then the data: data is written before its index, so this order never sees
     // an index record whose data is missing.
-    const part: Part = { start, size: 0, file, data, index, indexOffset };
+    const part: Part = { start, size: 0, file, data, index, indexOffset, dataOffset: 0 };
     opened.push(part);
     return part;
   };
@@ -92,7 +103,7 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     try {
       head = await openPart(0, headFile(dir, id), headIndexFile(dir, id), INDEX_HEADER_BYTES);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return await readSingle(dir, id);
       throw err;
     }
     const header = Buffer.alloc(INDEX_HEADER_BYTES);
@@ -125,6 +136,60 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened });
     throw err;
   }
+}
+
+/**
+ * A short attempt's output written as one file when it ended (outputFiles.ts); undefined when
+ * there is none, or it is being written.
+ */
+async function readSingle(dir: string, id: number): Promise<OutputLayout | undefined> {
+  const file = singleFile(dir, id);
+  let handle: FileHandle;
+  try {
+    handle = await open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    const header = Buffer.alloc(SINGLE_HEADER_BYTES);
+    const { bytesRead } = await handle.read(header, 0, SINGLE_HEADER_BYTES, 0);
+    if (bytesRead >= 4 && header.toString('latin1', 0, 4) === PACK_MAGIC) return await findInPack(file, handle, id);
+    if (bytesRead === SINGLE_HEADER_BYTES && header.toString('latin1', 0, 4) !== SINGLE_MAGIC) throw new Error(`${file} is not an output file`);
+    const indexBytes = header.readUInt32LE(8);
+    const dataBytes = header.readUInt32LE(12);
+    const dataOffset = SINGLE_HEADER_BYTES + indexBytes;
+    if (bytesRead < SINGLE_HEADER_BYTES || (await handle.stat()).size < dataOffset + dataBytes) {
+      await handle.close();
+      return undefined;
+    }
+    const part: Part = { start: 0, size: dataBytes, file, data: handle, index: handle, indexOffset: SINGLE_HEADER_BYTES, indexEnd: dataOffset, dataOffset };
+    return { geometry: outputGeometry(header.readUInt32LE(4)), total: dataBytes, parts: [part] };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/**
+ * The attempt's record in a pack (`<id>.o` is a link to it, made once the record was complete):
+ * the pack is read whole (at most PACK_BYTES and one record) and its records walked.
+ */
+async function findInPack(file: string, handle: FileHandle, id: number): Promise<OutputLayout | undefined> {
+  const pack = await readWhole(handle);
+  for (let at = 0; at + PACK_HEADER_BYTES <= pack.length; ) {
+    if (pack.toString('latin1', at, at + 4) !== PACK_MAGIC) break;
+    const indexBytes = pack.readUInt32LE(at + 16);
+    const dataBytes = pack.readUInt32LE(at + 20);
+    const dataOffset = at + PACK_HEADER_BYTES + indexBytes;
+    if (pack.readDoubleLE(at + 8) === id && dataOffset + dataBytes <= pack.length) {
+      const part: Part = { start: 0, size: dataBytes, file, data: handle, index: handle, indexOffset: at + PACK_HEADER_BYTES, indexEnd: dataOffset, dataOffset };
+      return { geometry: outputGeometry(pack.readUInt32LE(at + 4)), total: dataBytes, parts: [part] };
+    }
+    at = dataOffset + dataBytes;
+  }
+  // The caller closes the handle.
+  throw new Error(`${file} holds no output of attempt ${id}`);
 }
 
 /** The logical ranges of L that are kept: all of it, or the head and the last T bytes. */
@@ -189,7 +254,7 @@ async function rangePieces(layout: OutputLayout, from: number, to: number, strea
       continue;
     }
     // One stream: walk the part's index records over [a, b).
-    const records = await readWhole(part.index);
+    const records = await readWhole(part.index, part.indexEnd);
     let at = part.start;
     for (let r = part.indexOffset; r + RECORD_BYTES <= records.length && at < b; r += RECORD_BYTES) {
       const tag = String.fromCharCode(records[r]) as OutputStreamTag;
@@ -229,7 +294,7 @@ export async function copyPieces(
     if ('bytes' in piece) {
       await write(piece.bytes.subarray(toSkip, toSkip + n));
     } else {
-      let position = piece.offset + toSkip;
+      let position = piece.part.dataOffset + piece.offset + toSkip;
       let remaining = n;
       while (remaining > 0) {
         const buffer = Buffer.allocUnsafe(Math.min(remaining, 64 * 1024));
@@ -245,9 +310,9 @@ export async function copyPieces(
   }
 }
 
-/** A file's whole content through its open handle (an index: 8 bytes per run of output). */
-async function readWhole(handle: FileHandle): Promise<Buffer> {
-  const size = (await handle.stat()).size;
+/** A file's whole content through its open handle, or its first `end` bytes (an index: 8 bytes per run of output). */
+async function readWhole(handle: FileHandle, end?: number): Promise<Buffer> {
+  const size = end ?? (await handle.stat()).size;
   const buffer = Buffer.alloc(size);
   let at = 0;
   while (at < size) {

@@ -16,12 +16,15 @@ import {
   DEFAULT_OUTPUT_MAX_BYTES,
   headFile,
   headIndexFile,
+  isPackName,
   parseTails,
   segmentFile,
   segmentIndexFile,
+  singleFile,
   tailsFile,
   type OutputTarget,
 } from './outputFiles';
+import { retireOutputPack } from './outputCapture';
 import type { Store } from './store';
 
 export const DEFAULT_OUTPUT_MAX_TOTAL_MB = 1024;
@@ -140,7 +143,7 @@ export class OutputRetention {
     } catch {
       // no tail segments
     }
-    await Promise.all([gone(tailsFile(dir, id)), gone(headFile(dir, id)), gone(headIndexFile(dir, id))]);
+    await Promise.all([gone(tailsFile(dir, id)), gone(headFile(dir, id)), gone(headIndexFile(dir, id)), gone(singleFile(dir, id))]);
   }
 
   /**
@@ -156,6 +159,8 @@ export class OutputRetention {
       return;
     }
     const stray = names.filter((n) => {
+      // A pack's own name, left by a launch helper that was killed: its attempts' links keep the bytes.
+      if (isPackName(n)) return true;
       const id = /^(\d+)\./.exec(n)?.[1];
       return id !== undefined && Number(id) > lastAttemptId;
     });
@@ -165,6 +170,8 @@ export class OutputRetention {
   /** At engine shutdown: waits for deletions under way; a temporary folder is removed. */
   async close(): Promise<void> {
     this.closed = true;
+    // Attempts launched in this process (no launch helper) appended to a pack here.
+    retireOutputPack(this.dir);
     await Promise.all(this.deleting);
     if (this.temporary) await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
   }

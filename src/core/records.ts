@@ -1,10 +1,11 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
 import type { SqlValue } from 'sql.js';
-import type { AttemptDetail, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
 import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
+import { matchingItemSeqs } from './itemSearch';
 import type { ItemsPage } from './monitoredEngine';
 import type { Store } from './store';
 
@@ -122,6 +123,8 @@ interface AttemptRow {
   signal: string | null;
   error: string | null;
   output_bytes: number | null;
+  /** Section 10: the matcher's problems as JSON; null when the item has no matcher (or before v4). */
+  problems: string | null;
 }
 
 function readLastLaunch(store: Store): LaunchRecord | null {
@@ -211,30 +214,69 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     where.push(`instr(?, ',' || (${STATE_SQL}) || ',') > 0`);
     params.push(`,${filter.states.join(',')},`, now);
   }
+  if (filter.source !== undefined) {
+    where.push('source = ?');
+    params.push(filter.source);
+  }
   const wanted = filter.q === undefined ? [] : searchWords(filter.q);
   if (wanted.length > 0) {
-    // SQL narrows by the longest word as a substring (LIKE folds ASCII case only, so a word with
-    // other letters is left to the match below); the rule itself (each word starts a word of the
-    // id, name, command or args) is checked here, so the total is exact.
-    const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
-    if (ascii !== undefined) {
-      where.push("(id || ' ' || name || ' ' || definition) LIKE ?");
-      params.push(`%${ascii}%`);
-    }
-    // Only what the words are looked for in, as arrays (no object per row); whole rows for the page.
-    const candidates = store.rows(`SELECT seq, id, name, definition FROM items${whereClause(where)} ORDER BY seq`, params);
-    const matching: number[] = [];
-    for (const [seq, id, name, definition] of candidates) {
-      const def = JSON.parse(definition as string) as ItemDefinition;
-      if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+    // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
+    // filters, when given, in SQL. The total is exact. On a fleet's store other engines add items
+    // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
+    let matching = isFleetStore(store) ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
+    if (where.length > 0 && !isFleetStore(store)) {
+      const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
+      matching = matching.filter((seq) => selected.has(seq));
     }
     const page = matching.slice(offset, offset + limit);
     const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: rows.map((r) => toSummary(store, r, now)), total: matching.length };
+    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total: matching.length };
   }
   const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
-  const total = filter.states?.length ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
-  return { items: rows.map((r) => toSummary(store, r, now)), total };
+  const counted = filter.states?.length || filter.source !== undefined;
+  const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
+  return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
+}
+
+function isFleetStore(store: Store): boolean {
+  return (store as unknown as { fleet?: boolean }).fleet === true;
+}
+
+/**
+ * /items?q= on a fleet's PostgreSQL store: SQL narrows by the longest word as a substring (ILIKE;
+ * a word with other letters is left to the match below), then the rule itself (each word starts a
+ * word of the id, name, command or args) is checked here, with the other filters, so the total is
+ * exact.
+ */
+function fleetItemSeqs(store: Store, wanted: string[], where: string[], params: SqlValue[]): number[] {
+  const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
+  const cond = [...where];
+  const args = [...params];
+  if (ascii !== undefined) {
+    cond.push("(id || ' ' || name || ' ' || definition) LIKE ?");
+    args.push(`%${ascii}%`);
+  }
+  const matching: number[] = [];
+  for (const [seq, id, name, definition] of store.rows(`SELECT seq, id, name, definition FROM items${whereClause(cond)} ORDER BY seq`, args)) {
+    const def = JSON.parse(definition as string) as ItemDefinition;
+    if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+  }
+  return matching;
+}
+
+/** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
+function withLastFinish(store: Store, items: ItemSummary[]): ItemSummary[] {
+  if (items.length === 0) return items;
+  const finished = new Map<string, number>();
+  const ids = JSON.stringify(items.map((i) => i.id));
+  for (const [id, at] of store.rows('SELECT item_id, MAX(finished_at) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) GROUP BY item_id', [ids])) {
+    if (typeof at === 'number') finished.set(id as string, at);
+  }
+  for (const item of items) {
+    const at = finished.get(item.id);
+    item.lastFinishedAt = at === undefined ? null : new Date(at).toISOString();
+  }
+  return items;
 }
 
 function whereClause(conditions: string[]): string {
@@ -249,7 +291,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   // A store shared by a fleet (section 11) also says which engine ran each attempt.
   const fleet = (store as unknown as { fleet?: boolean }).fleet === true;
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
-    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],
   );
   return {
@@ -267,6 +309,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
       schedule: def.schedule ?? null,
       dependsOn: def.dependsOn ?? [],
       priority: def.priority ?? 0,
+      ...(def.problemMatcher !== undefined ? { problemMatcher: def.problemMatcher } : {}),
       source: row.source,
     },
     outcome: row.outcome,
@@ -284,7 +327,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
         signal: a.signal,
         error: a.error,
         outputBytes: a.output_bytes,
-        problems: [],
+        problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
         ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),

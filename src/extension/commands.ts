@@ -8,6 +8,7 @@ import { ControlNeedsTokenError, ControlUnavailableError } from './engineControl
 import { itemCommandHandlers, targetOf } from './itemCommands';
 import { showDashboard } from './dashboard/dashboard';
 import { pickLogFilter } from './logFilterPick';
+import { openInTerminal } from './openInTerminal';
 import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand } from './queue';
 
 function describeResult(result: unknown): string | undefined {
@@ -133,6 +134,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
       await vscode.commands.executeCommand(`${Views.logs}.focus`);
     },
     [Commands.setRemoteToken]: () => setRemoteToken(c),
+    [Commands.openInTerminal]: (arg) => openInTerminal(c, arg),
     ...itemCommandHandlers(c),
   };
 

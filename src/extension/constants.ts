@@ -28,6 +28,7 @@ export const Commands = {
   holdItem: 'engineMonitor.holdItem',
   releaseItem: 'engineMonitor.releaseItem',
   findItem: 'engineMonitor.findItem',
+  openInTerminal: 'engineMonitor.openInTerminal',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

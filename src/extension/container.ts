@@ -10,10 +10,12 @@ import { EngineController } from './engineController';
 import { HostProcess } from './hostProcess';
 import { EngineModel } from './engineModel';
 import { QueueDiagnostics } from './diagnostics';
+import { AttemptDiagnostics } from './attemptDiagnostics';
 import { LiveLog } from './liveLog';
 import { LogsModel } from './logsModel';
 import { OutputTerminals } from './output/outputTerminal';
 import { QueueFolders } from './queue';
+import { QueueLenses } from './queueLens';
 import { EngineStatusBar } from './statusBar';
 import { TerminalEnvironment } from './terminalEnv';
 import { EngineViews } from './views/treeViews';
@@ -30,6 +32,8 @@ export class Container extends Disposable {
   readonly statusBar: EngineStatusBar;
   readonly outputTerminals: OutputTerminals;
   readonly diagnostics: QueueDiagnostics;
+  readonly lenses: QueueLenses;
+  readonly attemptDiagnostics: AttemptDiagnostics;
   /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
   itemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
@@ -51,6 +55,8 @@ export class Container extends Disposable {
     this.outputTerminals = this._register(new OutputTerminals(this.client));
     this._register(new LiveLog(this.client, this.output));
     this.diagnostics = this._register(new QueueDiagnostics(this.client));
+    this.lenses = this._register(new QueueLenses(this.client, this.diagnostics));
+    this.attemptDiagnostics = this._register(new AttemptDiagnostics(this.client));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));

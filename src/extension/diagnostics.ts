@@ -64,6 +64,11 @@ export class QueueDiagnostics extends Disposable {
     if (connection.connected) void this.loadRecent();
   }
 
+  /** Why the engine rejected this entry of a file (the engine's name for it), while that is shown. */
+  rejectionReason(file: string, entry: number): string | undefined {
+    return this.rejections.get(file)?.get(entry)?.reason;
+  }
+
   private onLog(e: LogEntry): void {
     const file = typeof e.details?.file === 'string' ? e.details.file : undefined;
     if (!file) return;

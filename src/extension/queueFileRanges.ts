@@ -121,3 +121,41 @@ function trim(text: string, start: number, end: number): OffsetRange {
   while (end > start && /\s/.test(text[end - 1])) end--;
   return { start, end };
 }
+
+/** One entry of a queue file as the engine numbers it: a .jsonl line (0-based) or a .json array index (0 for a single object). */
+export interface EntrySpan extends OffsetRange {
+  index: number;
+}
+
+/**
+ * Every entry's range in one pass (the CodeLens asks for all of them at once; entryRange per
+ * entry would read a 10,000-line file 10,000 times). Blank .jsonl lines are no entry, as for the
+ * engine. A .json file that is not an array is one entry, index 0.
+ */
+export function entryRanges(text: string, jsonLines: boolean): EntrySpan[] {
+  const spans: EntrySpan[] = [];
+  if (jsonLines) {
+    let start = 0;
+    for (let index = 0; start <= text.length; index++) {
+      let end = text.indexOf('\n', start);
+      if (end < 0) end = text.length;
+      const r = trim(text, start, end);
+      if (r.end > r.start) spans.push({ index, ...r });
+      start = end + 1;
+    }
+    return spans;
+  }
+  let i = skipSpace(text, text.charCodeAt(0) === 0xfeff ? 1 : 0);
+  if (i >= text.length) return spans;
+  if (text[i] !== '[') return [{ index: 0, ...trim(text, i, text.length) }];
+  i++;
+  for (let index = 0; ; index++) {
+    i = skipSpace(text, i);
+    if (i >= text.length || text[i] === ']') return spans;
+    const end = valueEnd(text, i);
+    spans.push({ index, start: i, end });
+    i = skipSpace(text, end);
+    if (text[i] !== ',') return spans;
+    i++;
+  }
+}

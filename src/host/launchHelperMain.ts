@@ -23,6 +23,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
+import { retireOutputPacks } from '../core/outputCapture';
 import { groupAlive, signalGroup } from '../core/processGroup';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
@@ -115,6 +116,8 @@ function endAll(graceMs: number): void {
   const finish = () => {
     signalGroups('SIGKILL');
     leftoverSweeper.sweepAll('SIGKILL');
+    // Its packs' own names (the attempts' links keep their output).
+    retireOutputPacks();
     process.exit(0);
   };
   // Leave as soon as everything is gone; the deadline holds the event loop open until then.

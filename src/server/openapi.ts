@@ -6,7 +6,7 @@
 // responses, and a client validating with this document must not break when that happens.
 import { ENGINE_NAME, ITEM_STATES, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
-import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH } from './params';
+import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH, MAX_SOURCE_LENGTH } from './params';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** RFC 3339's date-time, which `format: date-time` alone leaves loose (Ajv also takes `+01` and a space). */
@@ -234,13 +234,14 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         SourceStatus: {
           type: 'object',
-          required: ['kind', 'location', 'lastScanAt', 'lastError', 'itemsDiscovered'],
+          required: ['kind', 'location', 'lastScanAt', 'lastError', 'itemsDiscovered', 'itemsKnown'],
           properties: {
             kind: { type: 'string', enum: ['queue-directory'] },
             location: { type: 'string' },
             lastScanAt: nullableTime('End of the last scan of this source.'),
             lastError: { type: ['string', 'null'] },
-            itemsDiscovered: count('Items ingested from this source.'),
+            itemsDiscovered: count('Items ingested from this source since the engine started (0 after a restart).'),
+            itemsKnown: count('Items known from this source (its files\' items and their schedule occurrences), read from the store, so a restart keeps them.'),
           },
         },
         LaunchRecord: {
@@ -308,8 +309,8 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                 lastScanAt: nullableTime('End of the last scan.'),
                 lastScanDurationMs: { type: ['integer', 'null'], minimum: 0 },
                 scans: count('Scans since start.'),
-                itemsDiscovered: count('Items ingested.'),
-                itemsRejected: count('Files or entries rejected.'),
+                itemsDiscovered: count('Items ingested since the engine started.'),
+                itemsRejected: count('Files or entries rejected since the engine started.'),
               },
             },
             stats: ref('StatsOverview'),
@@ -372,6 +373,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             source: { type: 'string', description: 'Where the item came from.' },
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
+            lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (section 10\'s CodeLens shows it).'),
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
             waitingFor: {
               type: 'array',
@@ -432,19 +434,25 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             },
             dependsOn: { type: 'array', items: { type: 'string' }, maxItems: 100, description: 'Ids that must have launched before this item starts (section 9); empty: none.' },
             priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, higher launches first, then discovery order (section 9); default 0.' },
+            problemMatcher: {
+              description:
+                'Only when the item has one (section 10): its problem matcher as the queue file wrote it: a built-in name ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), a single-line matcher object, or an array of them.',
+            },
             source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
           },
         },
         AttemptProblem: {
           type: 'object',
+          description:
+            "A problem the item's problem matcher found in the attempt's output (section 10). The engine reads at most 1 MiB of each finished attempt's output (all of it when smaller, else its first 256 KiB and last 768 KiB) and keeps at most 1000 problems.",
           required: ['file', 'line', 'column', 'severity', 'message', 'code'],
           properties: {
-            file: { type: 'string' },
+            file: { type: 'string', description: "Absolute path: a relative file name in the output resolved against the item's cwd (or the matcher's fileLocation folder)." },
             line: { type: 'integer', minimum: 1 },
-            column: { type: ['integer', 'null'], minimum: 1 },
+            column: { type: ['integer', 'null'], minimum: 1, description: 'Null when the output gives none.' },
             severity: { type: 'string', enum: ['error', 'warning', 'info'] },
             message: { type: 'string' },
-            code: { type: ['string', 'null'] },
+            code: { type: ['string', 'null'], description: 'e.g. `2322` for tsc, `no-unused-vars` for eslint, the exception class for $python.' },
           },
         },
         AttemptDetail: {
@@ -460,7 +468,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             signal: { type: ['string', 'null'] },
             error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
             outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
-            problems: { type: 'array', items: ref('AttemptProblem') },
+            problems: { type: 'array', items: ref('AttemptProblem'), description: "What the item's problem matcher found once the attempt finished; empty while it runs and when the item has no matcher." },
             engineId: { type: ['string', 'null'], description: 'On a PostgreSQL store (`--store`): the engine that ran it.' },
           },
         },
@@ -704,6 +712,12 @@ function readPaths(): Record<string, PathItem> {
               'Text search: split into words (runs of letters and digits) and lower-cased; every word must start a word of the item\'s id, name, command or args, case-insensitive (`q=build 42` finds `build-42`). ' +
               `At most ${MAX_Q_WORDS} words. Empty or without letters and digits: no filter.`,
             schema: { type: 'string', maxLength: MAX_Q_LENGTH, pattern: Q_PATTERN },
+          },
+          {
+            name: 'source',
+            in: 'query',
+            description: 'Only items read from this queue file: its path relative to its workspace folder, `/`-separated, exactly as items\' `source` gives it (`.engine/queue/jobs.jsonl`). The editor\'s CodeLens reads a file\'s items this way.',
+            schema: { type: 'string', minLength: 1, maxLength: MAX_SOURCE_LENGTH },
           },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
           { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },

@@ -111,7 +111,7 @@ export function nextLogsQueryString(parsed: ParsedLogsQuery, lastId: number): st
 // ---------------------------------------------------------------------------------------------
 // /items
 
-export { ITEMS_PARAMS, MAX_OFFSET } from '../shared/itemFilter';
+export { ITEMS_PARAMS, MAX_OFFSET, MAX_SOURCE_LENGTH } from '../shared/itemFilter';
 
 export type ItemsQuery = ItemsRequest;
 

@@ -80,7 +80,10 @@ export interface SourceStatus {
   location: string;
   lastScanAt: IsoTime | null;
   lastError: string | null;
+  /** Items ingested from this source by this engine process (0 after a restart). */
   itemsDiscovered: number;
+  /** Items known from this source, from the store: what the queue has given, across restarts. */
+  itemsKnown: number;
 }
 
 export type LaunchOutcome = 'running' | 'succeeded' | 'failed';
@@ -175,6 +178,8 @@ export interface ItemSummary {
   source: string;
   updatedAt: IsoTime;
   lastError: string | null;
+  /** When its latest finished attempt finished (section 10's CodeLens); null when none has. Absent from engines before it. */
+  lastFinishedAt?: IsoTime | null;
   /** The item's state (contract section 8): what `/items?state=` filters by. */
   state: ItemState;
   /** Only on a blocked item (section 9): the ids it still waits for (not launched, or unknown). */
@@ -200,6 +205,8 @@ export interface ItemDefinitionBody {
   schedule: unknown;
   dependsOn: string[];
   priority: number;
+  /** Section 10: the item's problem matcher as its queue file wrote it; absent when it has none. */
+  problemMatcher?: unknown;
   source: string;
 }
 

@@ -56,3 +56,36 @@ export function formatDateTime(iso: string): string {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : dateTimeFormat.format(d);
 }
+
+// "3 min. ago" / "vor 3 Min." in the runtime's locale, as the clock formats above follow it.
+const relativeFormat = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' });
+const RELATIVE_UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['day', 86_400_000],
+  ['hour', HOUR_MS],
+  ['minute', 60_000],
+];
+
+/**
+ * How long ago (or in how long) an ISO timestamp is from `now`, in the largest whole unit, minutes
+ * at the least ("this minute"): lenses redraw by the minute. The input as it is if it is no date.
+ */
+export function formatRelativeTime(iso: string, now = Date.now()): string {
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return iso;
+  const ms = t - now;
+  for (const [unit, size] of RELATIVE_UNITS) {
+    if (Math.abs(ms) >= size || unit === 'minute') {
+      // Intl formatting costs microseconds; a 10,000-entry queue file asks for few distinct values.
+      const value = Math.trunc(ms / size);
+      const key = `${value} ${unit}`;
+      let text = relativeTexts.get(key);
+      if (text === undefined) {
+        if (relativeTexts.size > 1000) relativeTexts.clear();
+        relativeTexts.set(key, (text = relativeFormat.format(value, unit)));
+      }
+      return text;
+    }
+  }
+  return iso;
+}
+const relativeTexts = new Map<string, string>();

@@ -5,8 +5,13 @@ import { ITEM_STATES, type ItemOutcome, type ItemState } from './api';
 import { MAX_Q_LENGTH, MAX_Q_WORDS, searchWords } from './logFilter';
 import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerParam, manyOf, oneOf, parseParams, single } from './queryParams';
 
-export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'limit', 'offset'] as const;
+export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'source', 'limit', 'offset'] as const;
 export const MAX_OFFSET = 1_000_000_000;
+/**
+ * Longer than any queue file's path relative to its folder in practice, and short enough that a
+ * request carrying it, percent-encoded, stays under Node's 16 KiB header limit.
+ */
+export const MAX_SOURCE_LENGTH = 512;
 const OUTCOMES = ['launched', 'pending', 'failed'] as const;
 
 /** Which items to list. Every field given narrows the choice; `{}` is every item. */
@@ -16,6 +21,11 @@ export interface ItemFilter {
   states?: ItemState[];
   /** Free text: every one of its searchWords must start a word of the item's id, name, command or args. */
   q?: string;
+  /**
+   * Items from this queue file, as the engine names it (`source`: the path relative to its
+   * workspace folder): what the editor's CodeLens asks for the file it shows.
+   */
+  source?: string;
 }
 
 export interface ItemsRequest {
@@ -82,6 +92,13 @@ export function parseItemsQueryString(queryString: string): ItemsRequest {
     }
     if (words > 0) filter.q = q;
   }
+  const source = single(params, 'source');
+  if (source !== undefined) {
+    if (source === '' || codePoints(source) > MAX_SOURCE_LENGTH) {
+      throw new InvalidParameterError(`Parameter source must be a queue file's path relative to its workspace folder (1 to ${MAX_SOURCE_LENGTH} characters), as items' "source" gives it.`);
+    }
+    filter.source = source;
+  }
   const limit = integerParam(params, 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT);
   const offset = integerParam(params, 'offset', 0, MAX_OFFSET, 0);
   return { filter, limit, offset };
@@ -93,6 +110,7 @@ export function itemsQueryString(filter: ItemFilter, page: { limit?: number; off
   if (filter.outcome) out.set('outcome', filter.outcome);
   if (filter.states?.length) out.set('state', filter.states.join(','));
   if (filter.q !== undefined && searchWords(filter.q).length > 0) out.set('q', filter.q);
+  if (filter.source !== undefined) out.set('source', filter.source);
   if (page.limit !== undefined) out.set('limit', String(page.limit));
   if (page.offset !== undefined) out.set('offset', String(page.offset));
   return out.toString();

@@ -32,6 +32,8 @@ export async function run(): Promise<void> {
     require('./output.test');
     require('./control.test');
     require('./diagnostics.test');
+    require('./codelens.test');
+    require('./problems.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

@@ -6,7 +6,7 @@
 // Clearing the setting brings this window's own engine back, without a reload.
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -154,6 +154,27 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
     assert.equal(env.get('ENGINE_MONITOR_URL')?.value, headless!.url);
     assert.equal(env.get('ENGINE_MONITOR_TOKEN')?.value, TOKEN);
     assert.ok(!JSON.stringify(config()).includes(TOKEN), 'the token is in no setting');
+  });
+
+  it('maps the remote engine\'s items to a local queue file at the same path relative to the workspace folder: its lenses show their states', async () => {
+    const api = await getApi();
+    await waitFor('the remote engine to be connected', () => api._testing.model.available, 20_000);
+    const relPath = path.join('.engine', 'queue', 'remote.json');
+    const local = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, relPath);
+    copyFileSync(path.join(headless!.dir, 'workspace', relPath), local);
+    try {
+      const doc = await vscode.workspace.openTextDocument(local);
+      await vscode.window.showTextDocument(doc);
+      const titles = await waitFor('lenses with the remote states', async () => {
+        const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', doc.uri)) ?? [];
+        const states = lenses.map((l) => l.command?.title ?? '').filter((t) => / · \d+\/\d+/.test(t)).map((t) => t.replace(/^\$\([^)]+\) /, '').split(' · ')[0]);
+        return states.length === 5 && states.join(',') === 'launched,launched,failed,scheduled,running' && states;
+      }, 20_000);
+      assert.deepEqual(titles, ['launched', 'launched', 'failed', 'scheduled', 'running']);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    } finally {
+      rmSync(local, { force: true });
+    }
   });
 
   it('controls the remote engine over HTTP with its token: Cancel ends a running item there', async () => {

@@ -48,3 +48,30 @@ describe('Remote mode in Restricted Mode', () => {
     }
   });
 });
+
+describe('Queue-file CodeLens in Restricted Mode', () => {
+  it('shows the state only: no action lenses, and Open Attempt in Terminal opens nothing', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    await waitForEngine(api);
+    const file = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue', 'restricted-lens.json');
+    await fs.writeFile(file, JSON.stringify([{ id: 'restricted-lens', command: 'node', args: ['-e', '0'] }]));
+    try {
+      const doc = await vscode.workspace.openTextDocument(file);
+      await vscode.window.showTextDocument(doc);
+      await vscode.commands.executeCommand('engineMonitor.pollNow');
+      const lenses = await waitFor('the entry\'s state lens', async () => {
+        const got = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', doc.uri)) ?? [];
+        return got.length > 0 && /waiting · 0\/3/.test(got[0].command?.title ?? '') && got;
+      });
+      assert.equal(lenses.length, 1, `the state only: ${lenses.map((l) => l.command?.title).join(', ')}`);
+      assert.equal(lenses[0].command?.command, '', 'a state lens runs nothing');
+      const terminals = vscode.window.terminals.length;
+      assert.equal(await vscode.commands.executeCommand('engineMonitor.openInTerminal', 'restricted-lens'), undefined);
+      assert.equal(vscode.window.terminals.length, terminals, 'no terminal opened');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    } finally {
+      await fs.rm(file, { force: true });
+    }
+  });
+});

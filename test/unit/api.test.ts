@@ -89,6 +89,7 @@ for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js'
     assert.equal(s.scanner.itemsDiscovered, 4);
     assert.equal(s.scanner.itemsRejected, 1);
     assert.equal(s.scanner.sources[0].kind, 'queue-directory');
+    assert.equal(s.scanner.sources[0].itemsKnown, 4);
     assert.equal(s.engine.concurrency, 4);
     assert.ok(s.lastLaunch && ['succeeded', 'failed'].includes(s.lastLaunch.outcome));
     assert.ok(s.database.sizeBytes > 0);
@@ -121,5 +122,63 @@ for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js'
     const body = res.json as { items: { id: string; outcome: string }[]; total: number };
     assert.deepEqual(body.items.map((i) => i.id), ['doomed']);
     assert.equal(body.total, 1);
+  });
+
+  it('/items?source=: the items of one queue file (the CodeLens read), each with when its latest attempt finished', async () => {
+    const res = await get('/items?source=.engine%2Fqueue%2Fmixed.json&limit=2');
+    assert.equal(res.status, 200);
+    api.assertBody('/items', 200, res.json);
+    const body = res.json as { items: { id: string; source: string; lastFinishedAt: string | null }[]; total: number };
+    assert.equal(body.total, 4, 'the four accepted entries of mixed.json, counted past the page');
+    assert.deepEqual(body.items.map((i) => i.id), ['ok', 'flaky']);
+    assert.ok(body.items.every((i) => i.source === '.engine/queue/mixed.json'));
+    const all = (await get('/items?source=.engine/queue/mixed.json')).json as typeof body;
+    const finished = new Map(all.items.map((i) => [i.id, i.lastFinishedAt]));
+    const doomed = (await get('/items/doomed')).json as { attempts: { finishedAt: string }[] };
+    assert.equal(finished.get('doomed'), doomed.attempts.map((a) => a.finishedAt).sort().at(-1));
+    assert.equal(finished.get('sleepy'), null, 'never ran');
+    const none = (await get('/items?source=.engine/queue/other.json')).json as typeof body;
+    assert.deepEqual([none.items, none.total], [[], 0]);
+    const bad = await get('/items?source=');
+    assert.equal(bad.status, 400);
+    assert.match((bad.json as { error: { message: string } }).error.message, /source must be a queue file's path/);
+  });
+});
+
+describe('/status after a restart (#21 item 8)', function () {
+  this.timeout(30_000);
+  let ws: TempWorkspace;
+
+  afterEach(() => ws?.dispose());
+
+  it('each source still counts the items it gave (itemsKnown, from the store); the per-process counters start over', async () => {
+    ws = new TempWorkspace('engine-api-restart-');
+    ws.enqueue('later.json', Array.from({ length: 5 }, (_, i) => nodeItem(`later-${i}`, '0', { runAt: '2099-01-01T00:00:00.000Z' })));
+    const first = await Engine.create(ws.options());
+    try {
+      await first.start();
+      assert.equal(first.status().scanner.sources[0].itemsKnown, 5);
+    } finally {
+      await first.shutdown(0);
+    }
+
+    // One more file while the engine is down: the restarted engine discovers it and adds it.
+    ws.enqueue('one-more.json', nodeItem('one-more', '0', { runAt: '2099-01-01T00:00:00.000Z' }));
+    const engine = await Engine.create(ws.options());
+    await engine.start();
+    const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
+    try {
+      const api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
+      const res = await request(server.url, '/status');
+      api.assertBody('/status', 200, res.json);
+      const s = res.json as StatusResponse;
+      assert.deepEqual(
+        { known: s.scanner.sources[0].itemsKnown, discovered: s.scanner.sources[0].itemsDiscovered, total: s.stats.total, scannerDiscovered: s.scanner.itemsDiscovered },
+        { known: 6, discovered: 1, total: 6, scannerDiscovered: 1 },
+      );
+    } finally {
+      await server.close();
+      await engine.shutdown(0);
+    }
   });
 });

@@ -4,13 +4,13 @@
 // safety of what it prints (no colour off a terminal or with NO_COLOR, engine strings escaped).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type { HealthResponse, ItemDetail, LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { assertBuilt, CLI, serve, type ServeProcess } from './support/cli';
 import { request } from './support/http';
-import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
+import { nodeItem, outputOnFullDisk, TempWorkspace, waitFor } from './support/workspace';
 
 const TOKEN = 'client-token-5e7a';
 const HOSTILE_NAME = 'x\x1b[31mRED\nforged line';
@@ -377,8 +377,7 @@ describe('command-line client', function () {
         // Attempt 1's output file is /dev/full: its first write fails with ENOSPC and /health reports
         // the storage error (as in output.test.ts), until an attempt's output is written again. Made
         // once the engine runs: at its start it removes output files of attempts it never had.
-        mkdirSync(path.join(other.storage, 'output'), { recursive: true });
-        symlinkSync('/dev/full', path.join(other.storage, 'output', '1.out'));
+        outputOnFullDisk(path.join(other.storage, 'output'), 1);
         other.enqueue('a.json', nodeItem('full', 'console.log("some output")'));
         await waitFor('the engine to report the storage error', async () => (await request(full.url, '/health')).status === 503);
         const health = await client(['health'], { env: { ENGINE_MONITOR_URL: full.url }, cwd: other.root });

@@ -3,7 +3,7 @@
 // real HTTP receiver on loopback (port 0). The hooks write what they read on stdin to files the
 // tests parse.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import type { HealthChangedHookEvent, HealthResponse, ItemDetail, ItemFailedHook
 import { MAX_CONCURRENT_HOOKS, MAX_QUEUED_HOOKS } from '../../src/host/hooks';
 import { allLogs, getJson, runCli, serve, type ServeProcess } from './support/cli';
 import { request } from './support/http';
-import { processAlive, TempWorkspace, waitFor } from './support/workspace';
+import { outputOnFullDisk, processAlive, TempWorkspace, waitFor } from './support/workspace';
 
 const TOKEN = 'hooks-token-5e1a';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -213,8 +213,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     }
     const run = await start(['--on-health-change', recordingHook('health')]);
     // Attempt 1's output file is /dev/full: every write fails with ENOSPC (as in output.test.ts).
-    mkdirSync(path.join(ws.storage, 'output'), { recursive: true });
-    symlinkSync('/dev/full', path.join(ws.storage, 'output', '1.out'));
+    outputOnFullDisk(path.join(ws.storage, 'output'), 1);
     ws.enqueue('a.jsonl', `${JSON.stringify({ id: 'full', command: '/bin/sh', args: ['-c', 'echo some output'] })}\n`);
     const [broke] = await waitFor('health_changed to unhealthy', () => {
       const got = recorded<HealthChangedHookEvent>('health');

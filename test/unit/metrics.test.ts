@@ -3,14 +3,14 @@
 // `promtool check metrics`, and scraped by a real Prometheus server that then answers PromQL.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { StatsOverview } from '../../src/shared/api';
 import { serve, type ServeProcess } from './support/cli';
 import { OpenApiChecker, request } from './support/http';
-import { nodeItem, TempWorkspace } from './support/workspace';
+import { nodeItem, outputOnFullDisk, TempWorkspace } from './support/workspace';
 
 const PROMTOOL = '/usr/bin/promtool';
 const PROMETHEUS = '/usr/bin/prometheus';
@@ -260,8 +260,7 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
       const url = run.url;
       // Attempt 1's output file is /dev/full: its first write fails with ENOSPC, and the engine
       // reports the storage error until an attempt's output is written again (output.test.ts).
-      mkdirSync(path.join(wsFull.storage, 'output'), { recursive: true });
-      symlinkSync('/dev/full', path.join(wsFull.storage, 'output', '1.out'));
+      outputOnFullDisk(path.join(wsFull.storage, 'output'), 1);
       wsFull.enqueue('full.json', nodeItem('full', 'console.log("some output")'));
       await until('/health to say unhealthy', async () => (await request(url, '/health')).status === 503);
       assert.deepEqual(healthOf((await metrics(url)).samples), { healthy: 0, degraded: 0, unhealthy: 1 });

@@ -1,7 +1,7 @@
 // Attempt output (contract section 8) end to end: the headless CLI (dist/cli.js) launching real
 // processes through its launch helper, real files under <storage>/output, real HTTP on loopback.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import type { ItemSummary } from '../../src/shared/api';
 import { EXIT_USAGE } from '../../src/shared/hostProtocol';
 import { request, sleep } from './support/http';
 import { allLogs, getJson, processesMentioning, runCli, serve, type ServeProcess } from './support/cli';
-import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
+import { nodeItem, outputOnFullDisk, TempWorkspace, waitFor } from './support/workspace';
 
 const MiB = 1024 * 1024;
 
@@ -267,7 +267,8 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     }
     assert.equal(res.status, 410, res.text);
     assert.equal((await allLogs(url)).some((e) => e.itemId === 'old'), false);
-    await waitFor('the files to go', () => !existsSync(path.join(ws.storage, 'output', '1.out')) && !existsSync(path.join(ws.storage, 'output', '1.idx')));
+    // Its short output was one file (src/core/outputFiles.ts): it was there, and is gone.
+    await waitFor('the files to go', () => ['1.o', '1.out', '1.idx'].every((f) => !existsSync(path.join(ws.storage, 'output', f))));
   });
 
   it('an attempt printing 100 MB does not slow /stats, and the launch helper stays small', async function () {
@@ -322,8 +323,7 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     const { url } = await start();
     // Attempt 1's output file is /dev/full, where every write fails with ENOSPC. Made once the
     // engine runs: at its start it removes files of attempts its database never had.
-    mkdirSync(path.join(ws.storage, 'output'), { recursive: true });
-    symlinkSync('/dev/full', path.join(ws.storage, 'output', '1.out'));
+    outputOnFullDisk(path.join(ws.storage, 'output'), 1);
     ws.enqueue('a.json', nodeItem('full', 'console.log("x".repeat(1000))'));
     assert.equal((await finished(url, 'full')).outcome, 'launched');
     const health = await request(url, '/health');
@@ -370,12 +370,16 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
   it('at start removes output files of attempts its database never had (a database lost and begun again)', async () => {
     const dir = path.join(ws.storage, 'output');
     mkdirSync(dir, { recursive: true });
-    for (const f of ['1.out', '1.idx', '1.tails', '1.t3.out', '1.t3.idx']) writeFileSync(path.join(dir, f), 'stale');
+    for (const f of ['1.out', '1.idx', '1.tails', '1.t3.out', '1.t3.idx', 'pack-1-7.p']) writeFileSync(path.join(dir, f), 'stale');
     ws.enqueue('a.json', nodeItem('fresh', 'console.log("fresh")'));
     const { url } = await start();
     await finished(url, 'fresh');
     assert.equal((await request(url, '/items/fresh/attempts/1/output')).text, 'fresh\n');
-    assert.deepEqual(readdirSync(dir).sort(), ['1.idx', '1.out']);
+    // A short attempt's output is a link to the launch helper's pack (src/core/outputFiles.ts); the
+    // stale files are gone, a killed helper's pack name too.
+    const names = readdirSync(dir);
+    assert.deepEqual(names.filter((n) => !/^pack-\d+-\d+\.p$/.test(n)), ['1.o']);
+    assert.equal(names.includes('pack-1-7.p'), false);
   });
 
   it('refuses a per-attempt cap under 64 KiB with a usage error', async () => {
@@ -428,7 +432,8 @@ describe('attempt output: an engine without storage, launching in its own proces
       await waitFor('the item to finish', () => engine.stats().launched === 1);
       assert.equal((await request(server.url, '/items/mem/attempts/1/output')).text, 'in memory\nand stderr\n');
       assert.equal((await request(server.url, '/items/mem/attempts/1/output?stream=stderr')).text, 'and stderr\n');
-      assert.ok(existsSync(path.join(dir, '1.out')));
+      // Short and complete before it was written: one file (src/core/outputFiles.ts).
+      assert.ok(existsSync(path.join(dir, '1.o')));
     } finally {
       await server.close();
       await engine.shutdown(1000);

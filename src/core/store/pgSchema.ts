@@ -49,6 +49,7 @@ CREATE TABLE attempts (
   stderr_tail TEXT,
   output_bytes BIGINT,
   output_pruned INTEGER NOT NULL DEFAULT 0,
+  problems TEXT,
   engine_id TEXT
 );
 CREATE INDEX attempts_item ON attempts (item_id, id);
@@ -170,6 +171,7 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
   attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
   attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
+  attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: null,
   logs_fts_prune: null,
@@ -187,6 +189,8 @@ export const WITH_ENGINE_ID: ReadonlySet<MutationKey> = new Set(['attempt_insert
 export function toPostgres(sql: string): string {
   let out = sql
     .replace(/ INDEXED BY \w+/g, '')
+    // A JSON array of item ids (text), or of row ids (numbers).
+    .replace(/\bitem_id IN \(SELECT value FROM json_each\(\?\)\)/g, 'item_id IN (SELECT jsonb_array_elements_text(?::jsonb))')
     .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint')
     .replace(/\binstr\(/g, 'strpos(')
     // SQLite's LIKE folds ASCII case; ILIKE folds more, and /items checks the exact rule after it.

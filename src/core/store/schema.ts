@@ -4,7 +4,7 @@
 import type { Database } from 'sql.js';
 import type { SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Exported for the migration test, which builds a database as version 1 wrote it. */
 export const SCHEMA_V1 = `
@@ -95,6 +95,12 @@ CREATE TABLE schedules (
 );
 `;
 
+// Part two (contract section 10): the problems the item's problem matcher found in an attempt's
+// output, as the JSON array GET /items/{id} serves; NULL when the item has no matcher.
+const SCHEMA_V4 = `
+ALTER TABLE attempts ADD COLUMN problems TEXT;
+`;
+
 /** Every statement that changes state, by the name the journal records. */
 export const MUTATIONS = {
   meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -130,6 +136,8 @@ export const MUTATIONS = {
   // that retention deleted it.
   attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
   attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
+  // Section 10 (problems as JSON, id), journaled with the attempt's finish.
+  attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
   // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.
@@ -196,6 +204,12 @@ export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
     db.run('BEGIN');
     db.run(SCHEMA_V3);
     db.run('PRAGMA user_version = 3');
+    db.run('COMMIT');
+  }
+  if (schemaVersion(db) === 3 && upTo >= 4) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V4);
+    db.run('PRAGMA user_version = 4');
     db.run('COMMIT');
   }
 }

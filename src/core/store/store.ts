@@ -78,6 +78,7 @@ export class Store implements StoreBackend {
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
+  private readonly mutationCounts = new Map<MutationKey, number>();
   private snapshotInfo: SnapshotInfo | null = null;
   /** Size of the snapshot on disk (loaded or last written). */
   private snapshotFileBytes = 0;
@@ -137,7 +138,16 @@ export class Store implements StoreBackend {
 
   // ---- mutations -------------------------------------------------------------------------
 
+  /**
+   * How many times each statement has run in this process: readers that keep something derived
+   * from the rows (the item search text, src/core/itemSearch.ts) know from it whether it is stale.
+   */
+  mutations(key: MutationKey): number {
+    return this.mutationCounts.get(key) ?? 0;
+  }
+
   mutate(key: MutationKey, params: SqlValue[]): void {
+    this.mutationCounts.set(key, (this.mutationCounts.get(key) ?? 0) + 1);
     this.sql.statement(MUTATIONS[key]).run(params);
     if (this.options.storageDir && !this.needsSnapshot) {
       this.pending.push(JSON.stringify([++this.seq, key, params]));

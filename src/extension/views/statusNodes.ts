@@ -42,7 +42,7 @@ export function statusNodes(status: StatusResponse | undefined, error?: string):
     return {
       id: key,
       label: src.location,
-      description: src.lastError ? 'error' : `${src.itemsDiscovered} items`,
+      description: src.lastError ? 'error' : `${src.itemsKnown} items`,
       tooltip,
       icon: new vscode.ThemeIcon(
         src.lastError ? 'warning' : 'folder',
@@ -52,7 +52,8 @@ export function statusNodes(status: StatusResponse | undefined, error?: string):
       children: [
         field(`${key}.kind`, 'Kind', src.kind),
         field(`${key}.lastScanAt`, 'Last scan', when(src.lastScanAt)),
-        field(`${key}.items`, 'Items discovered', src.itemsDiscovered),
+        field(`${key}.items`, 'Items', src.itemsKnown),
+        field(`${key}.discovered`, 'Discovered since start', src.itemsDiscovered),
         field(`${key}.lastError`, 'Last error', src.lastError ?? 'none'),
       ],
     };
@@ -61,9 +62,9 @@ export function statusNodes(status: StatusResponse | undefined, error?: string):
     group('status.scanner.sources', 'Sources', 'folder-library', sources, String(sources.length)),
     field('status.scanner.lastScanAt', 'Last scan', when(s.lastScanAt)),
     field('status.scanner.lastScanDuration', 'Last scan took', formatDuration(s.lastScanDurationMs)),
-    field('status.scanner.scans', 'Scans', s.scans),
-    field('status.scanner.discovered', 'Items discovered', s.itemsDiscovered),
-    field('status.scanner.rejected', 'Items rejected', s.itemsRejected),
+    field('status.scanner.scans', 'Scans since start', s.scans),
+    field('status.scanner.discovered', 'Discovered since start', s.itemsDiscovered),
+    field('status.scanner.rejected', 'Rejected since start', s.itemsRejected),
   ]);
 
   const l = status.lastLaunch;

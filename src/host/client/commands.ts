@@ -104,14 +104,14 @@ async function status(endpoint: Endpoint, io: Io, asJson: boolean): Promise<numb
     ],
     ['database', `${s.database.path} (${s.database.sizeBytes} bytes), last persisted ${when(s.database.lastPersistAt)}`],
     ...(s.database.lastError ? [['database error', cell(s.database.lastError, 'red')] as [string, ReturnType<typeof cell>]] : []),
-    ['scans', `${s.scanner.scans}, last ${when(s.scanner.lastScanAt)}; ${s.scanner.itemsDiscovered} discovered, ${s.scanner.itemsRejected} rejected`],
+    ['scans', `${s.scanner.scans} since start, last ${when(s.scanner.lastScanAt)}; ${s.scanner.itemsDiscovered} discovered, ${s.scanner.itemsRejected} rejected since start`],
   ]);
   if (s.scanner.sources.length > 0) {
     out += `\n${heading(io.term, 'Sources')}`;
     out += table(
       io.term,
       [{ header: 'KIND' }, { header: 'LOCATION', flexible: true }, { header: 'ITEMS', align: 'right' }, { header: 'LAST SCAN' }, { header: 'ERROR', flexible: true }],
-      s.scanner.sources.map((src) => [src.kind, src.location, src.itemsDiscovered, src.lastScanAt, src.lastError ? cell(src.lastError, 'red') : '-']),
+      s.scanner.sources.map((src) => [src.kind, src.location, src.itemsKnown, src.lastScanAt, src.lastError ? cell(src.lastError, 'red') : '-']),
     );
   }
   await io.out(out);

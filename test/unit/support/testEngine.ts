@@ -156,7 +156,7 @@ export class TestEngine implements MonitoredEngine {
         polls: 1800,
       },
       scanner: {
-        sources: [{ kind: 'queue-directory', location: '/ws/.engine/queue', lastScanAt: '2024-05-01T10:00:00.000Z', lastError: null, itemsDiscovered: 3 }],
+        sources: [{ kind: 'queue-directory', location: '/ws/.engine/queue', lastScanAt: '2024-05-01T10:00:00.000Z', lastError: null, itemsDiscovered: 3, itemsKnown: 5 }],
         lastScanAt: '2024-05-01T10:00:00.000Z',
         lastScanDurationMs: 12,
         scans: 1800,

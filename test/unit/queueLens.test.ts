@@ -1,0 +1,130 @@
+// The CodeLens model of queue files (contract section 10): which item each entry is (the engine's
+// own id rules), and what its lens says and offers for each state, in trusted and restricted mode.
+import * as assert from 'node:assert/strict';
+import type { ItemState, ItemSummary } from '../../src/shared/api';
+import { parseItem } from '../../src/core/items';
+import { formatRelativeTime } from '../../src/shared/format';
+import { lensesFor, readQueueEntries, stateTitle, type LensContext, type QueueEntry } from '../../src/extension/queueLensModel';
+
+const defaults = { timeoutMs: 600_000, maxAttempts: 3 };
+
+/** The id the engine gives entry `index` of `value`, by the engine's own parser. */
+function engineId(value: unknown, relPath: string, index: number): string | undefined {
+  const r = parseItem(value, { workspaceFolder: '/ws', relPath, index, defaults });
+  return r.ok ? r.item.id : undefined;
+}
+
+function summary(id: string, state: ItemState, extra: Partial<ItemSummary> = {}): ItemSummary {
+  const outcome = state === 'launched' || state === 'failed' ? state : 'pending';
+  return {
+    id,
+    name: id,
+    outcome,
+    phase: outcome === 'pending' ? (state === 'running' ? 'running' : 'waiting') : 'done',
+    attempts: 1,
+    maxAttempts: 3,
+    nextAttemptAt: null,
+    source: '.engine/queue/jobs.json',
+    updatedAt: '2026-11-23T10:00:00.000Z',
+    lastError: null,
+    state,
+    lastFinishedAt: null,
+    ...extra,
+  };
+}
+
+function context(items: ItemSummary[], extra: Partial<LensContext> = {}): LensContext {
+  const byId = new Map(items.map((i) => [i.id, i]));
+  return { item: (id) => byId.get(id), rejection: () => undefined, trusted: true, connected: true, now: Date.parse('2026-11-23T10:05:00.000Z'), ...extra };
+}
+
+describe('queue file CodeLens model', () => {
+  it('names every entry of a .json array by its id or by the id the engine derives, at the entry', () => {
+    const text = '[\n  { "id": "build", "command": "make" },\n  { "command": "echo", "args": ["[x]"] },\n  { "id": 7, "command": "bad" }\n]\n';
+    const entries = readQueueEntries(text, '.engine/queue/jobs.json', false);
+    const values = JSON.parse(text) as unknown[];
+    assert.deepEqual(entries.map((e) => e.index), [0, 1, 2]);
+    assert.equal(entries[0].id, 'build');
+    assert.equal(entries[1].id, engineId(values[1], '.engine/queue/jobs.json', 1));
+    assert.equal(entries[2].id, undefined, 'an id the engine cannot take names no item');
+    assert.equal(text.slice(entries[1].start, entries[1].end), '{ "command": "echo", "args": ["[x]"] }');
+  });
+
+  it('takes a single object as entry 0 and each non-blank .jsonl line as the entry of its line number', () => {
+    const single = readQueueEntries('\uFEFF{ "command": "date" }\n', '.engine/queue/one.json', false);
+    assert.deepEqual(single.map((e) => [e.index, e.id]), [[0, engineId({ command: 'date' }, '.engine/queue/one.json', 0)]]);
+    const lines = '{"id":"a","command":"x"}\n\n{"command":"y"}\nnot json\n';
+    const entries = readQueueEntries(lines, '.engine/queue/l.jsonl', true);
+    assert.deepEqual(entries.map((e) => [e.index, e.id]), [
+      [0, 'a'],
+      [2, engineId({ command: 'y' }, '.engine/queue/l.jsonl', 2)],
+      [3, undefined],
+    ]);
+    assert.equal(lines.slice(entries[1].start, entries[1].end), '{"command":"y"}');
+  });
+
+  it('offers the actions that apply to each state, after a state lens with attempts and last finish', () => {
+    const entries: QueueEntry[] = (['failed', 'running', 'held', 'launched', 'waiting'] as const).map((s, i) => ({ index: i, start: i * 10, end: i * 10 + 5, id: s }));
+    const items = [
+      summary('failed', 'failed', { attempts: 3, lastFinishedAt: '2026-11-23T10:02:00.000Z' }),
+      summary('running', 'running'),
+      summary('held', 'held', { attempts: 0 }),
+      summary('launched', 'launched'),
+      summary('waiting', 'waiting', { attempts: 0 }),
+    ];
+    const lenses = lensesFor(entries, context(items));
+    const titlesAt = (start: number) => lenses.filter((l) => l.start === start).map((l) => l.title.replace(/^\$\([^)]+\) /, ''));
+    assert.match(titlesAt(0)[0], /^failed · 3\/3 · 3 min\. ago$/);
+    assert.deepEqual(titlesAt(0).slice(1), ['Show Output', 'Retry', 'Open in Terminal']);
+    assert.deepEqual(titlesAt(10), ['running · 1/3', 'Show Output', 'Cancel', 'Hold', 'Open in Terminal']);
+    assert.deepEqual(titlesAt(20), ['held · 0/3', 'Cancel', 'Release']);
+    assert.deepEqual(titlesAt(30), ['launched · 1/3', 'Show Output', 'Open in Terminal']);
+    assert.deepEqual(titlesAt(40), ['waiting · 0/3', 'Cancel', 'Hold']);
+    const cancel = lenses.find((l) => l.start === 10 && l.title === 'Cancel');
+    assert.deepEqual(cancel?.command, { id: 'engineMonitor.cancelItem', args: ['running'] });
+    assert.equal(lenses.find((l) => l.start === 0)?.command, undefined, 'the state lens is text');
+  });
+
+  it('shows the state only in restricted mode', () => {
+    const entries: QueueEntry[] = [{ index: 0, start: 0, end: 1, id: 'f' }];
+    const lenses = lensesFor(entries, context([summary('f', 'failed')], { trusted: false }));
+    assert.equal(lenses.length, 1);
+    assert.equal(lenses[0].command, undefined);
+  });
+
+  it('gives unknown entries a neutral lens: the rejection reason, not yet scanned, or no engine', () => {
+    const entries: QueueEntry[] = [
+      { index: 0, start: 0, end: 1, id: 'new' },
+      { index: 1, start: 2, end: 3, id: undefined },
+    ];
+    const reasons = new Map([[1, 'unknown field "comand"\n(allowed: id, …)']]);
+    const lenses = lensesFor(entries, context([], { rejection: (i) => reasons.get(i) }));
+    assert.deepEqual(lenses.map((l) => l.title), ['$(circle-outline) not yet scanned', '$(warning) rejected: unknown field "comand" (allowed: id, …)']);
+    const offline = lensesFor(entries.slice(0, 1), context([], { connected: false }));
+    assert.equal(offline[0].title, '$(debug-disconnect) engine not connected');
+  });
+
+  it('says how long ago the last attempt finished, and nothing when none has', () => {
+    const now = Date.parse('2026-11-23T12:00:00.000Z');
+    assert.equal(stateTitle(summary('x', 'waiting', { attempts: 0 }), now), '$(clock) waiting · 0/3');
+    assert.match(stateTitle(summary('x', 'launched', { lastFinishedAt: '2026-11-23T09:00:00.000Z' }), now), / · 3 hr\. ago$/);
+  });
+
+  it('reads a 10,000-line .jsonl file into entries whose ids match the engine\'s', () => {
+    const lines = Array.from({ length: 10_000 }, (_, i) => JSON.stringify(i % 2 ? { id: `job-${i}`, command: 'true' } : { command: 'echo', args: [String(i)] }));
+    const entries = readQueueEntries(lines.join('\n') + '\n', '.engine/queue/big.jsonl', true);
+    assert.equal(entries.length, 10_000);
+    for (const i of [0, 1, 4242, 9999]) assert.equal(entries[i].id, engineId(JSON.parse(lines[i]), '.engine/queue/big.jsonl', i));
+  });
+});
+
+describe('formatRelativeTime', () => {
+  it('says minutes at the least, in the runtime locale', () => {
+    const now = Date.parse('2026-11-23T12:00:00.000Z');
+    const expect = (value: number, unit: Intl.RelativeTimeFormatUnit) => new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' }).format(value, unit);
+    assert.equal(formatRelativeTime('2026-11-23T11:59:40.000Z', now), expect(0, 'minute'));
+    assert.equal(formatRelativeTime('2026-11-23T11:57:00.000Z', now), expect(-3, 'minute'));
+    assert.equal(formatRelativeTime('2026-11-21T11:00:00.000Z', now), expect(-2, 'day'));
+    assert.equal(formatRelativeTime('not a date', now), 'not a date');
+  });
+});
