@@ -49,6 +49,17 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
+    // The fleet store's connection thread (src/core/store/pgStore.ts), found beside dist/cli.js.
+    // pg's optional native binding is not shipped: pg falls back to its JavaScript client.
+    entryPoints: { 'pg-worker': 'src/core/store/pgWorker.ts' },
+    outdir: 'dist',
+    external: ['pg-native'],
+  },
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
     // The launch helper the engine forks to spawn attempts (src/core/launchHelperClient.ts), found
     // beside dist/cli.js. Its own bundle, so it loads only src/core/attemptProcess.ts: fork cost
     // grows with memory.

@@ -18,6 +18,8 @@ import { Dependencies } from './dependencies';
 import { Scheduler } from './schedules';
 import { PersistencePolicy } from './persistence';
 import { Store } from './store';
+import { isStoreUnavailable, PgStore } from './store/pgStore';
+import { FleetWork } from './fleet';
 import {
   launchRecord,
   readDueItems,
@@ -43,6 +45,9 @@ import type { EngineMode, EngineOptions } from './engineOptions';
 import { engineState, engineStatus } from './engineStatus';
 
 export type { EngineOptions } from './engineOptions';
+
+/** How often a fleet engine with free slots looks for items other engines made due. */
+const FLEET_DISPATCH_MS = 250;
 
 interface ActiveAttempt {
   attemptId: number;
@@ -103,14 +108,18 @@ export class Engine implements ControllableEngine {
   private started = false;
   /** Set when storage came back but onStorageRecovered said it is no longer this engine's. */
   private storageLost = false;
+  /** On a PostgreSQL store shared by a fleet (contract section 11), what only a fleet engine does; else null. */
+  private readonly fleet: FleetWork | null;
 
   private constructor(
     private readonly store: Store,
     private readonly options: EngineOptions,
+    pg: PgStore | null = null,
   ) {
     this.version = options.version;
     this.mode = options.initialMode;
-    this.entries = new EngineLog(store, this.events);
+    this.fleet = pg ? new FleetWork(pg, this.events) : null;
+    this.entries = new EngineLog(store, this.events, pg ? (row) => pg.insertLog(row) : undefined);
     this.output = new OutputRetention(store, options);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
@@ -172,6 +181,7 @@ export class Engine implements ControllableEngine {
       isClosed: () => this.closed,
       // Launches wait while storage fails; once it is back, resume.
       onPersisted: () => {
+        if (this.fleet) this.fleetTick();
         if (this.store.lastError === null && this.mode === 'running' && this.active.size < this.options.concurrency) {
           this.scheduleDispatch();
         }
@@ -183,6 +193,19 @@ export class Engine implements ControllableEngine {
   /** Opens the store, recovers from a crash if there was one, and loads the counters. */
   static async create(options: EngineOptions): Promise<Engine> {
     let engine: Engine | undefined;
+    if (options.storeUrl) {
+      const { store: pg } = await PgStore.open({
+        url: options.storeUrl,
+        leaseMs: options.leaseMs ?? 30_000,
+        onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
+        onRemoteLog: (id) => engine?.fleet?.remoteLog(id),
+      });
+      // PgStore keeps the seam Store offers the engine (backend.ts); the engine's helpers name the
+      // sql.js class, whose private members make the two nominally different types.
+      engine = new Engine(pg as unknown as Store, options, pg);
+      engine.loadState();
+      return engine;
+    }
     const { store, notes } = await Store.open({
       storageDir: options.storageDir,
       onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
@@ -490,6 +513,7 @@ export class Engine implements ControllableEngine {
   // ---- MonitoredEngine ------------------------------------------------------------------
 
   stats(): StatsOverview {
+    if (this.fleet) return this.fleet.stats(this.poller.lastPollAt);
     return statsOverview(this.counters, this.poller.lastPollAt, this.active.size);
   }
 
@@ -500,7 +524,7 @@ export class Engine implements ControllableEngine {
   }
 
   status(): Omit<StatusResponse, 'timestamp' | 'server'> {
-    return engineStatus({
+    const body = engineStatus({
       version: this.version,
       state: this.engineState(),
       startedAt: this.startedAt,
@@ -513,6 +537,7 @@ export class Engine implements ControllableEngine {
       store: this.store,
       recovery: this.recovery,
     });
+    return this.fleet ? this.fleet.status(body) : body;
   }
 
   queryLogs(query: LogQuery): LogPage {
@@ -614,6 +639,12 @@ export class Engine implements ControllableEngine {
     if (this.storageLost) return;
     const free = this.options.concurrency - this.busySlots();
     const now = Date.now();
+    if (this.fleet) {
+      if (free > 0) this.claim(free, now);
+      // Other engines' items become due too: look again soon rather than only at our own next due time.
+      if (this.busySlots() < this.options.concurrency) this.dueTimer = setTimeout(() => this.scheduleDispatch(), FLEET_DISPATCH_MS);
+      return;
+    }
     if (free > 0) {
       const due = readDueItems(this.store, now, free);
       if (due.length > 0) {
@@ -625,6 +656,64 @@ export class Engine implements ControllableEngine {
     // Outcomes with no launch to share a commit with: written now (a kill -9 cannot lose them),
     // synced on the thread pool.
     if (this.store.hasPending) this.store.commit('background');
+  }
+
+  /**
+   * Fleet dispatch: due items are selected FOR UPDATE SKIP LOCKED and their attempts recorded in one
+   * transaction, committed before any process is spawned, so each attempt belongs to exactly one
+   * engine and a crash after the commit leaves it running under a lease another engine will see
+   * expire. A claim the database could not commit is dropped as a whole: nothing was spawned.
+   */
+  private claim(free: number, now: number): void {
+    if (!this.fleet?.store.leaseHeld) return;
+    const before = new Set(this.active.keys());
+    let starts: ActiveAttempt[];
+    try {
+      starts = this.store.batch(() => readDueItems(this.store, now, free, true).map((row) => this.recordLaunch(row, now)));
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      for (const id of [...this.active.keys()]) if (!before.has(id)) this.active.delete(id);
+      return;
+    }
+    for (const s of starts) if (!s.cancelled) this.spawn(s);
+  }
+
+  /**
+   * Once a second on a fleet store: the heartbeat learns this engine's state; attempts of engines
+   * whose lease expired are recorded interrupted and retried; outcomes and log entries that waited
+   * for the database are recorded.
+   */
+  private fleetTick(): void {
+    const fleet = this.fleet!;
+    fleet.store.reportEngine(this.engineState(), this.active.size);
+    if (fleet.store.lastError !== null || this.closed) return;
+    try {
+      for (const [a, result, problems] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result, problems);
+      for (const entry of fleet.takeUnwrittenLogs()) this.log(...entry);
+      const lost = this.store.batch(() => {
+        const rows = fleet.claimLostAttempts();
+        for (const r of rows) {
+          const a: ActiveAttempt = { attemptId: r.id, item: r.item, attempt: r.attempt, startedAt: r.startedAt, run: undefined };
+          this.finishAttempt(a, resultWithoutProcess(r.startedAt, `interrupted: engine ${r.engineId} lost its lease`), true);
+        }
+        return rows.length;
+      });
+      if (lost > 0) this.scheduleDispatch();
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+    }
+  }
+
+  /** An attempt's outcome; on a fleet store whose database is unreachable, kept until it is back. */
+  private recordOutcome(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
+    if (!this.fleet) return this.finishAttempt(a, result, false, problems);
+    try {
+      this.finishAttempt(a, result, false, problems);
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      this.active.set(a.attemptId, a);
+      this.fleet.defer(a, result, problems);
+    }
   }
 
   /** Processes this engine has running: its attempts, and cancelled ones that have not exited yet. */
@@ -665,8 +754,9 @@ export class Engine implements ControllableEngine {
   private recordLaunch(row: ItemRow, now: number): ActiveAttempt {
     const item = JSON.parse(row.definition) as ItemDefinition;
     const attempt = row.attempts + 1;
-    const attemptId = ++this.lastAttemptId;
-    this.store.mutate('attempt_insert', [attemptId, row.id, attempt, now]);
+    // On a fleet store the database numbers the attempt as it inserts it (one round trip).
+    const attemptId = this.fleet ? this.fleet.store.insertAttempt(row.id, attempt, now) : ++this.lastAttemptId;
+    if (!this.fleet) this.store.mutate('attempt_insert', [attemptId, row.id, attempt, now]);
     this.store.mutate('item_state', ['pending', attempt, null, 1, row.last_error, now, row.id]);
     this.counters.totalLaunches++;
     this.store.setMeta('total_launches', String(this.counters.totalLaunches));
@@ -697,7 +787,7 @@ export class Engine implements ControllableEngine {
         return;
       }
       if (this.closed) return; // shutdown left it recorded as running: interrupted at next start
-      this.finishAttempt(a, result, false, problems);
+      this.recordOutcome(a, result, problems);
       // The dispatch right after journals this outcome together with the next launches: one
       // fsync for everything that finished in this turn of the event loop and what replaces it.
       this.scheduleDispatch();
@@ -841,7 +931,13 @@ export class Engine implements ControllableEngine {
   }
 
   private onStorageHealth(ok: boolean, error: string | null): void {
-    if (ok) {
+    if (ok && this.fleet) {
+      this.log('database_recovered', 'info', 'the PostgreSQL store answers again; launching resumes', null, null);
+      this.fleetTick();
+      this.scheduleDispatch();
+    } else if (!ok && this.fleet) {
+      this.log('database_error', 'error', `the PostgreSQL store is unreachable: ${error}. Launches wait; reconnecting with backoff`, null, { error });
+    } else if (ok) {
       this.log('database_recovered', 'info', 'storage is writable again; the full state was persisted', null, null);
       if (this.options.onStorageRecovered && !this.options.onStorageRecovered()) {
         this.storageLost = true;
@@ -870,6 +966,14 @@ export class Engine implements ControllableEngine {
   }
 
   private log(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
-    if (!this.closed) this.entries.write(action, level, message, itemId, details);
+    if (this.closed) return;
+    if (!this.fleet) return this.entries.write(action, level, message, itemId, details);
+    try {
+      this.entries.write(action, level, message, itemId, details);
+    } catch (err) {
+      // Inside a transaction the whole unit of work is retried; alone, the entry waits in memory.
+      if (!isStoreUnavailable(err) || this.fleet.store.inTransaction) throw err;
+      this.fleet.keepLog([action, level, message, itemId, details]);
+    }
   }
 }

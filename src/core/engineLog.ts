@@ -12,13 +12,24 @@ export class EngineLog {
   constructor(
     private readonly store: Store,
     private readonly events: EngineEventBus,
+    /**
+     * On a store shared by a fleet, the database gives the id (unique and growing fleet-wide) as
+     * it inserts the entry: one round trip. Takes log_insert's parameters after the id.
+     */
+    private readonly insertWithId?: (params: (string | number | null)[]) => number,
   ) {}
 
   write(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
-    const id = ++this.lastId;
     const ts = Date.now();
-    this.store.mutate('log_insert', [id, ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)]);
-    this.store.mutate('log_fts_insert', [id, message]);
+    const row = [ts, action, LEVEL_RANK[level], message, itemId, details === null ? null : JSON.stringify(details)];
+    let id: number;
+    if (this.insertWithId) {
+      id = this.lastId = this.insertWithId(row);
+    } else {
+      id = ++this.lastId;
+      this.store.mutate('log_insert', [id, ...row]);
+      this.store.mutate('log_fts_insert', [id, message]);
+    }
     // Nobody would receive it: skip building the entry (this runs for every log entry).
     if (!this.events.hasListeners) return;
     const entry: LogEntry = { id, timestamp: new Date(ts).toISOString(), action, level, message, itemId, details };

@@ -6,6 +6,14 @@ import type { LaunchHelperEntry } from './launchHelperClient';
 
 export interface EngineOptions {
   workspaceFolders: string[];
+  /**
+   * A PostgreSQL store shared by a fleet of engines (contract section 11), e.g.
+   * `postgres://user@host:5432/db`; undefined: the sql.js store in `storageDir`. The folder still
+   * holds this engine's lock and attempts' output.
+   */
+  storeUrl?: string;
+  /** On a PostgreSQL store: how long this engine's claim on its attempts lasts unless renewed (default 30 000). */
+  leaseMs?: number;
   /** null: memory only (tests); otherwise the folder for engine.sqlite and its journal. */
   storageDir: string | null;
   queueDirectory: string;

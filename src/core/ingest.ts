@@ -151,8 +151,17 @@ export class ItemIngestion {
   private itemsKnownPerSource(): number[] {
     if (!this.knownPerSource) {
       const known = this.sources.map(() => 0);
-      // Grouped by file, so this reads one row per queue file, once per engine start.
-      for (const { source, n } of this.store.all<{ source: string; n: number }>('SELECT source, COUNT(*) AS n FROM items GROUP BY source')) {
+      let rows: { source: string; n: number }[];
+      try {
+        // Grouped by file, so this reads one row per queue file, once per engine start.
+        rows = this.store.all<{ source: string; n: number }>('SELECT source, COUNT(*) AS n FROM items GROUP BY source');
+      } catch {
+        // A fleet's database that is down right now (section 11): /status must still answer, saying
+        // why in `database.lastError`; what this process discovered is the best it knows, and the
+        // store is asked again next time.
+        return this.sourceStatus.map((s) => s.itemsDiscovered);
+      }
+      for (const { source, n } of rows) {
         const i = this.sourceIndexOf(source);
         if (i >= 0) known[i] += n;
       }

@@ -7,11 +7,17 @@ import { LOG_LEVELS } from '../shared/api';
 import { searchWords, type LogFilter, type LogOrder } from '../shared/logFilter';
 import type { LogPage, LogQuery } from './monitoredEngine';
 import type { Store } from './store';
+import { prefixQuery } from './store/pgSchema';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 /** id, ts, action, level, message, item_id, details */
-type LogRow = [number, number, string, number, string, string | null, string | null];
+type LogRow = [number, number, string, number, string, string | null, string | null, (string | null)?];
+
+/** A store shared by a fleet (PostgreSQL, section 11): entries carry engineId, and text search is PostgreSQL's. */
+function isFleet(store: Store): boolean {
+  return (store as unknown as { fleet?: boolean }).fleet === true;
+}
 
 /** The engine's query for one page of a filter: the filter's text becomes its search words. */
 export function logQueryOf(filter: LogFilter, page: { order: LogOrder; limit: number; afterId?: number }): LogQuery {
@@ -54,10 +60,16 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
   const tokens = essentialWords((q.words ?? []).flatMap(searchWords));
   const desc = q.order !== 'asc';
   let ids: number[];
-  if (tokens.length > 0 && tokens.every(isAsciiWord)) {
+  const fleet = isFleet(store);
+  if (tokens.length > 0 && !fleet && tokens.every(isAsciiWord)) {
     ids = searchIds(store, { where, params, tokens, desc, afterId: q.afterId, want: q.limit + 1 });
   } else {
-    if (tokens.length > 0) {
+    if (tokens.length > 0 && fleet) {
+      // PostgreSQL (section 11): the same meaning with the `simple` configuration (no stemming,
+      // no stop words), from its GIN index.
+      where.push("to_tsvector('simple', message) @@ to_tsquery('simple', ?)");
+      params.push(prefixQuery(tokens));
+    } else if (tokens.length > 0) {
       // A word with other letters: the index folds it (diacritics, case) as it folds messages, so
       // the index alone decides.
       where.push('id IN (SELECT docid FROM logs_fts WHERE logs_fts MATCH ?)');
@@ -287,7 +299,7 @@ function entryTexts(store: Store, ids: number[]): string[] {
   const found = new Map<number, string>();
   // One statement for any number of ids: the id list travels as a JSON array parameter.
   const rows = store.rows(
-    'SELECT id, ts, action, level, message, item_id, details FROM logs WHERE id IN (SELECT value FROM json_each(?))',
+    `SELECT id, ts, action, level, message, item_id, details${isFleet(store) ? ', engine_id' : ''} FROM logs WHERE id IN (SELECT value FROM json_each(?))`,
     [JSON.stringify(missing)],
   ) as LogRow[];
   for (const row of rows) found.set(row[0], entryJson(row));
@@ -309,10 +321,11 @@ function entryTexts(store: Store, ids: number[]): string[] {
  * same order). `details` is stored as JSON.stringify output (Engine.log), so splicing it in is the
  * same text re-serialising gives, without a JSON.parse + JSON.stringify per entry.
  */
-function entryJson([id, ts, action, level, message, itemId, details]: LogRow): string {
+function entryJson([id, ts, action, level, message, itemId, details, engineId]: LogRow): string {
   return (
     `{"id":${id},"timestamp":"${new Date(ts).toISOString()}","action":${JSON.stringify(action)},` +
     `"level":"${LOG_LEVELS[level] ?? 'info'}","message":${JSON.stringify(message)},` +
-    `"itemId":${itemId === null ? 'null' : JSON.stringify(itemId)},"details":${details ?? 'null'}}`
+    `"itemId":${itemId === null ? 'null' : JSON.stringify(itemId)},"details":${details ?? 'null'}` +
+    (engineId === undefined ? '}' : `,"engineId":${engineId === null ? 'null' : JSON.stringify(engineId)}}`)
   );
 }

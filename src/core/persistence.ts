@@ -1,6 +1,7 @@
 // The engine's persistence policy: every second the journal is committed, or, when one is due, a
 // snapshot folds it in; every minute the log is pruned to its count and age limits.
 import type { Store } from './store';
+import { isStoreUnavailable } from './store/pgStore';
 
 export interface PersistenceOptions {
   /** Full snapshot cadence at most (default 30 s); the journal covers what happens in between. */
@@ -99,6 +100,15 @@ export class PersistencePolicy {
   }
 
   private pruneLogs(): void {
+    try {
+      this.pruneStep();
+    } catch (err) {
+      // A fleet's database that cannot be reached (section 11): the next minute tries again.
+      if (!isStoreUnavailable(err)) throw err;
+    }
+  }
+
+  private pruneStep(): void {
     if (this.hooks.isClosed()) return;
     const { logMaxEntries, logMaxAgeDays } = this.options;
     // Two subqueries: SQLite answers a lone MIN or MAX from the index, but both in one SELECT scan.

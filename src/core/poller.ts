@@ -3,6 +3,7 @@
 import type { ItemIngestion } from './ingest';
 import { WallClockWatch } from './wallClock';
 import type { Store } from './store';
+import { isStoreUnavailable } from './store/pgStore';
 
 export interface PollerHooks {
   /** True once the engine has closed: no poll starts, and one under way stops. */
@@ -80,8 +81,14 @@ export class Poller {
     this.lastPollAt = started;
     this.lastPollMonotonic = performance.now();
     this.polls++;
-    this.store.setMeta('last_poll_at', String(started));
-    if (!(await this.ingestion.scanSources(started, everyFile))) return;
-    this.hooks.onPolled();
+    try {
+      this.store.setMeta('last_poll_at', String(started));
+      if (!(await this.ingestion.scanSources(started, everyFile))) return;
+      this.hooks.onPolled();
+    } catch (err) {
+      // A fleet's database that cannot be reached (section 11): the next poll tries again, and
+      // /health says why meanwhile. The sql.js store never throws here.
+      if (!isStoreUnavailable(err)) throw err;
+    }
   }
 }

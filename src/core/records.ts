@@ -2,6 +2,7 @@
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
 import type { SqlValue } from 'sql.js';
 import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
+import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
 import { matchingItemSeqs } from './itemSearch';
@@ -169,9 +170,11 @@ export function readFailedItemIds(store: Store): string[] {
  * reads the first `limit` due ones without sorting, and items not due yet sit at the end of their
  * priority, so they are passed over only when a higher priority has none due.
  */
-export function readDueItems(store: Store, now: number, limit: number): ItemRow[] {
+export function readDueItems(store: Store, now: number, limit: number, claim = false): ItemRow[] {
+  // A fleet engine claims them (section 11): the rows another engine is claiming are skipped, not waited for.
   return store.all<ItemRow>(
-    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?",
+    "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?" +
+      (claim ? ' FOR UPDATE SKIP LOCKED' : ''),
     [now, limit],
   );
 }
@@ -218,9 +221,10 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   const wanted = filter.q === undefined ? [] : searchWords(filter.q);
   if (wanted.length > 0) {
     // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
-    // filters, when given, in SQL. The total is exact.
-    let matching = matchingItemSeqs(store, wanted);
-    if (where.length > 0) {
+    // filters, when given, in SQL. The total is exact. On a fleet's store other engines add items
+    // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
+    let matching = isFleetStore(store) ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
+    if (where.length > 0 && !isFleetStore(store)) {
       const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
       matching = matching.filter((seq) => selected.has(seq));
     }
@@ -232,6 +236,32 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   const counted = filter.states?.length || filter.source !== undefined;
   const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
+}
+
+function isFleetStore(store: Store): boolean {
+  return (store as unknown as { fleet?: boolean }).fleet === true;
+}
+
+/**
+ * /items?q= on a fleet's PostgreSQL store: SQL narrows by the longest word as a substring (ILIKE;
+ * a word with other letters is left to the match below), then the rule itself (each word starts a
+ * word of the id, name, command or args) is checked here, with the other filters, so the total is
+ * exact.
+ */
+function fleetItemSeqs(store: Store, wanted: string[], where: string[], params: SqlValue[]): number[] {
+  const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
+  const cond = [...where];
+  const args = [...params];
+  if (ascii !== undefined) {
+    cond.push("(id || ' ' || name || ' ' || definition) LIKE ?");
+    args.push(`%${ascii}%`);
+  }
+  const matching: number[] = [];
+  for (const [seq, id, name, definition] of store.rows(`SELECT seq, id, name, definition FROM items${whereClause(cond)} ORDER BY seq`, args)) {
+    const def = JSON.parse(definition as string) as ItemDefinition;
+    if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
+  }
+  return matching;
 }
 
 /** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
@@ -258,7 +288,12 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   const row = readItem(store, itemId);
   if (!row) return undefined;
   const def = JSON.parse(row.definition) as ItemDefinition;
-  const attempts = store.all<Omit<AttemptRow, 'item_id'>>('SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems FROM attempts WHERE item_id = ? ORDER BY id', [itemId]);
+  // A store shared by a fleet (section 11) also says which engine ran each attempt.
+  const fleet = (store as unknown as { fleet?: boolean }).fleet === true;
+  const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    [itemId],
+  );
   return {
     item: {
       id: def.id,
@@ -293,6 +328,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
         error: a.error,
         outputBytes: a.output_bytes,
         problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
+        ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),
   };

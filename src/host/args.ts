@@ -23,6 +23,11 @@ Without --token-file or --token, the token is read from ENGINE_MONITOR_TOKEN whe
 Options:
   --workspace <dir>        workspace folder (repeat for several folders)          required
   --storage <dir>          where engine.sqlite and its journal live     default <workspace>/.engine/state
+  --store <url>            a PostgreSQL database shared by a fleet of engines, e.g.
+                           postgres://user@db.example:5432/engines (docs/FLEET.md); the password
+                           from PGPASSWORD or ~/.pgpass rather than the URL    default: sql.js in --storage
+  --lease-ms <ms>          with --store: how long this engine's attempts stay its own without a
+                           heartbeat; after it, another engine records them interrupted   default 30000
   --host <address>         address to bind                               default ${d('server.host')}
   --port <n>               port, 0 = any free port                       default ${d('server.port')}
   --token-file <path>      require "Authorization: Bearer <token>" on every request, the token
@@ -79,6 +84,8 @@ const SERVE_OPTIONS = {
   'allowed-host': { type: 'string', multiple: true },
   'poll-interval': { type: 'string', default: d('engine.pollIntervalMs') },
   concurrency: { type: 'string', default: d('engine.concurrency') },
+  store: { type: 'string' },
+  'lease-ms': { type: 'string', default: '30000' },
   'max-attempts': { type: 'string', default: d('engine.maxAttempts') },
   timeout: { type: 'string', default: d('engine.timeoutMs') },
   'queue-dir': { type: 'string', default: d('queue.directory') },
@@ -147,7 +154,10 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     if (command !== undefined && command.trim() === '') throw new UsageError(`--${flag} must be a command line, got an empty one; leave the flag out for no hook`);
     return command;
   };
+  const storeUrl = values.store === undefined ? undefined : checkStoreUrl(values.store);
   return {
+    storeUrl,
+    leaseMs: int('lease-ms', values['lease-ms'], 100, 86_400_000),
     workspaceFolders: workspaces,
     storageDir: path.resolve(values.storage ?? path.join(workspaces[0], '.engine', 'state')),
     host: values.host,
@@ -178,6 +188,20 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     warnings,
     version,
   };
+}
+
+/** A --store: a postgres:// or postgresql:// URL, or a usage error that says so (without the password). */
+function checkStoreUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError('--store must be a PostgreSQL URL such as postgres://user@host:5432/db');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new UsageError(`--store must be a postgres:// URL, got scheme ${url.protocol} (the sql.js store needs no --store: it lives in --storage)`);
+  }
+  return raw;
 }
 
 /** A --notify-url: an absolute http(s) URL, or a usage error saying what is wrong. */

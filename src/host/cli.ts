@@ -8,6 +8,7 @@ import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from '.
 import { serveControlChannel } from './controlChannel';
 import { startEngineHost, type RunningHost } from './engineHost';
 import { runClient } from './client/main';
+import { redactStoreUrl } from '../core/store/pgStore';
 
 const processStartedAt = Date.now() - Math.round(process.uptime() * 1000);
 
@@ -30,6 +31,11 @@ async function main(argv: string[]): Promise<number> {
   // The launch helper and every item it launches inherit this environment: the API's secret is
   // not theirs to read.
   if (options.tokenFromEnv) delete process.env[TOKEN_ENV];
+  // A password in --store would show in ps for as long as the engine runs: the process title
+  // (which on Linux and macOS replaces the command line ps reads) shows it redacted.
+  if (options.storeUrl && new URL(options.storeUrl).password) {
+    process.title = ['engine-monitor', ...argv.map((a) => (a === options.storeUrl ? redactStoreUrl(a) : a.startsWith('--store=') ? `--store=${redactStoreUrl(a.slice(8))}` : a))].join(' ');
+  }
 
   // Forked by the extension: report over IPC as well as on stdout.
   // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead

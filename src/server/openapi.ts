@@ -277,6 +277,28 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                 concurrency: { type: 'integer', minimum: 1 },
                 running: count('Attempts running now.'),
                 polls: count('Polls since start.'),
+                engineId: { type: 'string', description: 'On a PostgreSQL store (`--store`): this engine\'s id in `fleet`.' },
+              },
+            },
+            fleet: {
+              type: 'array',
+              description: 'On a PostgreSQL store (`--store`): every engine sharing it, in the order they started. Absent on the sql.js store.',
+              items: {
+                type: 'object',
+                required: ['engineId', 'host', 'pid', 'state', 'startedAt', 'lastHeartbeatAt', 'running'],
+                properties: {
+                  engineId: { type: 'string' },
+                  host: { type: 'string', description: 'Host name of the machine it runs on.' },
+                  pid: { type: 'integer', minimum: 1 },
+                  state: {
+                    type: 'string',
+                    enum: ['running', 'stopped', 'restricted', 'stalled', 'lost'],
+                    description: 'As `checks.engine` of its /health, or `lost` once its lease has expired (its running attempts are then interrupted and retried by another engine).',
+                  },
+                  startedAt: time('When it joined the fleet.'),
+                  lastHeartbeatAt: time('When it last renewed its lease (database clock).'),
+                  running: count('Attempts it runs now.'),
+                },
               },
             },
             scanner: {
@@ -334,6 +356,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             message: { type: 'string' },
             itemId: { type: ['string', 'null'] },
             details: { type: ['object', 'null'], description: 'Action-specific data.' },
+            engineId: { type: ['string', 'null'], description: 'On a PostgreSQL store (`--store`): the engine that wrote it.' },
           },
         },
         ItemSummary: {
@@ -446,6 +469,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
             outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
             problems: { type: 'array', items: ref('AttemptProblem'), description: "What the item's problem matcher found once the attempt finished; empty while it runs and when the item has no matcher." },
+            engineId: { type: ['string', 'null'], description: 'On a PostgreSQL store (`--store`): the engine that ran it.' },
           },
         },
         ItemDetail: {

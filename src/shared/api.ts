@@ -112,7 +112,11 @@ export interface StatusResponse {
     concurrency: number;
     running: number;
     polls: number;
+    /** On a PostgreSQL store (section 11): this engine's id in `fleet`. */
+    engineId?: string;
   };
+  /** On a PostgreSQL store (section 11): every engine sharing it. */
+  fleet?: FleetEngine[];
   scanner: {
     sources: SourceStatus[];
     lastScanAt: IsoTime | null;
@@ -143,6 +147,20 @@ export interface LogEntry {
   message: string;
   itemId: string | null;
   details: Record<string, unknown> | null;
+  /** On a PostgreSQL store (section 11): the engine that wrote it. */
+  engineId?: string | null;
+}
+
+/** One engine of a fleet on a PostgreSQL store, as /status.fleet lists it (section 11). */
+export interface FleetEngine {
+  engineId: string;
+  host: string;
+  pid: number;
+  /** As checks.engine, or `lost` once its lease has expired. */
+  state: EngineState | 'lost';
+  startedAt: IsoTime;
+  lastHeartbeatAt: IsoTime;
+  running: number;
 }
 
 export type ItemOutcome = 'launched' | 'pending' | 'failed';
@@ -218,6 +236,8 @@ export interface AttemptDetail {
    */
   outputBytes: number | null;
   problems: AttemptProblem[];
+  /** On a PostgreSQL store (section 11): the engine that ran it. */
+  engineId?: string | null;
 }
 
 /** `GET /items/{id}` (and the answer to every POST on an item). */

@@ -40,6 +40,7 @@ const REQUIRED = [
   'extension/dist/cli.js',
   'extension/dist/launch-helper.js',
   'extension/dist/checkpoint-worker.js',
+  'extension/dist/pg-worker.js',
   'extension/dist/webview.js',
   'extension/dist/sql-wasm.wasm',
   'extension/dist/codicons/codicon.css',
@@ -50,21 +51,21 @@ const REQUIRED = [
 ];
 /**
  * Further files that may ship: icons and stylesheets in media/, the walkthrough's pages and
- * images, the docs the README links to (PERFORMANCE, RELIABILITY), and the screenshots the README shows (VS Code renders the README from the installed
+ * images, the docs the README links to (PERFORMANCE, RELIABILITY, FLEET), and the screenshots the README shows (VS Code renders the README from the installed
  * extension, so they must be in it).
  */
 const ALSO_ALLOWED = [
   /^extension\/media\/[^/]+\.(svg|png|css)$/,
   /^extension\/media\/walkthrough\/[^/]+\.(md|svg|png)$/,
   /^extension\/media\/screenshots\/[^/]+\.png$/,
-  /^extension\/docs\/(PERFORMANCE|RELIABILITY)\.md$/,
+  /^extension\/docs\/(PERFORMANCE|RELIABILITY|FLEET)\.md$/,
 ];
 const FORBIDDEN = [
   /\.map$/,
   /\.tsx?$/,
   /(^|\/)node_modules\//,
   /^extension\/(src|test|examples|bench|out|\.vscode|\.ci)\//,
-  /^extension\/docs\/(?!(PERFORMANCE|RELIABILITY)\.md$)/,
+  /^extension\/docs\/(?!(PERFORMANCE|RELIABILITY|FLEET)\.md$)/,
   /^extension\/dist\/test\//,
   /\.engine\//,
   /\.sqlite/,

@@ -1,20 +1,25 @@
 // The HTTP API over the real engine (real processes, real store on disk), every body checked
 // against the served OpenAPI document. The server's own edge cases are in server*.test.ts.
+// The same suite runs on both stores (the one parameter is the store): sql.js on disk, and a real
+// PostgreSQL server started for it (contract section 11), so the fleet store keeps the API's promises.
 import assert from 'node:assert/strict';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import type { LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { OpenApiChecker, request } from './support/http';
 import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
+import { startPostgresOrSkip, type PostgresServer } from './support/postgres';
 
-describe('API over the real engine', function () {
-  this.timeout(30_000);
+for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js' ? 'API over the real engine' : 'API over the real engine (PostgreSQL store)', function () {
+  this.timeout(store === 'sql.js' ? 30_000 : 90_000);
   let ws: TempWorkspace;
   let engine: Engine;
   let server: RunningHttpServer;
   let api: OpenApiChecker;
+  let pg: PostgresServer | undefined;
 
-  before(async () => {
+  before(async function () {
+    if (store === 'postgres') pg = await startPostgresOrSkip(this);
     ws = new TempWorkspace('engine-api-');
     ws.enqueue('mixed.json', [
       nodeItem('ok', 'console.log("fine")'),
@@ -23,7 +28,7 @@ describe('API over the real engine', function () {
       nodeItem('sleepy', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
       { id: 'bad id with spaces', command: 'x' },
     ]);
-    engine = await Engine.create(ws.options());
+    engine = await Engine.create(ws.options(pg ? { storeUrl: pg.createDatabase('api'), leaseMs: 10_000 } : {}));
     await engine.start();
     server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
     // 'sleepy' stays pending by design (runAt in 2099); everything else reaches an outcome.
@@ -31,9 +36,10 @@ describe('API over the real engine', function () {
     api = new OpenApiChecker((await request(server.url, '/openapi.json')).json as Record<string, any>);
   });
   after(async () => {
-    await server.close();
-    await engine.shutdown(0);
-    ws.dispose();
+    await server?.close();
+    await engine?.shutdown(0);
+    ws?.dispose();
+    pg?.stop();
   });
 
   async function get(path: string) {
@@ -87,7 +93,8 @@ describe('API over the real engine', function () {
     assert.equal(s.engine.concurrency, 4);
     assert.ok(s.lastLaunch && ['succeeded', 'failed'].includes(s.lastLaunch.outcome));
     assert.ok(s.database.sizeBytes > 0);
-    assert.match(s.database.path, /engine\.sqlite$/);
+    // Where the state lives: the snapshot file, or the database's URL (its password never shown).
+    assert.match(s.database.path, store === 'sql.js' ? /engine\.sqlite$/ : /^postgres:\/\/engine:\*\*\*@127\.0\.0\.1:\d+\/api$/);
   });
 
   it('/logs: every entry documented, filters applied by the real store', async () => {

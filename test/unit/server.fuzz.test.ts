@@ -16,6 +16,7 @@ import { Engine } from '../../src/core/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { OpenApiChecker, request } from './support/http';
 import { nodeItem, settled, TempWorkspace } from './support/workspace';
+import { startPostgresOrSkip, type PostgresServer } from './support/postgres';
 
 interface Parameter {
   name: string;
@@ -39,8 +40,11 @@ const TOKEN = 'fuzz-token';
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
 const RUNS_PER_OPERATION = 250;
 
-describe('server: schema-driven fuzzing against the OpenAPI document', function () {
-  this.timeout(120_000);
+// Run on both stores (the one parameter): the PostgreSQL store (section 11) must answer the same
+// generated requests as sql.js, its own dialect (text search, paging) included.
+for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js' ? 'server: schema-driven fuzzing against the OpenAPI document' : 'server: schema-driven fuzzing against the OpenAPI document (PostgreSQL store)', function () {
+  this.timeout(store === 'sql.js' ? 120_000 : 240_000);
+  let pg: PostgresServer | undefined;
   let ws: TempWorkspace;
   let engine: Engine;
   let server: RunningHttpServer;
@@ -50,10 +54,11 @@ describe('server: schema-driven fuzzing against the OpenAPI document', function 
   addFormats(ajv);
   const validators = new Map<string, ValidateFunction>();
 
-  before(async () => {
+  before(async function () {
+    if (store === 'postgres') pg = await startPostgresOrSkip(this);
     ws = new TempWorkspace('engine-fuzz-');
     ws.enqueue('mixed.json', [nodeItem('ok', '0', { name: 'Nightly Export' }), nodeItem('bad', 'process.exit(3)', { maxAttempts: 1 })]);
-    engine = await Engine.create(ws.options());
+    engine = await Engine.create(ws.options(pg ? { storeUrl: pg.createDatabase('fuzz'), leaseMs: 10_000 } : {}));
     await engine.start();
     await settled(engine);
     server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, token: TOKEN });
@@ -61,9 +66,10 @@ describe('server: schema-driven fuzzing against the OpenAPI document', function 
     api = new OpenApiChecker(document);
   });
   after(async () => {
-    await server.close();
-    await engine.shutdown(0);
-    ws.dispose();
+    await server?.close();
+    await engine?.shutdown(0);
+    ws?.dispose();
+    pg?.stop();
   });
 
   function conforms(schema: Record<string, any>, value: unknown): boolean {

@@ -1,0 +1,206 @@
+// The fleet's tables in PostgreSQL (contract section 11): the sql.js schema (schema.ts) at its
+// current version, plus what a fleet needs: which engine ran each attempt and wrote each log entry,
+// the engines and their leases, counters kept by triggers (so /stats reads one row, fleet-wide,
+// never a scan), and a NOTIFY per log entry for every engine's /events. Word-prefix search uses
+// the `simple` text search configuration: no stemming, no stop words, like SQLite's unicode61.
+import type { MutationKey } from './schema';
+
+export const PG_SCHEMA_VERSION = 1;
+
+/** Applied once, under an advisory lock, by whichever engine finds the database empty. */
+export const PG_SCHEMA_V1 = `
+CREATE OR REPLACE FUNCTION em_now() RETURNS bigint LANGUAGE sql VOLATILE AS
+  $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+  seq BIGSERIAL PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  def_hash TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  run_at BIGINT,
+  due_at BIGINT,
+  running INTEGER NOT NULL,
+  last_error TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  held INTEGER NOT NULL DEFAULT 0,
+  priority INTEGER NOT NULL DEFAULT 0,
+  blocked INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX items_due ON items (outcome, due_at);
+CREATE INDEX items_ready ON items (priority DESC, due_at, seq) WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0;
+CREATE SEQUENCE attempts_id_seq;
+CREATE TABLE attempts (
+  id BIGINT PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_at BIGINT NOT NULL,
+  finished_at BIGINT,
+  outcome TEXT NOT NULL,
+  exit_code INTEGER,
+  signal TEXT,
+  error TEXT,
+  stdout_tail TEXT,
+  stderr_tail TEXT,
+  output_bytes BIGINT,
+  output_pruned INTEGER NOT NULL DEFAULT 0,
+  problems TEXT,
+  engine_id TEXT
+);
+CREATE INDEX attempts_item ON attempts (item_id, id);
+CREATE INDEX attempts_running ON attempts (engine_id) WHERE outcome = 'running';
+CREATE SEQUENCE logs_id_seq;
+CREATE TABLE logs (
+  id BIGINT PRIMARY KEY,
+  ts BIGINT NOT NULL,
+  action TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  item_id TEXT,
+  details TEXT,
+  engine_id TEXT
+);
+CREATE INDEX logs_action ON logs (action, id);
+CREATE INDEX logs_item ON logs (item_id, id);
+CREATE INDEX logs_ts ON logs (ts);
+CREATE INDEX logs_level ON logs (level, id);
+CREATE INDEX logs_words ON logs USING gin (to_tsvector('simple', message));
+CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+CREATE TABLE dependencies (rowid BIGSERIAL, item_id TEXT NOT NULL, depends_on TEXT NOT NULL, PRIMARY KEY (item_id, depends_on));
+CREATE INDEX dependencies_on ON dependencies (depends_on);
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  def_hash TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  next_from BIGINT NOT NULL,
+  last_run_at BIGINT,
+  last_occurrence TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE engines (
+  engine_id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  started_at BIGINT NOT NULL,
+  last_heartbeat_at BIGINT NOT NULL,
+  lease_until BIGINT NOT NULL,
+  running INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE counters (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  launched BIGINT NOT NULL, pending BIGINT NOT NULL, failed BIGINT NOT NULL, held BIGINT NOT NULL,
+  running BIGINT NOT NULL, total_launches BIGINT NOT NULL, total_failed BIGINT NOT NULL
+);
+INSERT INTO counters VALUES (1, 0, 0, 0, 0, 0, 0, 0);
+
+CREATE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE dl bigint := 0; dp bigint := 0; df bigint := 0; dh bigint := 0; dr bigint := 0;
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    IF OLD.outcome = 'launched' THEN dl := dl - 1; ELSIF OLD.outcome = 'pending' THEN dp := dp - 1; ELSE df := df - 1; END IF;
+    IF OLD.outcome = 'pending' AND OLD.held = 1 THEN dh := dh - 1; END IF;
+    IF OLD.running = 1 THEN dr := dr - 1; END IF;
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') THEN
+    IF NEW.outcome = 'launched' THEN dl := dl + 1; ELSIF NEW.outcome = 'pending' THEN dp := dp + 1; ELSE df := df + 1; END IF;
+    IF NEW.outcome = 'pending' AND NEW.held = 1 THEN dh := dh + 1; END IF;
+    IF NEW.running = 1 THEN dr := dr + 1; END IF;
+  END IF;
+  IF dl <> 0 OR dp <> 0 OR df <> 0 OR dh <> 0 OR dr <> 0 THEN
+    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = 1;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER items_counters AFTER INSERT OR UPDATE OR DELETE ON items FOR EACH ROW EXECUTE FUNCTION em_items_counters();
+
+CREATE FUNCTION em_attempts_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    UPDATE counters SET total_launches = total_launches + 1 WHERE id = 1;
+  ELSIF OLD.outcome = 'running' AND NEW.outcome = 'failed' THEN
+    UPDATE counters SET total_failed = total_failed + 1 WHERE id = 1;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER attempts_counters AFTER INSERT OR UPDATE OF outcome ON attempts FOR EACH ROW EXECUTE FUNCTION em_attempts_counters();
+
+-- Every engine's /events hears every engine's log entries (delivered at commit).
+CREATE FUNCTION em_logs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('engine_monitor_log', NEW.id::text);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER logs_notify AFTER INSERT ON logs FOR EACH ROW EXECUTE FUNCTION em_logs_notify();
+`;
+
+/**
+ * The named mutations of schema.ts in PostgreSQL's dialect. `null`: nothing to do here (the
+ * full-text index is an expression index, kept by PostgreSQL itself). Attempts and log entries get
+ * the writing engine's id as a last parameter (pgStore.ts appends it).
+ */
+export const PG_MUTATIONS: Record<MutationKey, string | null> = {
+  meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  // Two engines may scan sources holding the same id: the first one's row stands.
+  item_insert: `INSERT INTO items (id, name, source, definition, def_hash, outcome, attempts, max_attempts, run_at, due_at, running, last_error, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
+  items_backoff_shift: "UPDATE items SET due_at = due_at + ? WHERE outcome = 'pending' AND running = 0 AND attempts > 0 AND due_at IS NOT NULL",
+  item_hold: 'UPDATE items SET held = ?, updated_at = ? WHERE id = ?',
+  item_update: 'UPDATE items SET name = ?, source = ?, definition = ?, def_hash = ?, max_attempts = ?, run_at = ?, attempts = ?, due_at = ?, updated_at = ? WHERE id = ?',
+  item_priority: 'UPDATE items SET priority = ? WHERE id = ?',
+  item_blocked: 'UPDATE items SET blocked = ? WHERE id = ?',
+  dependencies_clear: 'DELETE FROM dependencies WHERE item_id = ?',
+  dependency_insert: 'INSERT INTO dependencies (item_id, depends_on) VALUES (?, ?) ON CONFLICT DO NOTHING',
+  schedule_upsert: `INSERT INTO schedules (id, name, source, definition, def_hash, enabled, next_from, last_run_at, last_occurrence, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 1, ?, NULL, NULL, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET name = excluded.name, source = excluded.source, definition = excluded.definition,
+                    def_hash = excluded.def_hash, updated_at = excluded.updated_at`,
+  schedule_ran: 'UPDATE schedules SET next_from = ?, last_run_at = ?, last_occurrence = ?, updated_at = ? WHERE id = ?',
+  schedule_enabled: 'UPDATE schedules SET enabled = ?, next_from = ?, updated_at = ? WHERE id = ?',
+  attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome, engine_id) VALUES (?, ?, ?, ?, 'running', ?)`,
+  attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
+  attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
+  attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
+  attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
+  log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  log_fts_insert: null,
+  logs_fts_prune: null,
+  logs_prune: 'DELETE FROM logs WHERE id <= ?',
+  source_file_set: 'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
+};
+
+/** Mutations that record which engine wrote them. */
+export const WITH_ENGINE_ID: ReadonlySet<MutationKey> = new Set(['attempt_insert', 'log_insert']);
+
+/**
+ * The engine's reads are SQLite SQL; these few spellings differ in PostgreSQL. Then `?` become
+ * `$n` (no engine query has a `?` inside a string literal).
+ */
+export function toPostgres(sql: string): string {
+  let out = sql
+    .replace(/ INDEXED BY \w+/g, '')
+    // A JSON array of item ids (text), or of row ids (numbers).
+    .replace(/\bitem_id IN \(SELECT value FROM json_each\(\?\)\)/g, 'item_id IN (SELECT jsonb_array_elements_text(?::jsonb))')
+    .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint')
+    .replace(/\binstr\(/g, 'strpos(')
+    // SQLite's LIKE folds ASCII case; ILIKE folds more, and /items checks the exact rule after it.
+    .replace(/ LIKE \?/g, ' ILIKE ?');
+  let n = 0;
+  out = out.replace(/\?/g, () => `$${++n}`);
+  return out;
+}
+
+/** `q`'s words as a tsquery: each a prefix, all required. Words are letters and digits (searchWords). */
+export function prefixQuery(words: string[]): string {
+  return words.map((w) => `'${w.replace(/['\\]/g, '')}':*`).join(' & ');
+}
