@@ -1,9 +1,9 @@
 // Start-up without flicker (issue #21 item 9, issue #19 target 5), in a real VS Code (code-server +
 // Chromium, see test/vscode/codeServer.ts): from a window reload until the views show the engine's
 // data, the side bar is read every ~100 ms; no sample may show VS Code's "There is no data provider
-// registered" message, nor an empty state ("No items yet", "No log entries yet", "No schedules", "The
-// engine is not running", "No queue folder") before the engine's first answer: a loading message
-// instead. And the data does appear. Screenshots land in test-results/screenshots/startup-*.png.
+// registered" message once the extension's contributions are in, nor an empty state ("No items yet",
+// "No log entries yet", "No schedules", "The engine is not running", "No queue folder"): a loading
+// message instead. And the data does appear. Screenshots land in test-results/screenshots/startup-*.png.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
@@ -35,9 +35,12 @@ async function readPanes(page: Page, afterReload = false): Promise<Record<string
       if (after && (window as unknown as { beforeReload?: boolean }).beforeReload) return out;
       for (const pane of Array.from(document.querySelectorAll('.part.sidebar .pane'))) {
         const title = (pane.querySelector('.pane-header .title')?.textContent ?? '').trim();
-        const body = pane.querySelector('.pane-body') as HTMLElement | null;
+        const body = pane.querySelector<HTMLElement>('.pane-body');
         if (title) out[title] = (body?.innerText ?? '').replace(/\s+/g, ' ').trim();
       }
+      // The status bar too: the timeline then shows when the extension activated (its item appears).
+      const bar = document.querySelector<HTMLElement>('.part.statusbar');
+      if (Object.keys(out).length && bar) out['(status bar)'] = bar.innerText.replace(/\s+/g, ' ').trim();
       return out;
     }, afterReload)
     .catch(() => undefined); // the page is being reloaded
@@ -61,6 +64,8 @@ describe('Start-up: from a window reload to data without flicker (code-server)',
     const queue = path.join(folder, '.engine', 'queue');
     mkdirSync(queue, { recursive: true });
     // Items due in 2099: they stay Waiting, so what the views show does not depend on timing.
+    // And a schedule template, so that "No schedules" is never right either.
+    writeFileSync(path.join(queue, 'nightly.json'), JSON.stringify({ id: 'nightly', name: 'Nightly', command: process.execPath, args: ['-e', '0'], schedule: { cron: '0 2 * * *', timezone: 'UTC' } }));
     for (let i = 1; i <= 3; i++) {
       writeFileSync(path.join(queue, `later-${i}.json`), JSON.stringify({ id: `later-${i}`, name: `Later ${i}`, command: process.execPath, args: ['-e', '0'], runAt: '2099-01-01T00:00:00.000Z' }));
     }
@@ -71,7 +76,7 @@ describe('Start-up: from a window reload to data without flicker (code-server)',
     });
     const baseUrl = await waitUntil('the engine endpoint', async () => findEndpoint(wb.server.userDataDir), 60_000);
     await waitUntil('a running engine', async () => (await getJson<HealthResponse>(`${baseUrl}/health`)).checks.engine === 'running', 30_000);
-    await waitUntil('three items discovered', async () => (await getJson<StatsResponse>(`${baseUrl}/stats`)).overview.total === 3, 30_000);
+    await waitUntil('three items discovered', async () => (await getJson<StatsResponse>(`${baseUrl}/stats`)).overview.total >= 3, 30_000);
     await runCommand(wb.page, 'Engine Monitor: Focus on Items View');
     await waitUntil('data in the views', async () => hasData((await readPanes(wb.page)) ?? {}), 30_000);
   });
@@ -105,16 +110,35 @@ describe('Start-up: from a window reload to data without flicker (code-server)',
       await sleep(100);
     }
     console.log(`      screenshot: ${await screenshot(page, 'startup-data')}`);
-    const seen = [...new Set(samples.flatMap((s) => Object.entries(s.panes).map(([t, b]) => `${t}: ${b.slice(0, 80)}`)))];
-    console.log(`      ${samples.length} samples; data after ${dataAt} ms; distinct pane texts:\n        ${seen.join('\n        ')}`);
+    // What each pane showed, and from when: the timeline of the start-up.
+    const timeline: string[] = [];
+    const last: Record<string, string> = {};
+    for (const smp of samples) {
+      for (const [t, b] of Object.entries(smp.panes)) {
+        if (last[t] !== b) timeline.push(`${String(smp.at).padStart(6)} ms  ${t}: ${b.slice(0, 70)}`);
+        last[t] = b;
+      }
+    }
+    console.log(`      ${samples.length} samples; data after ${dataAt} ms; timeline:\n        ${timeline.join('\n        ')}`);
 
     assert.ok(dataAt !== undefined, `the views show the data within 90 s of the reload; last sample: ${JSON.stringify(samples.at(-1))}`);
+    // code-server draws the restored views about a second before it processes the extension's
+    // viewsWelcome contribution, before any extension code can run: VS Code's no-data-provider
+    // message there is outside the extension's reach. From the first welcome text on (the
+    // contributions are in) it must never show again: the extension activates later still, and
+    // until its providers exist the "Loading…" welcome must cover them.
+    const contributed = samples.findIndex((s) => Object.values(s.panes).some((t) => /Loading…|Starting the engine|Total/.test(t)));
+    assert.ok(contributed >= 0, 'a loading state or the data appears');
+    for (const s of samples.slice(contributed)) {
+      for (const [title, text] of Object.entries(s.panes).filter(([t]) => t !== '(status bar)')) {
+        assert.doesNotMatch(text, NO_PROVIDER, `${title} at ${s.at} ms after the reload shows VS Code's no-data-provider message (the welcome was in at ${samples[contributed].at} ms)`);
+      }
+    }
+    // This workspace has items, log entries, a schedule, a queue folder and a running engine: an
+    // empty state is wrong at any moment, before the data or after.
     for (const s of samples) {
-      for (const [title, text] of Object.entries(s.panes)) {
-        assert.doesNotMatch(text, NO_PROVIDER, `${title} at ${s.at} ms after the reload shows VS Code's no-data-provider message`);
-        if (s.at < dataAt) {
-          for (const empty of EMPTY_STATES) assert.doesNotMatch(text, empty, `${title} at ${s.at} ms (data at ${dataAt} ms) shows an empty state before the engine's first answer`);
-        }
+      for (const [title, text] of Object.entries(s.panes).filter(([t]) => t !== '(status bar)')) {
+        for (const empty of EMPTY_STATES) assert.doesNotMatch(text, empty, `${title} at ${s.at} ms (data at ${dataAt} ms) shows an empty state`);
       }
     }
   });
