@@ -19,6 +19,7 @@ import type { EditorBenchContext } from './run';
 import type { LoopDelay } from './lib';
 import { launchChromium, runCommand, startCodeServer, workbenchUrl } from '../test/vscode/codeServer';
 import { EXTENSION_ID, packageInStaging, readZip } from '../test/package/support';
+import { scenarioEditorStartup } from './editorStartup';
 
 const num = (name: string, full: number, quick: number, q: boolean) => {
   const v = process.env[name];
@@ -119,6 +120,14 @@ async function oneWindow(ctx: EditorBenchContext, extensionDir: string, suite: s
 }
 
 export async function scenarioEditor(ctx: EditorBenchContext): Promise<void> {
+  // BENCH_EDITOR_PARTS=startup,host (default both): start-up timings (bench/editorStartup.ts, on
+  // this folder's development build) and the packaged extension's activation and host load.
+  const parts = (process.env.BENCH_EDITOR_PARTS || 'startup,host').split(',').map((p) => p.trim());
+  if (parts.includes('startup')) {
+    mkdirSync(ctx.tmp, { recursive: true });
+    await scenarioEditorStartup(ctx, path.resolve(__dirname, '..'));
+  }
+  if (!parts.includes('host')) return;
   const runs = num('BENCH_EDITOR_RUNS', 3, 1, ctx.quick);
   const items = num('BENCH_EDITOR_ITEMS', 2_000, 400, ctx.quick);
   const idleMs = num('BENCH_EDITOR_IDLE_MS', 10_000, 5_000, ctx.quick);

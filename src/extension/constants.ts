@@ -49,6 +49,12 @@ export const ContextKeys = {
   /** 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed' */
   hostState: 'engineMonitor.hostState',
   connected: 'engineMonitor.connected',
+  /**
+   * The views know what to show: connected with the engine's first answers in (see
+   * EngineModel.loaded), or settled without an engine (off, failed, remote). Until then every
+   * view's welcome says "Loading…", never an empty state (#21 item 9).
+   */
+  loaded: 'engineMonitor.loaded',
   /** checks.engine of /health, or '' while unknown */
   engineState: 'engineMonitor.engineState',
   logFilterActive: 'engineMonitor.logFilterActive',

@@ -60,8 +60,52 @@ export class Container extends Disposable {
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));
+    const updateLoaded = () => this.updateLoaded();
+    this._register(this.model.onDidChange(updateLoaded));
+    this._register(this.logs.onDidChange(updateLoaded));
+    this._register(this.controller.onDidChangeState(updateLoaded));
+    this._register(this.client.onDidChangeConnection(updateLoaded));
     for (const d of registerCommands(this)) this._register(d);
     this._register(registerDashboard(context, this.client));
+  }
+
+  private loaded: boolean | undefined;
+
+  /**
+   * The `engineMonitor.loaded` context key: whether the views may show what they hold (data, or an
+   * empty state such as "No items yet" or "The engine is not running"). Connected: once every
+   * visible view has the engine's first answer. Not connected: once autoStart() has decided and
+   * nothing is starting or connecting. Until then the views' welcome says "Loading…".
+   */
+  private updateLoaded(): void {
+    const loaded = this.isLoaded();
+    if (loaded === this.loaded || (loaded && this.loadedPending)) return;
+    if (!loaded) {
+      this.loaded = false;
+      void vscode.commands.executeCommand('setContext', ContextKeys.loaded, false);
+      return;
+    }
+    // The rows first, then the key: set together, the window can apply the key before it has
+    // fetched the rows and show the empty state ("No items yet") in between.
+    this.loadedPending = true;
+    void this.views
+      .rowsShown()
+      .then(() => new Promise((r) => setTimeout(r, 0)))
+      .then(() => {
+        this.loadedPending = false;
+        if (this.isDisposed || !this.isLoaded() || this.loaded === true) return;
+        this.loaded = true;
+        void vscode.commands.executeCommand('setContext', ContextKeys.loaded, true);
+      });
+  }
+
+  private loadedPending = false;
+
+  private isLoaded(): boolean {
+    const state = this.controller.state;
+    return this.client.connected
+      ? this.model.loaded && this.logs.loaded
+      : this.controller.decided && (state === 'off' || state === 'failed' || state === 'remote');
   }
 
   /** Second phase: start the engine if this workspace wants one. Not awaited by activate(). */

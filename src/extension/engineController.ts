@@ -66,7 +66,22 @@ export class EngineController extends Disposable {
         clearTimeout(this.attachTimer);
       }),
     );
+    // No hostState context key yet: 'off' before autoStart() has looked for a queue folder would
+    // show "No queue folder" or "not running" for a moment in a workspace about to start its
+    // engine (#21 item 9). The views say "Loading…" until decided (see `decided`).
+  }
+
+  /** autoStart() has decided what this window does (start, attach, remote, or stay off). */
+  get decided(): boolean {
+    return this._decided;
+  }
+  private _decided = false;
+
+  private decide(): void {
+    if (this._decided) return;
+    this._decided = true;
     void vscode.commands.executeCommand('setContext', ContextKeys.hostState, this.state);
+    this._onDidChangeState.fire(this.state);
   }
 
   get state(): HostState {
@@ -98,10 +113,15 @@ export class EngineController extends Disposable {
    * only when the workspace has a queue folder and engine.autoStart is on.
    */
   async autoStart(): Promise<void> {
-    if (readConfig().remote.url) return this.useRemote();
-    if (!readConfig().engine.autoStart) return;
-    if (!(await this.queueFolders.exists())) return;
-    await this.startHost(false);
+    try {
+      if (readConfig().remote.url) return await this.useRemote();
+      // Known before the decision, so the views' welcome (queue folder or not) is right at once.
+      const hasQueueFolder = await this.queueFolders.exists();
+      if (!readConfig().engine.autoStart || !hasQueueFolder) return;
+      await this.startHost(false);
+    } finally {
+      this.decide();
+    }
   }
 
   /** Command "Start Engine": fork the host if needed, else tell a stopped engine to launch again. */
@@ -186,7 +206,8 @@ export class EngineController extends Disposable {
     const before = this.state;
     this.mode = mode;
     const state = this.state;
-    if (state === before) return;
+    if (state === before && this._decided) return;
+    this._decided = true;
     void vscode.commands.executeCommand('setContext', ContextKeys.hostState, state);
     this._onDidChangeState.fire(state);
   }

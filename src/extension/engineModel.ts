@@ -61,6 +61,8 @@ export class EngineModel extends Disposable {
    * by their `state` field here. Asked again after every reconnect.
    */
   private stateFilter: boolean | undefined;
+  /** Parts with an answer since the engine connected (see `loaded`). */
+  private readonly answered = new Set<ModelPart>();
 
   constructor(private readonly connection: EngineConnection) {
     super();
@@ -83,6 +85,7 @@ export class EngineModel extends Disposable {
         switch (e.name) {
           case 'stats':
             this.stats = e.data;
+            this.answered.add('stats');
             this.fire('stats');
             // Counters moved: items changed outcome and /status's numbers are stale.
             this.refreshers.status.trigger();
@@ -92,6 +95,7 @@ export class EngineModel extends Disposable {
             break;
           case 'health':
             this.health = e.data;
+            this.answered.add('health');
             this.fire('health');
             this.refreshers.status.trigger();
             break;
@@ -109,6 +113,16 @@ export class EngineModel extends Disposable {
       }),
     );
     if (connection.connected) this.refresh(true);
+  }
+
+  /**
+   * True once every part someone looks at has had the engine's first answer (data or error) since
+   * it connected: until then an empty view would say "no items" before the engine was asked.
+   */
+  get loaded(): boolean {
+    if (!this.connection.connected) return false;
+    for (const part of this.watched) if (!this.answered.has(part)) return false;
+    return true;
   }
 
   /** True while the engine is connected and a first snapshot has arrived. */
@@ -137,6 +151,7 @@ export class EngineModel extends Disposable {
   }
 
   private clear(): void {
+    this.answered.clear();
     this.stats = this.health = this.status = this.items = this.schedules = undefined;
     this.error = undefined;
     this.fire('stats', 'health', 'status', 'items', 'schedules');
@@ -168,10 +183,12 @@ export class EngineModel extends Disposable {
       }
       if (!this.connection.connected) return this.clear();
       this.error = undefined;
+      this.answered.add(part);
       this.fire(part);
     } catch (err) {
       if (!this.connection.connected) return;
       this.error = err instanceof Error ? err.message : String(err);
+      this.answered.add(part);
       this.fire(part);
     }
   }

@@ -44,6 +44,8 @@ export class LogsModel extends Disposable {
   private _entries: LogEntry[] = [];
   private _filter: LogFilter;
   error: string | undefined;
+  /** The first answer of /logs (or its error) since the engine connected: before it, "no entries" would be a guess. */
+  loaded = false;
   private readonly reload: Throttled;
   private live: LogEntry[] = [];
   private liveTimer: NodeJS.Timeout | undefined;
@@ -65,6 +67,7 @@ export class LogsModel extends Disposable {
         else {
           this._entries = [];
           this.error = undefined;
+          this.loaded = false;
           this._onDidChange.fire();
         }
       }),
@@ -140,6 +143,7 @@ export class LogsModel extends Disposable {
     } catch (err) {
       this.error = err instanceof Error ? err.message : String(err);
     }
+    if (this.connection.connected) this.loaded = true;
     this._onDidChange.fire();
   }
 }

@@ -1,6 +1,6 @@
-// package.json's welcome views: VS Code takes one view per entry, so the seven states shown while
-// no engine is connected (no queue folder, not running, starting, connecting, remote refused,
-// remote connecting, failed) are written out once per view, six times. Keeping the copies in the
+// package.json's welcome views: VS Code takes one view per entry, so the six states shown while
+// no engine is connected (no queue folder, not running, starting, remote refused, remote
+// connecting, failed) and the "Loading…" of #21 item 9 are written out once per view, six times. Keeping the copies in the
 // manifest keeps package.json the one checked-in source of what users see; this test keeps them
 // from drifting apart instead.
 import assert from 'node:assert/strict';
@@ -18,9 +18,9 @@ function disconnected(view: string) {
 }
 
 describe('Welcome views', () => {
-  it('every view shows the same seven disconnected states, with the same when clauses in the same order', () => {
+  it('every view shows the same six disconnected states, with the same when clauses in the same order', () => {
     const reference = disconnected(FULL).map((w) => w.when);
-    assert.equal(reference.length, 7);
+    assert.equal(reference.length, 6);
     assert.equal(new Set(reference).size, reference.length, 'no state twice');
     for (const view of VIEWS) assert.deepEqual(disconnected(view).map((w) => w.when), reference, view);
   });
@@ -36,6 +36,17 @@ describe('Welcome views', () => {
     disconnected(TERSE[0]).forEach((terse, i) => {
       for (const link of links(terse.contents)) assert.ok(links(full[i].contents).has(link), `${terse.when}: ${link}`);
     });
+  });
+
+  it('every view says "Loading…" until engineMonitor.loaded, and shows an empty state only once loaded (#21 item 9)', () => {
+    for (const view of VIEWS) {
+      const loading = welcome.filter((w) => w.view === view && w.contents === 'Loading…');
+      assert.equal(loading.length, 1, view);
+      assert.match(loading[0].when, /^!engineMonitor\.loaded\b/, view);
+      for (const w of welcome.filter((x) => x.view === view && x.when.startsWith('engineMonitor.connected'))) {
+        assert.match(w.when, /\bengineMonitor\.loaded\b/, `${view}: "${w.contents.slice(0, 30)}…" before the first answer`);
+      }
+    }
   });
 
   it('welcome views only name our views', () => {

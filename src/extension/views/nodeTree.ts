@@ -53,8 +53,26 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     this.parents.clear();
     const walk = (n: TreeNode) => n.children?.forEach((c) => (this.parents.set(c.id, n), walk(c)));
     this.roots.forEach(walk);
-    if (full) this._onDidChangeTreeData.fire();
-    else if (changed.length) this._onDidChangeTreeData.fire(changed);
+    if (full) {
+      this.rootsServed = false;
+      this._onDidChangeTreeData.fire();
+    } else if (changed.length) this._onDidChangeTreeData.fire(changed);
+  }
+
+  /** VS Code has asked for the current roots since the last setRoots that changed them. */
+  private rootsServed = true;
+  private readonly _onDidServeRoots = new vscode.EventEmitter<void>();
+
+  /**
+   * Resolves once VS Code has fetched the current roots (at once if it has), so a context key that
+   * hides the "Loading…" welcome is set after the rows are on their way to the window, not before
+   * (else an empty view flashes its empty state between the two).
+   */
+  rootsShown(): Promise<void> {
+    if (this.rootsServed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const sub = this._onDidServeRoots.event(() => (sub.dispose(), resolve()));
+    });
   }
 
   getRoots(): readonly TreeNode[] {
@@ -62,7 +80,12 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   getChildren(node?: TreeNode): TreeNode[] {
-    return node ? (node.children ?? []) : this.roots;
+    if (node) return node.children ?? [];
+    if (!this.rootsServed) {
+      this.rootsServed = true;
+      this._onDidServeRoots.fire();
+    }
+    return this.roots;
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
@@ -92,6 +115,7 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   dispose(): void {
     this._onDidChangeTreeData.dispose();
+    this._onDidServeRoots.dispose();
   }
 }
 

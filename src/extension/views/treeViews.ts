@@ -63,6 +63,17 @@ export class EngineViews extends Disposable {
     this.renderLogs();
   }
 
+  /**
+   * Resolves once every visible view has handed VS Code its current rows, or after `capMs` (a
+   * view VS Code does not ask, e.g. one collapsed meanwhile, must not hold the others back).
+   */
+  rowsShown(capMs = 1000): Promise<void> {
+    const visible = (Object.keys(this.views) as ViewName[]).filter((n) => this.views[n].visible);
+    let timer: NodeJS.Timeout | undefined;
+    const cap = new Promise<void>((r) => (timer = setTimeout(r, capMs)));
+    return Promise.race([Promise.all(visible.map((n) => this.providers[n].rootsShown())).then(() => undefined), cap]).finally(() => clearTimeout(timer));
+  }
+
   private render(parts: ReadonlySet<ModelPart>): void {
     const m = this.model;
     if (parts.has('stats') || parts.has('health')) this.providers.stats.setRoots(statsNodes(m.stats, m.health, m.error));
