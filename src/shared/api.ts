@@ -98,8 +98,24 @@ export interface LaunchRecord {
   error: string | null;
 }
 
+/**
+ * One engine of a fleet on one PostgreSQL (contract section 11): `state` as /health's
+ * `checks.engine`, or "lost" once its lease has expired.
+ */
+export interface FleetEngine {
+  engineId: string;
+  host: string;
+  pid: number;
+  state: EngineState | 'lost';
+  startedAt: IsoTime;
+  lastHeartbeatAt: IsoTime;
+  running: number;
+}
+
 export interface StatusResponse {
   engine: {
+    /** Section 11: this engine's id; the answering engine's row in `fleet`. */
+    engineId?: string;
     name: typeof ENGINE_NAME;
     version: string;
     state: EngineState;
@@ -130,6 +146,8 @@ export interface StatusResponse {
     recovery: { at: IsoTime; message: string } | null;
   };
   server: { url: string };
+  /** Section 11: every engine sharing the store (an engine on PostgreSQL only). */
+  fleet?: FleetEngine[];
 }
 
 export interface LogEntry {
