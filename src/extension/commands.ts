@@ -2,7 +2,7 @@
 // reports its own failure to the user; none throws into VS Code's generic error toast.
 import * as vscode from 'vscode';
 import type { ItemDetail, ItemSummary } from '../shared/api';
-import { Commands, type CommandId, REMOTE_TOKEN_SECRET, Views } from './constants';
+import { Commands, type CommandId, REMOTE_TOKEN_SECRET, STORE_PASSWORD_SECRET, Views } from './constants';
 import type { Container } from './container';
 import { ControlNeedsTokenError, ControlUnavailableError } from './engineController';
 import { itemCommandHandlers, targetOf } from './itemCommands';
@@ -66,6 +66,27 @@ async function setRemoteToken(c: Container): Promise<void> {
   else return;
   const where = controller.remote ? ` for ${controller.remote}` : '; it is used when engineMonitor.remote.url is set';
   void vscode.window.setStatusBarMessage(token ? `$(key) Remote engine token stored${where}` : '$(key) Remote engine token removed', 4000);
+}
+
+/**
+ * The PostgreSQL store's password (section 11), kept in SecretStorage: a settings file is plain
+ * text and often committed. Storing or removing it restarts this window's engine on the store
+ * (EngineController listens to the secret).
+ */
+async function setStorePassword(c: Container): Promise<void> {
+  const { context } = c;
+  const had = (await context.secrets.get(STORE_PASSWORD_SECRET)) !== undefined;
+  const password = await vscode.window.showInputBox({
+    title: 'Store Password',
+    prompt: `The password of the user in engineMonitor.store.url. Kept in VS Code's secret storage, never in settings; the engine host gets it as PGPASSWORD.${had ? ' Leave empty to remove the stored password.' : ''}`,
+    password: true,
+    ignoreFocusOut: true,
+  });
+  if (password === undefined) return;
+  if (password) await context.secrets.store(STORE_PASSWORD_SECRET, password);
+  else if (had) await context.secrets.delete(STORE_PASSWORD_SECRET);
+  else return;
+  void vscode.window.setStatusBarMessage(password ? '$(key) Store password stored' : '$(key) Store password removed', 4000);
 }
 
 export function registerCommands(c: Container): vscode.Disposable[] {
@@ -135,6 +156,7 @@ export function registerCommands(c: Container): vscode.Disposable[] {
     },
     [Commands.setRemoteToken]: () => setRemoteToken(c),
     [Commands.openInTerminal]: (arg) => openInTerminal(c, arg),
+    [Commands.setStorePassword]: () => setStorePassword(c),
     ...itemCommandHandlers(c),
   };
 

@@ -25,6 +25,8 @@ export interface EngineMonitorConfig {
    * settings: never passed to the host while the workspace is untrusted (hostArgsFor).
    */
   hooks: { onItemFailed: string; onHealthChange: string; notifyUrl: string; timeoutMs: number };
+  /** Section 11: a PostgreSQL database shared with a fleet; its password lives in SecretStorage. */
+  store: { url: string };
 }
 
 /** The settings, each checked against the settings table (its default when missing or invalid). */
@@ -52,6 +54,7 @@ export function readConfig(): EngineMonitorConfig {
       notifyUrl: read('hooks.notifyUrl').trim(),
       timeoutMs: read('hooks.timeoutMs'),
     },
+    store: { url: read('store.url').trim() },
   };
 }
 

@@ -23,6 +23,7 @@ export const Commands = {
   createQueueFolder: 'engineMonitor.createQueueFolder',
   showItemLogs: 'engineMonitor.showItemLogs',
   setRemoteToken: 'engineMonitor.setRemoteToken',
+  setStorePassword: 'engineMonitor.setStorePassword',
   showOutput: 'engineMonitor.showOutput',
   cancelItem: 'engineMonitor.cancelItem',
   holdItem: 'engineMonitor.holdItem',
@@ -40,6 +41,7 @@ export const Views = {
   logs: 'engineMonitor.logs',
   items: 'engineMonitor.items',
   schedules: 'engineMonitor.schedules',
+  fleet: 'engineMonitor.fleet',
 } as const;
 
 /** Context keys used in package.json `when` clauses. */
@@ -61,9 +63,14 @@ export const ContextKeys = {
   hasFailedItems: 'engineMonitor.hasFailedItems',
   /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
   hasItems: 'engineMonitor.hasItems',
+  /** /status lists more than one engine (section 11): shows the Fleet view. */
+  fleet: 'engineMonitor.fleet',
   /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */
   connectionProblem: 'engineMonitor.connectionProblem',
 } as const;
+
+/** SecretStorage key of the PostgreSQL store's password (section 11; never a setting). */
+export const STORE_PASSWORD_SECRET = 'engineMonitor.store.password';
 
 /** SecretStorage key of the remote engine's token (never a setting: settings files are plain text). */
 export const REMOTE_TOKEN_SECRET = 'engineMonitor.remote.token';

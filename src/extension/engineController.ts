@@ -8,9 +8,11 @@ import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand } from '../shared/hostProtocol';
-import { onDidChangeConfig, readConfig } from './config';
+import { createHash } from 'node:crypto';
+import { onDidChangeConfig, readConfig, type EngineMonitorConfig } from './config';
+import { parseStoreUrl } from '../shared/storeUrl';
 import { hostArgsFor, isNotifyUrl } from './hostLaunch';
-import { ContextKeys } from './constants';
+import { ContextKeys, STORE_PASSWORD_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
 import { hostStateOf, type EngineMode, type HostState } from './engineMode';
@@ -58,6 +60,8 @@ export class EngineController extends Disposable {
     this._register(onDidChangeConfig(() => void this.onConfigChanged()));
     this._register(vscode.workspace.onDidChangeWorkspaceFolders(() => void this.onConfigChanged()));
     this._register(vscode.workspace.onDidGrantWorkspaceTrust(() => void this.onTrustGranted()));
+    // A new store password restarts an engine on the store with it, as a changed setting would.
+    this._register(context.secrets.onDidChange((e) => e.key === STORE_PASSWORD_SECRET && void this.onConfigChanged()));
     this._register(queueFolders.onDidChange(() => void this.onQueueFoldersChanged()));
     this._register(client.onDidChangeConnection((connected) => this.onConnectionChanged(connected)));
     this._register(
@@ -247,7 +251,11 @@ export class EngineController extends Disposable {
     if (config.hooks.notifyUrl && !isNotifyUrl(config.hooks.notifyUrl)) {
       this.output.warn(`engineMonitor.hooks.notifyUrl is not an http:// or https:// URL (${JSON.stringify(config.hooks.notifyUrl)}); no notifications are sent.`);
     }
-    const argsKey = JSON.stringify([args, config.server.token, folders]);
+    const store = parseStoreUrl(config.store.url);
+    if (store.error) this.output.warn(`${store.error} The engine uses its embedded database until then.`);
+    else if (store.url && !vscode.workspace.isTrusted) this.output.info('engineMonitor.store.url is not used in Restricted Mode: the engine uses its embedded database.');
+    const storePassword = store.url ? await this.context.secrets.get(STORE_PASSWORD_SECRET) : undefined;
+    const argsKey = await this.argsKey(config, vscode.workspace.isTrusted);
     this.setMode({ kind: 'local', state: 'starting' });
     const result = await this.host.start({
       cliPath: vscode.Uri.joinPath(this.context.extensionUri, 'dist', 'cli.js').fsPath,
@@ -255,6 +263,7 @@ export class EngineController extends Disposable {
       workspaces: folders,
       args,
       token: config.server.token,
+      storePassword,
       restricted: !vscode.workspace.isTrusted,
       stopped,
     });
@@ -275,6 +284,17 @@ export class EngineController extends Disposable {
     if (!this.host.isRunning) return;
     if (why) this.output.info(why);
     await this.host.shutdown();
+  }
+
+  /**
+   * What the running host was started with, to restart it when that changes: its flags, token,
+   * folders and (as a digest, never the secret itself) the store password.
+   */
+  private async argsKey(config: EngineMonitorConfig, trusted: boolean): Promise<string> {
+    const args = hostArgsFor(config, trusted);
+    const password = args.includes('--store') ? await this.context.secrets.get(STORE_PASSWORD_SECRET) : undefined;
+    const passwordDigest = password === undefined ? null : createHash('sha256').update(password).digest('hex');
+    return JSON.stringify([args, config.server.token, this.queueFolders.workspaceFolderPaths(), passwordDigest]);
   }
 
   private onStartResult(result: HostStartResult, token: string, argsKey: string): void {
@@ -355,7 +375,7 @@ export class EngineController extends Disposable {
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       // This window owns the engine (isOwner): restart it if what it was started with changed.
-      const key = JSON.stringify([hostArgsFor(config, vscode.workspace.isTrusted), config.server.token, this.queueFolders.workspaceFolderPaths()]);
+      const key = await this.argsKey(config, vscode.workspace.isTrusted);
       if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
         await this.restartHost(this.engineState() === 'stopped');
@@ -375,7 +395,7 @@ export class EngineController extends Disposable {
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       const config = readConfig();
-      const key = JSON.stringify([hostArgsFor(config, true), config.server.token, this.queueFolders.workspaceFolderPaths()]);
+      const key = await this.argsKey(config, true);
       if (key !== mode.argsKey) {
         this.output.info('The workspace is trusted now; restarting the engine host with the hooks from the settings.');
         await this.restartHost(false);

@@ -50,6 +50,12 @@ export class EngineModel extends Disposable {
 
   private readonly refreshers: Record<ModelPart, Throttled>;
   /**
+   * Reads /status once even while no view shows it: whether the store is shared by a fleet
+   * (section 11) decides whether the Fleet view appears at all. Asked on connecting and when an
+   * engine starts or stops (in a fleet, /events carries every engine's entries).
+   */
+  private readonly fleetProbe: Throttled;
+  /**
    * Parts someone is looking at. Stats and health feed the status bar and are pushed by /events
    * anyway; status and items are fetched only while their view is visible, so a busy engine
    * costs nothing for views nobody sees.
@@ -73,6 +79,7 @@ export class EngineModel extends Disposable {
       items: this._register(new Throttled(() => this.load('items'), 1000)),
       schedules: this._register(new Throttled(() => this.load('schedules'), 1000)),
     };
+    this.fleetProbe = this._register(new Throttled(() => this.load('status', true), 1000));
     this._register(
       connection.onDidChangeConnection((connected) => {
         this.stateFilter = undefined;
@@ -103,6 +110,7 @@ export class EngineModel extends Disposable {
             if (e.data.action === 'engine_started' || e.data.action === 'engine_stopped') {
               this.refreshers.health.trigger();
               this.refreshers.status.trigger();
+              this.fleetProbe.trigger();
             } else if (e.data.itemId) {
               this.refreshers.items.trigger();
               // Hold/release of a template logs under the template's id; a new template is scanned.
@@ -148,6 +156,7 @@ export class EngineModel extends Disposable {
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
     for (const r of Object.values(this.refreshers)) r.trigger(now);
+    this.fleetProbe.trigger(now);
   }
 
   private clear(): void {
@@ -161,8 +170,9 @@ export class EngineModel extends Disposable {
     this._onDidChange.fire(new Set(parts));
   }
 
-  private async load(part: ModelPart): Promise<void> {
-    if (!this.connection.connected || !this.watched.has(part)) return;
+  /** `unwatched`: load the part although no view shows it (the fleet probe). */
+  private async load(part: ModelPart, unwatched = false): Promise<void> {
+    if (!this.connection.connected || !(unwatched || this.watched.has(part))) return;
     try {
       switch (part) {
         case 'stats':

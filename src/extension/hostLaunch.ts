@@ -3,6 +3,7 @@
 // environment, never on the command line, which every user of the machine can read (ps,
 // /proc/<pid>/cmdline); a process's environment is readable by its own user only.
 import { SETTINGS, type FlagSettingKey } from '../shared/settings';
+import { parseStoreUrl } from '../shared/storeUrl';
 import type { EngineMonitorConfig } from './config';
 
 /** The variable the engine host reads its token from (`engine-monitor serve` without --token-file). */
@@ -22,6 +23,8 @@ export interface HostLaunchSpec {
   args: string[];
   /** The API token (hostTokenFor); empty or undefined: none. */
   token?: string;
+  /** The PostgreSQL store's password from SecretStorage (section 11): the host's PGPASSWORD. */
+  storePassword?: string;
   restricted: boolean;
   stopped: boolean;
 }
@@ -40,6 +43,10 @@ export function hostArgsFor(config: EngineMonitorConfig, trusted: boolean): stri
   // A settings file edited by hand must not keep the engine from starting: a URL the CLI would
   // refuse is left out (the controller says so in the output channel).
   const notifyUrl = isNotifyUrl(config.hooks.notifyUrl) ? config.hooks.notifyUrl : '';
+  // A shared database decides which commands run (every engine of a fleet runs its items): a
+  // workspace that is not trusted keeps the engine's own embedded database. A URL the CLI would
+  // refuse (or one holding a password) is left out; the controller says why.
+  const store = trusted ? (parseStoreUrl(config.store.url).url ?? '') : '';
   return [
     ...flag('server.host', config.server.host),
     ...flag('server.port', config.server.port),
@@ -56,6 +63,7 @@ export function hostArgsFor(config: EngineMonitorConfig, trusted: boolean): stri
     ...hook('hooks.onHealthChange', config.hooks.onHealthChange),
     ...hook('hooks.notifyUrl', notifyUrl),
     ...flag('hooks.timeoutMs', config.hooks.timeoutMs),
+    ...(store ? flag('store.url', store) : []),
   ];
 }
 
@@ -91,5 +99,8 @@ export function hostEnvironment(spec: HostLaunchSpec, base: NodeJS.ProcessEnv = 
   const env: NodeJS.ProcessEnv = { ...base, ELECTRON_RUN_AS_NODE: '1' };
   delete env[TOKEN_ENV];
   if (spec.token) env[TOKEN_ENV] = spec.token;
+  // node-postgres reads PGPASSWORD when the URL has none: the password stays off the command
+  // line. Without a stored one, a PGPASSWORD or ~/.pgpass the user set up applies as for psql.
+  if (spec.storePassword) env.PGPASSWORD = spec.storePassword;
   return env;
 }

@@ -151,6 +151,15 @@ export const SETTINGS = {
     markdownDescription:
       "Command line run (by `/bin/sh -c`, in the first workspace folder) when the engine's `/health` changes status or a check; it gets the event as JSON on stdin. Empty: none. Not used in Restricted Mode.",
   },
+  'store.url': {
+    type: 'string',
+    default: '',
+    flag: 'store',
+    pattern: '^(postgres(ql)?://\\S+)?$',
+    patternErrorMessage: 'A postgres:// URL (without its password), or empty.',
+    markdownDescription:
+      "PostgreSQL database this window's engine shares with a fleet of engines (`postgres://user@host:5432/db`; see docs/FLEET.md). Empty: the engine's own embedded database. The password is never a setting: set it with **Engine Monitor: Set Store Password…** (kept in VS Code's secret storage), or use `~/.pgpass`. Not used in Restricted Mode.",
+  },
   'hooks.notifyUrl': {
     type: 'string',
     default: '',

@@ -9,6 +9,7 @@ import { hostArgsFor, hostCommandLine, hostEnvironment, type HostLaunchSpec } fr
 import { parseServeArgs } from '../../src/host/args';
 import { ENGINE_HOST_NODE_OPTIONS, type FromHostMessage } from '../../src/shared/hostProtocol';
 import { SETTINGS } from '../../src/shared/settings';
+import { parseStoreUrl } from '../../src/shared/storeUrl';
 import { assertBuilt, CLI } from './support/cli';
 import { request } from './support/http';
 import { TempWorkspace } from './support/workspace';
@@ -32,6 +33,8 @@ function config(token: string): EngineMonitorConfig {
     remote: { url: '' },
     // Set, so the tests below see them arrive (trusted) or not (untrusted).
     hooks: { onItemFailed: 'echo failed >> hook.log', onHealthChange: 'echo health >> hook.log', notifyUrl: 'https://hooks.example.test/alert', timeoutMs: 2500 },
+    // Empty: these hosts run on their embedded database (the store has tests of its own below).
+    store: { url: '' },
   };
 }
 
@@ -53,7 +56,8 @@ describe('Extension: the engine host gets its token through the environment', fu
 
   it('every setting that has a command-line flag reaches the host, except the token', () => {
     const args = hostArgsFor(config(TOKEN), true);
-    const flagged = (Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => 'flag' in SETTINGS[k] && k !== 'server.token');
+    // The token travels in the environment; an empty store URL means the embedded database (no flag).
+    const flagged = (Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => 'flag' in SETTINGS[k] && k !== 'server.token' && k !== 'store.url');
     for (const key of flagged) {
       const flag = `--${(SETTINGS[key] as { flag: string }).flag}`;
       assert.ok(args.includes(flag), `${key} (${flag}) is not passed to the engine host: ${args.join(' ')}`);
@@ -97,6 +101,29 @@ describe('Extension: the engine host gets its token through the environment', fu
     assert.equal(hostEnvironment(withToken, { PATH: '/bin' }).ENGINE_MONITOR_TOKEN, TOKEN);
     // One inherited from the shell VS Code was started from does not switch a token on.
     assert.equal(hostEnvironment(spec(''), { PATH: '/bin', ENGINE_MONITOR_TOKEN: 'from-the-shell' }).ENGINE_MONITOR_TOKEN, undefined);
+  });
+
+  it('a PostgreSQL store (section 11) reaches a trusted host only, its password through PGPASSWORD and never a flag', () => {
+    const url = 'postgres://engine@db.example.test:5432/fleet';
+    const withStore = (value: string, trusted: boolean) => hostArgsFor({ ...config(''), store: { url: value } }, trusted);
+    const trusted = withStore(url, true);
+    assert.equal(trusted[trusted.indexOf('--store') + 1], url);
+    // What the host itself would run with: its command line read by its own parser.
+    assert.equal(parseServeArgs(hostCommandLine({ ...spec(''), args: trusted }), {}).storeUrl, url);
+    // An untrusted workspace's settings must not point the engine at a database whose items it would run.
+    assert.ok(!withStore(url, false).includes('--store'));
+    // A password in the setting (plain text, often committed) is refused rather than passed on.
+    assert.ok(!withStore('postgres://engine:hunter2@db.example.test/fleet', true).join(' ').includes('hunter2'));
+    assert.ok(!withStore('mysql://engine@db.example.test/fleet', true).includes('--store'));
+    assert.equal(parseStoreUrl('postgres://engine:hunter2@db/fleet').error?.includes('hunter2'), false);
+    assert.match(parseStoreUrl('postgres://engine:hunter2@db/fleet').error ?? '', /Set Store Password/);
+    assert.match(parseStoreUrl('db.example.test').error ?? '', /not a URL/);
+    assert.deepEqual(parseStoreUrl(''), {});
+    const s: HostLaunchSpec = { ...spec(''), args: trusted, storePassword: 'hunter2' };
+    assert.ok(!hostCommandLine(s).some((a) => a.includes('hunter2')));
+    assert.equal(hostEnvironment(s, { PATH: '/bin' }).PGPASSWORD, 'hunter2');
+    // Without a stored password, the user's own PGPASSWORD (or ~/.pgpass) applies, as for psql.
+    assert.equal(hostEnvironment({ ...s, storePassword: undefined }, { PATH: '/bin', PGPASSWORD: 'mine' }).PGPASSWORD, 'mine');
   });
 
   it('forked as HostProcess forks it, the host requires the token and shows it in no command line', async () => {

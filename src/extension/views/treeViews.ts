@@ -1,4 +1,4 @@
-// The six tree views of the Engine Monitor container, wired to their models. Each model change
+// The seven tree views of the Engine Monitor container, wired to their models. Each model change
 // rebuilds that view's nodes once; the node builders are pure, so tests read the same nodes the
 // user sees.
 import * as vscode from 'vscode';
@@ -7,6 +7,7 @@ import { Disposable } from '../dispose';
 import type { EngineModel, ModelPart } from '../engineModel';
 import { isLogFilterActive } from '../../shared/logFilter';
 import { describeFilter, type LogsModel } from '../logsModel';
+import { fleetNodes, isFleet } from './fleetNodes';
 import { healthNodes } from './healthNodes';
 import { hasRunningItems, itemNodes } from './itemNodes';
 import { logNodes } from './logNodes';
@@ -15,7 +16,7 @@ import { scheduleNodes } from './scheduleNodes';
 import { statsNodes } from './statsNodes';
 import { statusNodes } from './statusNodes';
 
-export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items' | 'schedules';
+export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items' | 'schedules' | 'fleet';
 
 /** The Schedules view is rendered again this often while visible, to move "next in …" on. */
 const SCHEDULE_TICK_MS = 10_000;
@@ -37,7 +38,7 @@ export class EngineViews extends Disposable {
   ) {
     super();
     const make = () => this._register(new NodeTreeProvider());
-    this.providers = { stats: make(), health: make(), status: make(), logs: make(), items: make(), schedules: make() };
+    this.providers = { stats: make(), health: make(), status: make(), logs: make(), items: make(), schedules: make(), fleet: make() };
     const view = (name: ViewName, showCollapseAll = false) =>
       this._register(vscode.window.createTreeView(Views[name], { treeDataProvider: this.providers[name], showCollapseAll })) as vscode.TreeView<unknown>;
     this.views = {
@@ -47,13 +48,19 @@ export class EngineViews extends Disposable {
       logs: view('logs'),
       items: view('items', true),
       schedules: view('schedules'),
+      fleet: view('fleet'),
     };
 
-    for (const part of ['status', 'items', 'schedules'] as const) {
+    for (const part of ['items', 'schedules'] as const) {
       const v = this.views[part];
       model.setWatched(part, v.visible);
       this._register(v.onDidChangeVisibility((e) => model.setWatched(part, e.visible)));
     }
+    // The Fleet view renders /status too: keep it fetched while either view is visible.
+    const watchStatus = () => model.setWatched('status', this.views.status.visible || this.views.fleet.visible);
+    watchStatus();
+    this._register(this.views.status.onDidChangeVisibility(watchStatus));
+    this._register(this.views.fleet.onDidChangeVisibility(watchStatus));
     this._register(this.views.items.onDidChangeVisibility(() => this.updateElapsedTimer()));
     this._register(this.views.schedules.onDidChangeVisibility(() => this.updateScheduleTimer()));
     this._register({ dispose: () => (clearInterval(this.elapsedTimer), clearInterval(this.scheduleTimer)) });
@@ -84,7 +91,14 @@ export class EngineViews extends Disposable {
       this.providers.health.setRoots(healthNodes(m.health, m.error));
       void vscode.commands.executeCommand('setContext', ContextKeys.engineState, m.health?.checks.engine ?? '');
     }
-    if (parts.has('status')) this.providers.status.setRoots(statusNodes(m.status, m.error));
+    if (parts.has('status')) {
+      this.providers.status.setRoots(statusNodes(m.status, m.error));
+      this.providers.fleet.setRoots(fleetNodes(m.status, m.error));
+      // Kept while a transient error leaves the status unknown, so the view does not flash away.
+      if (m.status || !m.error) void vscode.commands.executeCommand('setContext', ContextKeys.fleet, isFleet(m.status));
+      const fleet = m.status?.fleet;
+      this.views.fleet.description = fleet ? `${fleet.filter((e) => e.state !== 'lost').length} of ${fleet.length} live` : undefined;
+    }
     if (parts.has('items')) {
       this.renderItems();
       const failed = m.items?.byGroup.failed.total ?? 0;
