@@ -153,6 +153,14 @@ export class EngineModel extends Disposable {
     }
   }
 
+  /**
+   * Reads /status again (throttled): the Fleet view's heartbeats age and an engine that dies
+   * quietly (no attempts to take over) changes nothing else that would trigger a read.
+   */
+  refreshStatus(): void {
+    this.refreshers.status.trigger();
+  }
+
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
     for (const r of Object.values(this.refreshers)) r.trigger(now);

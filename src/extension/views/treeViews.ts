@@ -20,6 +20,11 @@ export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items' | 'sched
 
 /** The Schedules view is rendered again this often while visible, to move "next in …" on. */
 const SCHEDULE_TICK_MS = 10_000;
+/**
+ * /status is read again this often while the Fleet view is visible: heartbeats age, and an engine
+ * whose lease expires becomes "lost" without anything else changing (section 11).
+ */
+const FLEET_TICK_MS = 5_000;
 
 export class EngineViews extends Disposable {
   readonly providers: Record<ViewName, NodeTreeProvider>;
@@ -29,6 +34,8 @@ export class EngineViews extends Disposable {
   private elapsedTimer: NodeJS.Timeout | undefined;
   /** Ticks while the Schedules view is visible and lists a schedule: its relative times. */
   private scheduleTimer: NodeJS.Timeout | undefined;
+  /** Ticks while the Fleet view is visible: reads /status again (FLEET_TICK_MS). */
+  private fleetTimer: NodeJS.Timeout | undefined;
   /** How many items the Failed group had, to expand it when its first item arrives. */
   private failedShown = 0;
 
@@ -61,9 +68,10 @@ export class EngineViews extends Disposable {
     watchStatus();
     this._register(this.views.status.onDidChangeVisibility(watchStatus));
     this._register(this.views.fleet.onDidChangeVisibility(watchStatus));
+    this._register(this.views.fleet.onDidChangeVisibility(() => this.updateFleetTimer()));
     this._register(this.views.items.onDidChangeVisibility(() => this.updateElapsedTimer()));
     this._register(this.views.schedules.onDidChangeVisibility(() => this.updateScheduleTimer()));
-    this._register({ dispose: () => (clearInterval(this.elapsedTimer), clearInterval(this.scheduleTimer)) });
+    this._register({ dispose: () => (clearInterval(this.elapsedTimer), clearInterval(this.scheduleTimer), clearInterval(this.fleetTimer)) });
     this._register(model.onDidChange((parts) => this.render(parts)));
     this._register(logs.onDidChange(() => this.renderLogs()));
     this.render(new Set(['stats', 'health', 'status', 'items', 'schedules']));
@@ -110,6 +118,15 @@ export class EngineViews extends Disposable {
     if (parts.has('schedules')) {
       this.renderSchedules();
       this.updateScheduleTimer();
+    }
+  }
+
+  private updateFleetTimer(): void {
+    const tick = this.views.fleet.visible;
+    if (tick && !this.fleetTimer) this.fleetTimer = setInterval(() => this.model.refreshStatus(), FLEET_TICK_MS);
+    else if (!tick && this.fleetTimer) {
+      clearInterval(this.fleetTimer);
+      this.fleetTimer = undefined;
     }
   }
 
