@@ -12,6 +12,7 @@ import type { Frame, FrameLocator, Page } from 'playwright-core';
 import type { LogEntry, StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, findEndpointFile, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { dashboardFrame, pickColorTheme } from '../vscode/workbenchUi';
 
 /** An engine string that would run script if it ever reached the page as HTML. */
 const HOSTILE_NAME = '<img src=x onerror=alert(document.domain)> pwned';
@@ -52,15 +53,6 @@ function dashboard(page: Page): FrameLocator {
 }
 
 /** The same frame as a Frame, to evaluate in it. */
-async function dashboardFrame(page: Page): Promise<Frame> {
-  return waitUntil('the dashboard frame', async () => {
-    for (const f of page.frames()) {
-      if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
-    }
-    return undefined;
-  });
-}
-
 async function cardValues(frame: Frame): Promise<Record<string, number | undefined>> {
   return frame.evaluate((keys) => {
     const out: Record<string, number | undefined> = {};
@@ -72,28 +64,10 @@ async function cardValues(frame: Frame): Promise<Record<string, number | undefin
   }, [...COUNTERS]);
 }
 
-/** Picks a colour theme the way a user does: "Preferences: Color Theme", then the theme's label. */
+/** A colour theme picked from the palette, then the dashboard seen in it. */
 async function setTheme(wb: Workbench, theme: string, bodyClass: string): Promise<void> {
   const page = wb.page;
-  const widget = page.locator('.quick-input-widget');
-  const input = widget.locator('.quick-input-box input');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  await input.fill('>Preferences: Color Theme');
-  // Not the first entry ("Browse Color Themes in Marketplace" sorts before it).
-  const rows = widget.locator('.quick-input-list .monaco-list-row');
-  const index = await waitUntil('the Color Theme command', async () => {
-    const labels = await rows.evaluateAll((els) => els.map((el) => el.querySelector('.label-name')?.textContent?.trim()));
-    const i = labels.indexOf('Preferences: Color Theme');
-    return i >= 0 ? i + 1 : undefined; // +1: 0 would read as "not yet"
-  });
-  await rows.nth(index - 1).click();
-  // The same widget now lists themes.
-  await widget.locator('.monaco-list-row', { hasText: 'Modern' }).first().waitFor();
-  await input.fill(theme);
-  await widget.locator('.monaco-list-row.focused', { hasText: theme }).first().waitFor();
-  await input.press('Enter');
-  await widget.waitFor({ state: 'hidden' });
+  await pickColorTheme(page, theme);
   const frame = await dashboardFrame(page);
   await frame.evaluate(() => window.scrollTo(0, 0));
   await waitUntil(`theme ${theme}`, () => frame.evaluate((c) => document.body.classList.contains(c), bodyClass), 20_000);

@@ -11,10 +11,11 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Frame, Locator, Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, StatusResponse } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { dashboardFrame, pickColorTheme } from '../vscode/workbenchUi';
 
 const node = process.execPath;
 
@@ -27,35 +28,9 @@ async function openContainer(page: Page): Promise<void> {
   await pane(page, 'Stats').waitFor({ timeout: 20_000 });
 }
 
-/** The dashboard's content frame, found by its counters (webviews live in nested iframes). */
-async function dashboardFrame(page: Page): Promise<Frame> {
-  return waitUntil('the dashboard frame', async () => {
-    for (const f of page.frames()) {
-      if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
-    }
-    return undefined;
-  });
-}
-
-/** Picks a colour theme the way a user does: "Preferences: Color Theme", then the theme's label. */
+/** A colour theme picked from the palette, then the dashboard seen in it. */
 async function pickTheme(page: Page, theme: string, bodyClass: string): Promise<void> {
-  const widget = page.locator('.quick-input-widget');
-  const input = widget.locator('.quick-input-box input');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  await input.fill('>Preferences: Color Theme');
-  const rows = widget.locator('.quick-input-list .monaco-list-row');
-  const index = await waitUntil('the Color Theme command', async () => {
-    const labels = await rows.evaluateAll((els) => els.map((el) => el.querySelector('.label-name')?.textContent?.trim()));
-    const i = labels.indexOf('Preferences: Color Theme');
-    return i >= 0 ? i + 1 : undefined;
-  });
-  await rows.nth(index - 1).click();
-  await widget.locator('.monaco-list-row', { hasText: 'Modern' }).first().waitFor();
-  await input.fill(theme);
-  await widget.locator('.monaco-list-row.focused', { hasText: theme }).first().waitFor();
-  await input.press('Enter');
-  await widget.waitFor({ state: 'hidden' });
+  await pickColorTheme(page, theme);
   const frame = await dashboardFrame(page);
   await waitUntil(`theme ${theme}`, () => frame.evaluate((c) => document.body.classList.contains(c), bodyClass), 20_000);
   await sleep(500);

@@ -9,10 +9,11 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Frame, Locator, Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import type { ItemDetail, StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { dashboardFrame } from '../vscode/workbenchUi';
 
 const STDOUT_LINE = 'step 1 of 2: copied 12 files';
 const STDERR_LINE = 'error: disk full (simulated)';
@@ -65,15 +66,6 @@ async function clearNotifications(page: Page): Promise<void> {
   await runCommand(page, 'Notifications: Clear All Notifications').catch(() => undefined);
   await page.mouse.move(700, 500);
   await sleep(300);
-}
-
-async function dashboardFrame(page: Page): Promise<Frame> {
-  return waitUntil('the dashboard frame', async () => {
-    for (const f of page.frames()) {
-      if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
-    }
-    return undefined;
-  });
 }
 
 describe('Items by state, failed count and item detail (code-server)', function () {

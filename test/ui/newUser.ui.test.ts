@@ -11,10 +11,11 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Frame, Locator, Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { dashboardFrame } from '../vscode/workbenchUi';
 
 const node = process.execPath;
 
@@ -51,15 +52,6 @@ async function runPickCommand(page: Page, title: string, pick: string | RegExp):
   await row.waitFor({ timeout: 15_000 });
   await row.click();
   await widget.waitFor({ state: 'hidden', timeout: 15_000 });
-}
-
-async function dashboardFrame(page: Page): Promise<Frame> {
-  return waitUntil('the dashboard frame', async () => {
-    for (const f of page.frames()) {
-      if (f.url().includes('webview') && (await f.locator('main#app .cards').count().catch(() => 0)) > 0) return f;
-    }
-    return undefined;
-  });
 }
 
 describe('What a new user hit: walkthrough, output channel, Poll Now, times, names, filter (code-server)', function () {
