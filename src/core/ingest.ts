@@ -198,24 +198,34 @@ export class ItemIngestion {
    */
   private async ingestFile(file: QueueFileRead, status: ScanStatus): Promise<void> {
     if (file.fileError) this.store.batch(() => this.reject(file.relPath, null, file.fileError!));
+    // Item id → the first entry of this file that has it, across the chunks below.
+    const idsInFile = new Map<string, number>();
     for (let start = 0; start < file.entries.length; start += INGEST_CHUNK) {
       if (performance.now() - this.sliceStartedAt > INGEST_SLICE_MS) {
         await new Promise((r) => setImmediate(r));
         this.sliceStartedAt = performance.now();
         if (this.hooks.isClosed()) return;
       }
-      this.store.batch(() => this.ingestEntries(file, file.entries.slice(start, start + INGEST_CHUNK), status));
+      this.store.batch(() => this.ingestEntries(file, file.entries.slice(start, start + INGEST_CHUNK), status, idsInFile));
     }
     this.store.mutate('source_file_set', [file.absPath, file.fingerprint]);
   }
 
-  private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: ScanStatus): void {
+  private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: ScanStatus, idsInFile: Map<string, number>): void {
     for (const entry of entries) {
       if (!entry.result.ok) {
         this.reject(file.relPath, entry.index, entry.result.reason, null, entry.result.field);
         continue;
       }
       const item = entry.result.item;
+      // Two entries of one file with one id: the second would silently redefine the first in the
+      // same read. The first stands; the second is rejected where the editor can point at it.
+      const first = idsInFile.get(item.id);
+      if (first !== undefined) {
+        this.reject(file.relPath, entry.index, `id "${item.id}" is already used by entry ${first} of this file; give this entry an id of its own`, item.id, 'id');
+        continue;
+      }
+      idsInFile.set(item.id, entry.index);
       const hash = definitionHash(item);
       const template = this.store.get<{ def_hash: string; source: string; definition: string }>('SELECT def_hash, source, definition FROM schedules WHERE id = ?', [item.id]);
       if (item.schedule || template) {

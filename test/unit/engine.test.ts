@@ -153,6 +153,25 @@ describe('engine: polling, launching, retries, outcomes', function () {
     assert.equal(engine.stats().total, 3);
   });
 
+  it('rejects a second entry of one file with the same id, naming the field and the first entry; the first is the item', async () => {
+    // 150 entries: the duplicate lies in another ingestion chunk than the entry it repeats.
+    const entries = Array.from({ length: 150 }, (_, i) => nodeItem(`unique-${i}`, '0'));
+    entries[3] = nodeItem('deploy', '0', { name: 'Deploy (first)' });
+    entries[140] = nodeItem('deploy', 'process.exit(1)', { name: 'Deploy (again)' });
+    ws.enqueue('many.json', entries);
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    await settled(engine);
+    const rejected = allLogs(engine).filter((e) => e.action === 'item_rejected');
+    assert.deepEqual(rejected.map((e) => [e.details!.file, e.details!.entry, e.details!.field, e.itemId]), [['.engine/queue/many.json', 140, 'id', 'deploy']]);
+    assert.match(rejected[0].message, /id "deploy" is already used by entry 3 of this file; give this entry an id of its own/);
+    assert.equal(allLogs(engine).filter((e) => e.action === 'item_updated').length, 0, 'the second entry did not redefine the first');
+    const deploy = engine.itemDetail('deploy');
+    assert.equal(deploy?.item.name, 'Deploy (first)');
+    assert.equal(deploy?.outcome, 'launched');
+    assert.equal(engine.stats().total, 149);
+  });
+
   it('rejects links leaving the workspace, oversized files and cwd outside, and still loads the rest', async () => {
     const outside = path.join(os.tmpdir(), `outside-${process.pid}.json`);
     writeFileSync(outside, JSON.stringify(nodeItem('outside', '0')));
