@@ -132,7 +132,14 @@ export class Dependencies {
   private failOne(itemId: string, error: string, details: Record<string, unknown>): void {
     this.hooks.failWithoutAttempt(itemId, error);
     this.loggedMissing.delete(itemId);
-    this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, { error, ...details });
+    // A cycle is the queue files' doing: the entry's file and field, so the editor can point at
+    // its dependsOn (section 10's diagnostics), as item_rejected does.
+    const source = 'cycle' in details ? this.store.get<{ source: string }>('SELECT source FROM items WHERE id = ?', [itemId])?.source : undefined;
+    this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, {
+      error,
+      ...details,
+      ...(source !== undefined ? { file: source, field: 'dependsOn' } : {}),
+    });
   }
 
   /**

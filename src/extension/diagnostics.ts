@@ -2,7 +2,8 @@
 // diagnostic, source "Engine Monitor", at the rejected entry (at its field when the engine names
 // one). These are the checks JSON Schema cannot make in the editor: a changed definition of a
 // launched or running item, cwd leaving the workspace, an invalid cron expression, an id clash
-// with a schedule template.
+// with a schedule template, an id used twice in one file; and a dependency cycle
+// (dependency_failed with `cycle`), at each of its items' dependsOn.
 //
 // When a diagnostic goes away — the rule: a rejection is shown while it is newer than the queue
 // file's last change. The engine reads a file after it changed and logs a new rejection for each
@@ -22,6 +23,7 @@ import type { LogEntry } from '../shared/api';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { entryRange, type OffsetRange } from './queueFileRanges';
+import { readQueueEntries } from './queueLensModel';
 
 export const DIAGNOSTIC_SOURCE = 'Engine Monitor';
 /** How many of the newest rejections a reload reads back. */
@@ -76,6 +78,8 @@ export class QueueDiagnostics extends Disposable {
     if (e.action === 'item_rejected') {
       this.add(file, toRejection(e, entry));
       void this.render(file);
+    } else if (isCycle(e)) {
+      void this.addCycle(file, e).then((added) => (added ? this.render(file) : undefined));
     } else if (e.action === 'item_discovered' || e.action === 'item_updated') {
       const entries = this.rejections.get(file);
       const shown = entries?.get(entry);
@@ -95,19 +99,41 @@ export class QueueDiagnostics extends Disposable {
     if (!shown || shown.at <= r.at) entries.set(r.entry, r);
   }
 
+  /**
+   * A dependency cycle (dependency_failed with `cycle`) is shown at the item's `dependsOn`. The
+   * engine names the item and its file, not the entry: the entry is found in the file as it is.
+   */
+  private async addCycle(file: string, e: LogEntry): Promise<boolean> {
+    const uri = await queueFileUri(file);
+    if (!uri) return false;
+    let text: string;
+    try {
+      text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    } catch {
+      return false;
+    }
+    const entry = readQueueEntries(text, file, file.endsWith('.jsonl')).find((q) => q.id === e.itemId);
+    if (!entry) return false;
+    const error = typeof e.details?.error === 'string' ? e.details.error : e.message;
+    this.add(file, { entry: entry.index, reason: error, field: 'dependsOn', at: Date.parse(e.timestamp) });
+    return true;
+  }
+
   /** A reload: the recent rejections, less those the files' later changes made stale. */
   private async loadRecent(): Promise<void> {
     const generation = ++this.generation;
     let entries: LogEntry[];
     try {
-      entries = await this.connection.get<LogEntry[]>(`/logs?action=item_rejected&limit=${RECENT_REJECTIONS}`);
+      entries = await this.connection.get<LogEntry[]>(`/logs?action=item_rejected,dependency_failed&limit=${RECENT_REJECTIONS}`);
     } catch {
       return; // the connection's own problem reporting says why; live rejections still arrive
     }
     if (generation !== this.generation) return;
     for (const e of [...entries].sort((a, b) => a.id - b.id)) {
       const file = typeof e.details?.file === 'string' ? e.details.file : undefined;
-      if (file) this.add(file, toRejection(e, typeof e.details?.entry === 'number' ? e.details.entry : null));
+      if (!file) continue;
+      if (e.action === 'item_rejected') this.add(file, toRejection(e, typeof e.details?.entry === 'number' ? e.details.entry : null));
+      else if (isCycle(e)) await this.addCycle(file, e);
     }
     for (const file of [...this.rejections.keys()]) {
       const uri = await queueFileUri(file);
@@ -183,6 +209,11 @@ export class QueueDiagnostics extends Disposable {
     const rel = uri.path.slice(folder.uri.path.replace(/\/$/, '').length + 1);
     return rel || undefined;
   }
+}
+
+/** A dependency_failed entry for a cycle among queue entries (the engine names its file). */
+function isCycle(e: LogEntry): boolean {
+  return e.action === 'dependency_failed' && Array.isArray(e.details?.cycle) && e.itemId !== null;
 }
 
 function toRejection(e: LogEntry, entry: number | null): Rejection {

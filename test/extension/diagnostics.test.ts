@@ -51,6 +51,46 @@ describe('Queue-file diagnostics', function () {
     await fs.rm(file);
   });
 
+  it('points at each dependsOn of a dependency cycle and at a repeated id, and clears both when the file is fixed', async () => {
+    const api = await getApi();
+    await waitForEngine(api);
+    const file = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue', 'diag-cycle.json');
+    const uri = vscode.Uri.file(file);
+    // Due in 2099: nothing here runs, whatever the fix makes of it.
+    const later = '"runAt": "2099-01-01T00:00:00.000Z"';
+    const broken = [
+      '[',
+      `  { "id": "diag-build", "command": "node", "dependsOn": ["diag-test"], ${later} },`,
+      `  { "id": "diag-test", "command": "node", "dependsOn": ["diag-build"], ${later} },`,
+      `  { "id": "diag-build", "command": "node", "args": ["-e", "1"], ${later} }`,
+      ']',
+      '',
+    ].join('\n');
+    await fs.writeFile(file, broken);
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    const diagnostics = await waitFor('three diagnostics on diag-cycle.json', () => {
+      const d = vscode.languages.getDiagnostics(uri);
+      return d.length === 3 && [...d].sort((a, b) => a.range.start.line - b.range.start.line);
+    });
+    const lines = broken.split('\n');
+    for (const [i, d] of diagnostics.slice(0, 2).entries()) {
+      assert.equal(d.source, 'Engine Monitor');
+      assert.match(d.message, /dependency cycle: diag-(build|test) → diag-(test|build) → diag-(build|test)/);
+      assert.equal(d.range.start.line, i + 1);
+      assert.equal(d.range.start.character, lines[i + 1].indexOf('"dependsOn"'), 'at the entry\'s dependsOn');
+    }
+    const repeated = diagnostics[2];
+    assert.match(repeated.message, /id "diag-build" is already used by entry 0 of this file/);
+    assert.equal(repeated.range.start.line, 3);
+    assert.equal(repeated.range.start.character, lines[3].indexOf('"id"'), 'at the repeated id');
+
+    await fs.writeFile(file, broken.replace(', "dependsOn": ["diag-build"]', '').replace('"id": "diag-build", "command": "node", "args"', '"id": "diag-lint", "command": "node", "args"'));
+    await vscode.commands.executeCommand('engineMonitor.pollNow');
+    await waitFor('the diagnostics to clear', () => vscode.languages.getDiagnostics(uri).length === 0);
+    await waitFor('diag-lint to be accepted', async () => (await itemDetail('diag-lint')).item?.id === 'diag-lint');
+    await fs.rm(file);
+  });
+
   it('points at the field a .jsonl line was rejected for, and a window reload reads the rejection back from /logs', async () => {
     const api = await getApi();
     await waitForEngine(api);
