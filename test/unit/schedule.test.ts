@@ -239,10 +239,12 @@ describe('schedules (section 9)', function () {
     assert.ok(ok.ok && ok.item.schedule?.timezone === Intl.DateTimeFormat().resolvedOptions().timeZone, 'default: the engine\'s zone');
 
     clock = Date.now();
+    // The item "taken" in a file of its own, read first: in the same file its id used twice would
+    // be rejected as a repeat before the schedule check speaks.
+    ws.enqueue('a-taken.json', { id: 'taken', command: 'true' });
     ws.enqueue('bad.json', [
       { id: 'bad', command: 'true', schedule: { cron: '0 2 * *', timezone: 'UTC' } },
       { id: 'zone', command: 'true', schedule: { cron: '0 2 * * *', timezone: 'Nowhere/Else' } },
-      { id: 'taken', command: 'true' },
       { id: 'taken', command: 'true', schedule: '0 2 * * *' },
     ]);
     const e = await open();
@@ -250,7 +252,7 @@ describe('schedules (section 9)', function () {
     assert.equal(rejected.length, 3);
     assert.match(rejected[0], /entry 0: "schedule" must be a 5-field cron expression/);
     assert.match(rejected[1], /entry 1: "schedule.timezone" "Nowhere\/Else" is not a known IANA time zone/);
-    assert.match(rejected[2], /entry 3: id "taken" is already an item/);
+    assert.match(rejected[2], /entry 2: id "taken" is already an item/);
     assert.deepEqual(e.listSchedules(), []);
   });
 
