@@ -7,17 +7,13 @@ import { LOG_LEVELS } from '../shared/api';
 import { searchWords, type LogFilter, type LogOrder } from '../shared/logFilter';
 import type { LogPage, LogQuery } from './monitoredEngine';
 import type { Store } from './store';
+import { isFleetStore } from './store/backend';
 import { prefixQuery } from './store/pgSchema';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 /** id, ts, action, level, message, item_id, details */
 type LogRow = [number, number, string, number, string, string | null, string | null, (string | null)?];
-
-/** A store shared by a fleet (PostgreSQL, section 11): entries carry engineId, and text search is PostgreSQL's. */
-function isFleet(store: Store): boolean {
-  return (store as unknown as { fleet?: boolean }).fleet === true;
-}
 
 /** The engine's query for one page of a filter: the filter's text becomes its search words. */
 export function logQueryOf(filter: LogFilter, page: { order: LogOrder; limit: number; afterId?: number }): LogQuery {
@@ -60,7 +56,7 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
   const tokens = essentialWords((q.words ?? []).flatMap(searchWords));
   const desc = q.order !== 'asc';
   let ids: number[];
-  const fleet = isFleet(store);
+  const fleet = isFleetStore(store);
   if (tokens.length > 0 && !fleet && tokens.every(isAsciiWord)) {
     ids = searchIds(store, { where, params, tokens, desc, afterId: q.afterId, want: q.limit + 1 });
   } else {
@@ -299,7 +295,7 @@ function entryTexts(store: Store, ids: number[]): string[] {
   const found = new Map<number, string>();
   // One statement for any number of ids: the id list travels as a JSON array parameter.
   const rows = store.rows(
-    `SELECT id, ts, action, level, message, item_id, details${isFleet(store) ? ', engine_id' : ''} FROM logs WHERE id IN (SELECT value FROM json_each(?))`,
+    `SELECT id, ts, action, level, message, item_id, details${isFleetStore(store) ? ', engine_id' : ''} FROM logs WHERE id IN (SELECT value FROM json_each(?))`,
     [JSON.stringify(missing)],
   ) as LogRow[];
   for (const row of rows) found.set(row[0], entryJson(row));

@@ -6,6 +6,7 @@ import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import type { ItemDefinition } from './items';
 import { matchingItemSeqs } from './itemSearch';
+import { isFleetStore } from './store/backend';
 import type { ItemsPage } from './monitoredEngine';
 import type { Store } from './store';
 
@@ -223,8 +224,10 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
     // filters, when given, in SQL. The total is exact. On a fleet's store other engines add items
     // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
-    let matching = isFleetStore(store) ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
-    if (where.length > 0 && !isFleetStore(store)) {
+    const fleet = isFleetStore(store);
+    // (fleetItemSeqs applies the other filters itself.)
+    let matching = fleet ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
+    if (where.length > 0 && !fleet) {
       const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
       matching = matching.filter((seq) => selected.has(seq));
     }
@@ -236,10 +239,6 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   const counted = filter.states?.length || filter.source !== undefined;
   const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
-}
-
-function isFleetStore(store: Store): boolean {
-  return (store as unknown as { fleet?: boolean }).fleet === true;
 }
 
 /**
@@ -289,7 +288,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
   if (!row) return undefined;
   const def = JSON.parse(row.definition) as ItemDefinition;
   // A store shared by a fleet (section 11) also says which engine ran each attempt.
-  const fleet = (store as unknown as { fleet?: boolean }).fleet === true;
+  const fleet = isFleetStore(store);
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
     `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],

@@ -63,3 +63,12 @@ export interface StoreBackend {
   /** Persists what is pending and releases the database. */
   close(): void;
 }
+
+/**
+ * Whether a store is shared by a fleet (PostgreSQL, section 11): its queries that differ from the
+ * embedded store's (text search, which engine wrote a row) ask this. The engine's helpers are typed
+ * with the sql.js Store, so the check reads the marker rather than the class.
+ */
+export function isFleetStore(store: object): boolean {
+  return (store as { fleet?: boolean }).fleet === true;
+}
