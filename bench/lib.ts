@@ -1,5 +1,7 @@
 // Small helpers shared by the benchmark runner and its child processes.
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 export function median(values: number[]): number {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
@@ -156,4 +158,65 @@ export function benchLaunchHelper(label: string, locate: () => { file: string; e
 /** A Node.js program printing `mb` MiB to stdout as fast as it can (the output scenario's flood). */
 export function floodScript(mb: number): string {
   return `const b = Buffer.alloc(1 << 20, 'y'); let i = 0; const w = () => { while (i < ${mb}) { i++; if (!process.stdout.write(b)) return process.stdout.once('drain', w); } }; w();`;
+}
+
+/** Where a process's resident memory is, in bytes (memoryBreakdown). */
+export interface MemoryBreakdown {
+  rss: number;
+  /** /proc/self/status: anonymous memory (heaps, buffers, wasm), file-backed (code), shared. */
+  rssAnon: number;
+  rssFile: number;
+  heapTotal: number;
+  heapUsed: number;
+  /** V8's code space, large-object space and the rest of the old generation. */
+  codeSpace: number;
+  largeObjectSpace: number;
+  /** Memory outside the V8 heap that V8 knows of (array buffers included). */
+  external: number;
+  arrayBuffers: number;
+  /** Every WebAssembly memory created since watchWasmMemory() (sql.js's heap): their sizes. */
+  wasm: number;
+}
+
+const wasmMemories: WebAssembly.Memory[] = [];
+
+/**
+ * Records the memory of every WebAssembly instance created from now on (sql.js instantiates its
+ * module with WebAssembly.instantiate and exports its memory), for memoryBreakdown(). sql.js does
+ * not expose its heap, and that heap is the database's page cache and every query's scratch space.
+ */
+export function watchWasmMemory(): void {
+  const instantiate = WebAssembly.instantiate.bind(WebAssembly) as (...a: unknown[]) => Promise<unknown>;
+  (WebAssembly as { instantiate: unknown }).instantiate = async (...args: unknown[]) => {
+    const result = (await instantiate(...args)) as WebAssembly.WebAssemblyInstantiatedSource | WebAssembly.Instance;
+    const instance = 'instance' in result ? result.instance : result;
+    for (const e of Object.values(instance.exports)) if (e instanceof WebAssembly.Memory) wasmMemories.push(e);
+    return result;
+  };
+}
+
+export function memoryBreakdown(): MemoryBreakdown {
+  const m = process.memoryUsage();
+  const status = (() => {
+    try {
+      return readFileSync('/proc/self/status', 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  const spaces = getHeapSpaceStatistics();
+  const space = (name: string) => spaces.find((s) => s.space_name === name)?.space_used_size ?? 0;
+  return {
+    rss: m.rss,
+    rssAnon: kb('RssAnon'),
+    rssFile: kb('RssFile'),
+    heapTotal: m.heapTotal,
+    heapUsed: m.heapUsed,
+    codeSpace: space('code_space') + space('code_large_object_space'),
+    largeObjectSpace: space('large_object_space'),
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    wasm: wasmMemories.reduce((sum, w) => sum + w.buffer.byteLength, 0),
+  };
 }

@@ -11,7 +11,7 @@ import { closeSync, copyFileSync, cpSync, existsSync, openSync, mkdirSync, readd
 import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { floodScript, median, mb, STALL_MS, type LoopDelay } from './lib';
+import { floodScript, median, mb, STALL_MS, type LoopDelay, type MemoryBreakdown } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
@@ -148,7 +148,8 @@ async function build(): Promise<void> {
 
 /** Node options of a measured child: an engine host runs with the options it has in production. */
 function execArgv(label: string, engineHost: boolean): string[] {
-  const tuning = engineHost ? [...ENGINE_HOST_NODE_OPTIONS] : [];
+  // BENCH_ENGINE_NODE_OPTIONS: more Node.js options for the engine host, to try one before it goes into ENGINE_HOST_NODE_OPTIONS.
+  const tuning = engineHost ? [...ENGINE_HOST_NODE_OPTIONS, ...(process.env.BENCH_ENGINE_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])] : [];
   if (!CFG.cpuProf) return tuning;
   mkdirSync(PROFILES, { recursive: true });
   return [...tuning, '--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`];
@@ -230,6 +231,7 @@ interface ServerReport {
   rss: number;
   maxRss: number;
   heapUsed: number;
+  breakdown: MemoryBreakdown;
   cpuMs: number;
   /** Main-thread episodes of each snapshot (ms). */
   snapshots: number[];
@@ -510,7 +512,7 @@ async function scenarioMemory(): Promise<void> {
   log('\n== scenario 1c: engine memory under API load');
   const { dir, seed, cached } = await seeded('mem', CFG.memItems, CFG.memLogs, CFG.memJournal);
   raw.memorySeed = { ...seed, cached };
-  const results: { rest: number; peak: number; builders: (number | null)[]; peaks: Record<string, number> }[] = [];
+  const results: { rest: number; peak: number; builders: (number | null)[]; peaks: Record<string, number>; breakdown: Record<string, MemoryBreakdown> }[] = [];
   for (let r = 0; r < CFG.runs; r++) {
     const storageDir = path.join(TMP, 'memory', 'storage');
     const workspace = path.join(TMP, 'memory', 'ws');
@@ -518,6 +520,7 @@ async function scenarioMemory(): Promise<void> {
     mkdirSync(workspace, { recursive: true });
     cpSync(dir, storageDir, { recursive: true });
     const engine = await ServerChild.start({ mode: 'engine', storageDir, workspace, snapshotIntervalMs: 2_000 }, 'memory-engine');
+    const atStart = (await engine.request<ServerReport>('report')).breakdown;
     // The engine starts its launch helper at start, and the helper builds the checkpoints in
     // processes of its own; a checkpoint asked for before the helper is ready runs on a worker
     // thread of the host instead (+~265 MB at this size, docs/PERFORMANCE.md). The engine's first
@@ -536,7 +539,8 @@ async function scenarioMemory(): Promise<void> {
     const builders: (number | null)[] = [];
     const duration = Math.max(2, Math.round(CFG.duration / 2));
     // The high-water mark after each load: which load raised it, and by how much.
-    const peaks: Record<string, number> = { start: (await engine.request<ServerReport>('report')).maxRss };
+    const afterCheckpoint = await engine.request<ServerReport>('report');
+    const peaks: Record<string, number> = { start: afterCheckpoint.maxRss };
     for (const p of paths) {
       // A snapshot during each load: the checkpoint and the load's buffers at the same time.
       const snap = engine.request<SnapshotReply>('snapshot');
@@ -545,8 +549,10 @@ async function scenarioMemory(): Promise<void> {
       peaks[p] = (await engine.request<ServerReport>('report')).maxRss;
     }
     const report = await engine.request<ServerReport>('report');
-    results.push({ rest: report.rss, peak: report.maxRss, builders, peaks });
+    const breakdown = { start: atStart, afterCheckpoint: afterCheckpoint.breakdown, afterLoad: report.breakdown };
+    results.push({ rest: report.rss, peak: report.maxRss, builders, peaks, breakdown });
     log(`  run ${r + 1}: peak RSS ${mb(report.maxRss)} MB, after the load ${mb(report.rss)} MB; high-water mark after each load: ${Object.entries(peaks).map(([k, v]) => `${k} ${mb(v)}`).join(', ')} MB`);
+    for (const [when, b] of Object.entries(breakdown)) log(`    ${when.padEnd(15)} ${formatBreakdown(b)}`);
     await engine.stop();
   }
   raw.memory = results;
@@ -563,6 +569,18 @@ async function scenarioMemory(): Promise<void> {
     note: `getrusage maxrss of the host process` + (builderPeaks.length ? `; checkpoint processes' peak RSS ${mb(median(builderPeaks))} MB (not in the host's)` : ''),
   });
   add({ scenario: 'memory', measure: `engine host RSS after the load, ${scale}`, value: mb(median(results.map((r) => r.rest))), unit: 'MB' });
+  for (const when of ['start', 'afterCheckpoint'] as const) {
+    const label = when === 'start' ? 'right after start' : '3 s after start (first checkpoint)';
+    add({ scenario: 'memory', measure: `engine host RSS ${label}, ${scale}`, value: mb(median(results.map((r) => r.breakdown[when].rss))), unit: 'MB' });
+  }
+}
+
+/** One line of where the host's resident memory is (MB). */
+function formatBreakdown(b: MemoryBreakdown): string {
+  return (
+    `rss ${mb(b.rss)} (anon ${mb(b.rssAnon)}, file ${mb(b.rssFile)}); V8 heap ${mb(b.heapUsed)} used of ${mb(b.heapTotal)} ` +
+    `(code ${mb(b.codeSpace)}, large objects ${mb(b.largeObjectSpace)}); external ${mb(b.external)} (array buffers ${mb(b.arrayBuffers)}); wasm ${mb(b.wasm)}`
+  );
 }
 
 function loopRows(scenario: string, label: string, loop: LoopDelay, snapshots: number[], workerMs: number[] = []): void {

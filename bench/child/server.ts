@@ -6,7 +6,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Store } from '../../src/core/store';
 import { startEngineHost } from '../../src/host/engineHost';
-import { checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
+import { checkpointInFlight, LoopMonitor, memoryBreakdown, timeSnapshots, watchWasmMemory } from '../lib';
+
+// Before anything loads sql.js: the breakdown reports the size of its WebAssembly memory.
+watchWasmMemory();
 
 interface Config {
   mode: 'engine' | 'bare';
@@ -88,6 +91,7 @@ async function main(): Promise<void> {
           rss: process.memoryUsage().rss,
           maxRss: process.resourceUsage().maxRSS * 1024,
           heapUsed: process.memoryUsage().heapUsed,
+          breakdown: memoryBreakdown(),
           cpuMs: (c.user + c.system) / 1000,
           snapshots: [...snapshots],
           workerMs: [...workerMs],
@@ -119,6 +123,11 @@ async function main(): Promise<void> {
         });
         break;
       }
+      case 'gc':
+        // Under --expose-gc only (exploration): what of the heap is live.
+        (globalThis as { gc?: () => void }).gc?.();
+        send({ type: 'gc' });
+        break;
       case 'exit':
         process.exit(0);
     }
