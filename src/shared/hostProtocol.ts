@@ -55,7 +55,12 @@ export interface EndpointFile {
  * the event loop long enough to set the p99 latency of every endpoint. (V8 reads it only at
  * startup, so it cannot be set later.) One V8 background thread instead of four: their freed
  * compile memory stayed in glibc's per-thread arenas and raised the host's resident memory, and on
- * a 2-core machine four compile threads took the main thread's core while they ran.
+ * a 2-core machine four compile threads took the main thread's core while they ran. An old
+ * generation capped at 1 GB: V8 lets the heap grow by up to 4 times what survived the last full
+ * collection when the cap is 2 GB or more (Node's default is 4 GB on a machine with 16 GB), and by
+ * 1.6 times at 1 GB. The host keeps about 13 MB alive at 100,000 items, but the garbage of log
+ * pruning and of API requests piled up to 50-90 MB before a collection, a third of its resident
+ * memory; 1 GB is still 70 times what it keeps.
  * docs/PERFORMANCE.md has the measurements.
  */
-export const ENGINE_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1'];
+export const ENGINE_HOST_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1', '--max-old-space-size=1024'];
