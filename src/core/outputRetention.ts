@@ -30,6 +30,14 @@ import type { Store } from './store';
 export const DEFAULT_OUTPUT_MAX_TOTAL_MB = 1024;
 /** Attempts whose output one pruning step deletes at most; the next step follows on a later turn. */
 const PRUNE_BATCH = 200;
+/**
+ * Attempts whose files are being deleted at once. Log retention forgets up to 1,000 items a step,
+ * ten steps a second, and each attempt is five unlinks: queued all at once they were tens of
+ * thousands of requests waiting for libuv's four threads, each with its promise and, mostly, its
+ * ENOENT error, which raised the engine host's peak memory (docs/PERFORMANCE.md). As many as the
+ * thread pool has threads keeps it busy.
+ */
+const REMOVERS = 4;
 
 export interface OutputOptions {
   /** null: no storage folder (memory only): output goes to a temporary folder removed at close. */
@@ -49,7 +57,11 @@ export class OutputRetention {
   private total = 0;
   private pruning = false;
   private closed = false;
+  /** The removers at work (at most REMOVERS), each taking attempts from `toRemove` until it is empty. */
   private readonly deleting = new Set<Promise<void>>();
+  /** Attempts whose files are still to be deleted, oldest first, from `removeNext` on. */
+  private toRemove: number[] = [];
+  private removeNext = 0;
 
   constructor(
     private readonly store: Store,
@@ -128,9 +140,21 @@ export class OutputRetention {
         this.total -= r.output_bytes ?? 0;
       }
     });
-    for (const r of rows) {
-      const done = this.removeFiles(r.id).finally(() => this.deleting.delete(done));
+    for (const r of rows) this.toRemove.push(r.id);
+    while (this.deleting.size < REMOVERS && this.removeNext < this.toRemove.length) {
+      const done = this.removeQueued().finally(() => this.deleting.delete(done));
       this.deleting.add(done);
+    }
+  }
+
+  private async removeQueued(): Promise<void> {
+    while (this.removeNext < this.toRemove.length) {
+      const id = this.toRemove[this.removeNext++];
+      if (this.removeNext === this.toRemove.length) {
+        this.toRemove = [];
+        this.removeNext = 0;
+      }
+      await this.removeFiles(id);
     }
   }
 

@@ -252,9 +252,13 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
   });
 
   it('deletes an item\'s output once log retention has pruned every log entry of that item', async () => {
-    ws.enqueue('a.json', nodeItem('old', 'console.log("old output")'));
+    // More items than the engine deletes the files of at once (REMOVERS in outputRetention.ts):
+    // the queue must reach the last ones too.
+    const others = ['old-2', 'old-3', 'old-4', 'old-5', 'old-6'];
+    ws.enqueue('a.json', [nodeItem('old', 'console.log("old output")'), ...others.map((id) => nodeItem(id, `console.log(${JSON.stringify(id)})`))]);
     let url = (await start()).url;
     await finished(url, 'old');
+    for (const id of others) await finished(url, id);
     assert.equal((await request(url, '/items/old/attempts/1/output')).text, 'old output\n');
     await stop(run!);
     // Restarted keeping 2 entries: pruning at start leaves the last engine_stopped and the new
@@ -267,8 +271,10 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     }
     assert.equal(res.status, 410, res.text);
     assert.equal((await allLogs(url)).some((e) => e.itemId === 'old'), false);
-    // Its short output was one file (src/core/outputFiles.ts): it was there, and is gone.
+    // Its short output was one file (src/core/outputFiles.ts): it was there, and is gone; so are
+    // the other items' (attempts 2 to 6).
     await waitFor('the files to go', () => ['1.o', '1.out', '1.idx'].every((f) => !existsSync(path.join(ws.storage, 'output', f))));
+    await waitFor('every item\'s files to go', () => readdirSync(path.join(ws.storage, 'output')).every((f) => !/^[1-6]\./.test(f)));
   });
 
   it('an attempt printing 100 MB does not slow /stats, and the launch helper stays small', async function () {
