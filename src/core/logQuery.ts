@@ -9,6 +9,7 @@ import type { LogPage, LogQuery } from './monitoredEngine';
 import type { Store } from './store';
 import { isFleetStore } from './store/backend';
 import { prefixQuery } from './store/pgSchema';
+import { jsonArrayParts } from '../shared/jsonParts';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
@@ -97,6 +98,7 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
     hasMore,
     lastId: ids.length > 0 ? ids[ids.length - 1] : undefined,
     json: () => (json ??= `[${texts.join(',')}]`),
+    jsonParts: () => (json !== undefined ? [json] : jsonArrayParts(texts)),
   };
 }
 

@@ -42,6 +42,8 @@ export interface LogPage {
    * engine can write it more cheaply than parsing and re-serialising every entry's details.
    */
   json?(): string;
+  /** The same JSON text in parts (concatenated, exactly `json()`), each small enough to die young. */
+  jsonParts?(): string[];
 }
 
 export interface HealthSnapshot {

@@ -66,6 +66,29 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   res.end(text);
 }
 
+/**
+ * For a large body already serialised in parts (a /logs page): written part by part under one
+ * Content-Length, the same bytes as sendJsonText of their concatenation, without the one large
+ * string that the concatenation is (see JSON_PART_CHARS in src/core/logQuery.ts).
+ */
+export function sendJsonParts(res: ServerResponse, status: number, parts: string[], extraHeaders?: Record<string, string>): void {
+  let length = 0;
+  for (const part of parts) length += Buffer.byteLength(part);
+  const headers: Record<string, string | number> = {
+    'Content-Type': JSON_CONTENT_TYPE,
+    'Content-Length': length,
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  };
+  if (extraHeaders) Object.assign(headers, extraHeaders);
+  res.writeHead(status, headers);
+  // One write to the socket for the headers and every part (as res.end(text) makes one).
+  res.cork();
+  for (const part of parts) res.write(part);
+  res.end();
+  res.uncork();
+}
+
 export function sendError(res: ServerResponse, error: HttpError): void {
   const body: ErrorBody = { error: { code: error.code, message: error.message } };
   sendJson(res, error.status, body, error.headers);

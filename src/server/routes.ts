@@ -27,8 +27,9 @@ import {
   queryStringOf,
 } from './params';
 import type { Guard } from './protection';
-import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonText } from './respond';
+import { badRequest, HttpError, JSON_CONTENT_TYPE, sendError, sendJson, sendJsonParts, sendJsonText } from './respond';
 import { TurnQueue } from './turnQueue';
+import { jsonArrayParts } from '../shared/jsonParts';
 import { addOutputRoute } from './outputRoute';
 import { addMetricsRoute, type EngineMetrics } from './metrics';
 import { addSchedulesRoute } from './schedulesRoute';
@@ -139,7 +140,8 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
       const lastId = page.lastId ?? page.entries[page.entries.length - 1]?.id;
       const headers =
         page.hasMore && lastId !== undefined ? { Link: `<http://${req.headers.host}/logs?${nextLogsQueryString(parsed, lastId)}>; rel="next"` } : undefined;
-      sendJsonText(res, 200, page.json ? page.json() : JSON.stringify(page.entries), headers);
+      if (page.jsonParts) sendJsonParts(res, 200, page.jsonParts(), headers);
+      else sendJsonText(res, 200, page.json ? page.json() : JSON.stringify(page.entries), headers);
     });
   });
 
@@ -160,7 +162,9 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
         items.length > 0 && nextOffset < total
           ? { Link: `<http://${req.headers.host}/items?${nextItemsQueryString(query, nextOffset)}>; rel="next"` }
           : undefined;
-      sendJson(res, 200, { items, total, limit: query.limit, offset: query.offset }, headers);
+      // JSON.stringify of { items, total, limit, offset }, written in parts (src/shared/jsonParts.ts).
+      const texts = items.map((item) => JSON.stringify(item));
+      sendJsonParts(res, 200, jsonArrayParts(texts, '{"items":', `,"total":${total},"limit":${query.limit},"offset":${query.offset}}`), headers);
     });
   });
 }
