@@ -15,6 +15,8 @@ import type { OutputTarget } from './outputFiles';
 export const OUTPUT_TAIL_BYTES = 4096;
 /** After the process exits, the longest its pipes are read for output it left in them. */
 const EXIT_DRAIN_MS = 2000;
+/** Output after the exit is waited for until the pipes have been quiet this long (see watchProcess). */
+const EXIT_QUIET_MS = 50;
 /** Between SIGTERM and SIGKILL when an attempt times out: time for its command to clean up. */
 export const KILL_GRACE_MS = 5000;
 
@@ -66,6 +68,13 @@ export interface LaunchOptions {
   output?: OutputTarget;
   /** Capturing failed (disk full…): said once, as soon as it happens; the attempt runs on. */
   onOutputError?: (error: string) => void;
+  /**
+   * How long output still in the pipes after the exit is waited for: `quietMs` without any, at
+   * most `maxMs` in all (EXIT_QUIET_MS, EXIT_DRAIN_MS). The tests stretch them, so that waiting
+   * when nothing is left to wait for shows as minutes, not as a few milliseconds a loaded machine
+   * could also explain.
+   */
+  exitDrain?: { quietMs: number; maxMs: number };
 }
 
 /**
@@ -141,7 +150,7 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       queueMicrotask(() => finish(null, null, `spawn failed: ${spawnError?.message ?? 'unknown error'}`));
       return;
     }
-    watchProcess(child, item, stdout, stderr, capture, finish);
+    watchProcess(child, item, stdout, stderr, capture, finish, options.exitDrain ?? { quietMs: EXIT_QUIET_MS, maxMs: EXIT_DRAIN_MS });
     timeoutTimer = setTimeout(() => {
       timedOut = true;
       terminate();
@@ -187,6 +196,7 @@ function watchProcess(
   stderr: TailBuffer,
   capture: OutputCapture | undefined,
   finish: (exitCode: number | null, signal: string | null, error: string | null) => void,
+  exitDrain: { quietMs: number; maxMs: number },
 ): void {
   // Output is written as it arrives; when the disk falls behind, both pipes pause (the process
   // then blocks in its own writes) rather than this process buffering without bound.
@@ -240,17 +250,17 @@ function watchProcess(
     };
     if (openPipes === 0) return flush();
     onPipesClosed = flush;
-    // 50 ms without output, not counting time the pipes were paused for the disk: what the
+    // EXIT_QUIET_MS without output, not counting time the pipes were paused for the disk: what the
     // process printed just before it exited is still in the pipes then, and is kept. At most
     // EXIT_DRAIN_MS in all, so that a grandchild printing on through the pipes never holds the
     // attempt open (what the process itself left in the pipes, 64 KiB each, drains well within it).
     let quiet: NodeJS.Timeout | undefined;
     onFlowing = () => {
       clearTimeout(quiet);
-      if (!paused) quiet = setTimeout(flush, 50).unref();
+      if (!paused) quiet = setTimeout(flush, exitDrain.quietMs).unref();
     };
     onFlowing();
-    setTimeout(flush, EXIT_DRAIN_MS).unref();
+    setTimeout(flush, exitDrain.maxMs).unref();
   });
 }
 
