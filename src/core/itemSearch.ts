@@ -13,22 +13,26 @@ import type { ItemDefinition } from './items';
 import type { Store } from './store';
 import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 
+/** Token → its items, ascending: one item's k (most tokens: ids' numbers), or a Uint32Array [count, k1, k2, …] with room to grow. */
+type Posting = number | Uint32Array;
+
 interface ItemIndex {
-  /** The seq of item k, k counting items in discovery (seq) order: postings hold k, not the seq. */
-  seqs: number[];
-  /** Token → its id (index into tokens and postings). */
-  ids: Map<string, number>;
-  tokens: string[];
+  /** The seq of item k (k < count), k counting items in discovery (seq) order: postings hold k, not the seq. */
+  seqs: Uint32Array;
+  count: number;
   /**
-   * Token id → its items, ascending: one item's k (most tokens: ids' numbers), or a Uint32Array
-   * [count, k1, k2, …] with room to grow.
+   * Most tokens, in token order (strings compared by UTF-16 code units, as `<` does, so a prefix's
+   * tokens are one run), as one string: token i is dict.slice(starts[i], starts[i + 1]). A Map of
+   * 200,000 short strings (100,000 items' ids) held ~12 MB; this ~2 MB.
    */
-  postings: (number | Uint32Array)[];
-  /**
-   * Token ids in token order (strings compared by UTF-16 code units, as `<` does, so a prefix's
-   * tokens are one run): the first sorted.length ids; ids added since are merged in at the next search.
-   */
-  sorted: Uint32Array;
+  dict: string;
+  starts: Uint32Array;
+  /** The postings of dict's tokens, in the same order. */
+  postings: Posting[];
+  /** The tokens first seen since dict was last rebuilt (freeze), with their postings. */
+  fresh: Map<string, Posting>;
+  /** fresh's tokens in token order; undefined when one was added since. */
+  freshSorted: string[] | undefined;
   /** Scratch for unions and intersections: item k is in the current set when marks[k] === mark. */
   marks: Uint32Array;
   mark: number;
@@ -39,17 +43,34 @@ interface ItemIndex {
 
 const indexes = new WeakMap<Store, ItemIndex>();
 const TEXT_CHUNK = 2_000;
+/**
+ * Fresh tokens are merged into dict (freeze, which copies dict) when a read leaves more than this or
+ * more than a quarter of dict's; while many items are read, when there are more than both.
+ */
+const FRESH_TOKENS = 2_048;
 
 function emptyIndex(updates: number): ItemIndex {
-  return { seqs: [], ids: new Map(), tokens: [], postings: [], sorted: new Uint32Array(0), marks: new Uint32Array(0), mark: 0, inserts: -1, updates };
+  return {
+    seqs: new Uint32Array(1_024),
+    count: 0,
+    dict: '',
+    starts: Uint32Array.of(0),
+    postings: [],
+    fresh: new Map(),
+    freshSorted: undefined,
+    marks: new Uint32Array(0),
+    mark: 0,
+    inserts: -1,
+    updates,
+  };
 }
 
 /**
- * Each item's search text, in seq order, from the item after `after` on, at most `limit` items,
- * read in chunks: the rows of 100,000 items with their definitions, read at once, were ~150 MB of
- * strings alive together, a peak the engine host's RSS kept (docs/PERFORMANCE.md).
+ * Each item's search text, in seq order, from the item after `after` on, read in chunks: the rows
+ * of 100,000 items with their definitions, read at once, were ~150 MB of strings alive together,
+ * a peak the engine host's RSS kept (docs/PERFORMANCE.md). `chunkDone` runs after each chunk.
  */
-function eachItemText(store: Store, after: number, fn: (seq: number, text: string) => void): void {
+function eachItemText(store: Store, after: number, fn: (seq: number, text: string) => void, chunkDone?: () => void): void {
   for (;;) {
     const rows = store.rows('SELECT seq, id, name, definition FROM items WHERE seq > ? ORDER BY seq LIMIT ?', [after, TEXT_CHUNK]);
     for (const [seq, id, name, definition] of rows) {
@@ -57,14 +78,15 @@ function eachItemText(store: Store, after: number, fn: (seq: number, text: strin
       fn(seq as number, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }));
       after = seq as number;
     }
+    chunkDone?.();
     if (rows.length < TEXT_CHUNK) return;
   }
 }
 
 /** The texts of the items with these seqs (ascending), in chunks as above. */
-function eachTextOf(store: Store, seqs: number[], fn: (seq: number, text: string) => void): void {
+function eachTextOf(store: Store, seqs: ArrayLike<number>, fn: (seq: number, text: string) => void): void {
   for (let from = 0; from < seqs.length; from += TEXT_CHUNK) {
-    const chunk = JSON.stringify(seqs.slice(from, from + TEXT_CHUNK));
+    const chunk = JSON.stringify(Array.from({ length: Math.min(TEXT_CHUNK, seqs.length - from) }, (_, i) => seqs[from + i]));
     for (const [seq, id, name, definition] of store.rows('SELECT seq, id, name, definition FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq', [chunk])) {
       const def = JSON.parse(definition as string) as ItemDefinition;
       fn(seq as number, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }));
@@ -72,7 +94,7 @@ function eachTextOf(store: Store, seqs: number[], fn: (seq: number, text: string
   }
 }
 
-/** The index, read again when an item was redefined and extended by the items discovered since. */
+/** The index, built again when an item was redefined and extended by the items discovered since. */
 function itemIndex(store: Store): ItemIndex {
   const inserts = store.mutations('item_insert');
   const updates = store.mutations('item_update');
@@ -80,51 +102,156 @@ function itemIndex(store: Store): ItemIndex {
   if (index && index.updates === updates && index.inserts === inserts) return index;
   // A redefinition changes a text in the middle: index everything again (queue files rarely change).
   if (!index || index.updates !== updates) index = emptyIndex(updates);
-  const before = index.seqs.length;
+  const before = index.count;
   const ix = index;
-  eachItemText(store, before > 0 ? ix.seqs[before - 1] : -1, (seq, text) => {
-    const k = ix.seqs.length;
-    ix.seqs.push(seq);
-    eachToken(text, (start, end) => addPosting(ix, text.slice(start, end), k));
-  });
+  // dict's positions of the tokens looked up lately: common words (`nightly`) are found once per chunk, not once per item.
+  let known = new Map<string, number>();
+  eachItemText(
+    store,
+    before > 0 ? ix.seqs[before - 1] : -1,
+    (seq, text) => {
+      const k = ix.count++;
+      if (k === ix.seqs.length) {
+        const grown = new Uint32Array(k * 2);
+        grown.set(ix.seqs);
+        ix.seqs = grown;
+      }
+      ix.seqs[k] = seq;
+      eachToken(text, (start, end) => addPosting(ix, text.slice(start, end), k, known));
+    },
+    () => {
+      // Merging now and then keeps fresh small while many items are read (a Map of every token of
+      // 100,000 items is what dict saves).
+      if (ix.fresh.size > Math.max(FRESH_TOKENS, (ix.starts.length - 1) >> 2)) {
+        freeze(ix);
+        known = new Map();
+      }
+    },
+  );
+  // Fresh tokens are found by a sort at the next search after one is added: keep them few.
+  if (index.fresh.size > Math.min(FRESH_TOKENS, (index.starts.length - 1) >> 2)) freeze(index);
   // After a large read, give back the room the posting lists grew into (up to half of each).
-  if (index.seqs.length - before >= TEXT_CHUNK) trimPostings(index);
+  if (index.count - before >= TEXT_CHUNK) trimPostings(index);
   index.inserts = inserts;
   indexes.set(store, index);
   return index;
 }
 
-function addPosting(index: ItemIndex, token: string, k: number): void {
-  const id = index.ids.get(token);
-  if (id === undefined) {
-    // A copy: a slice of 13 characters or more would keep the whole item text alive.
-    const own = token.length >= 13 ? (' ' + token).slice(1) : token;
-    index.ids.set(own, index.tokens.length);
-    index.tokens.push(own);
-    index.postings.push(k);
+/** Compares token i of dict with `s` as `<` orders strings: negative when the token comes first. */
+function compareToken(index: ItemIndex, i: number, s: string): number {
+  const { dict, starts } = index;
+  const from = starts[i];
+  const length = starts[i + 1] - from;
+  const n = Math.min(length, s.length);
+  for (let j = 0; j < n; j++) {
+    const d = dict.charCodeAt(from + j) - s.charCodeAt(j);
+    if (d !== 0) return d;
+  }
+  return length - s.length;
+}
+
+/** The first of dict's tokens that does not come before `s`. */
+function lowerBound(index: ItemIndex, s: string): number {
+  let lo = 0;
+  let hi = index.starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareToken(index, mid, s) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** dict's position of the token, or -1. */
+function findToken(index: ItemIndex, token: string): number {
+  const at = lowerBound(index, token);
+  return at < index.starts.length - 1 && compareToken(index, at, token) === 0 ? at : -1;
+}
+
+function addPosting(index: ItemIndex, token: string, k: number, known: Map<string, number>): void {
+  const fresh = index.fresh.get(token);
+  if (fresh !== undefined) {
+    const p = appendItem(fresh, k);
+    if (p !== fresh) index.fresh.set(token, p);
     return;
   }
-  const p = index.postings[id];
+  let at = known.get(token);
+  if (at === undefined) {
+    at = findToken(index, token);
+    if (at < 0) {
+      // A copy: a slice of 13 characters or more would keep the whole item text alive.
+      index.fresh.set(token.length >= 13 ? (' ' + token).slice(1) : token, k);
+      index.freshSorted = undefined;
+      return;
+    }
+    if (known.size >= 4_096) known.clear();
+    known.set(token, at);
+  }
+  index.postings[at] = appendItem(index.postings[at], k);
+}
+
+/** The posting with item k added (it is the highest yet), a new array when it had to grow. */
+function appendItem(p: Posting, k: number): Posting {
   if (typeof p === 'number') {
-    if (p === k) return;
+    if (p === k) return p;
     const list = new Uint32Array(4);
     list[0] = 2;
     list[1] = p;
     list[2] = k;
-    index.postings[id] = list;
-    return;
+    return list;
   }
   const n = p[0];
   // Items are added in order: the item is already there when it is the last one.
-  if (p[n] === k) return;
+  if (p[n] === k) return p;
   let list = p;
   if (n + 1 >= list.length) {
     list = new Uint32Array(list.length * 2);
     list.set(p);
-    index.postings[id] = list;
   }
   list[n + 1] = k;
   list[0] = n + 1;
+  return list;
+}
+
+/** Merges the fresh tokens into dict. */
+function freeze(index: ItemIndex): void {
+  const added = freshTokens(index);
+  const total = index.starts.length - 1;
+  const parts: string[] = [];
+  const starts = new Uint32Array(total + added.length + 1);
+  const postings: Posting[] = new Array<Posting>(total + added.length);
+  let i = 0;
+  let m = 0;
+  let length = 0;
+  for (let j = 0; j <= added.length; j++) {
+    // dict's tokens before the next fresh one (or all that are left), copied as one run.
+    const run = i;
+    while (i < total && (j === added.length || compareToken(index, i, added[j]) < 0)) {
+      starts[m] = length + index.starts[i] - index.starts[run];
+      postings[m++] = index.postings[i++];
+    }
+    if (i > run) {
+      parts.push(index.dict.slice(index.starts[run], index.starts[i]));
+      length += index.starts[i] - index.starts[run];
+    }
+    if (j === added.length) break;
+    starts[m] = length;
+    postings[m++] = index.fresh.get(added[j]) as Posting;
+    parts.push(added[j]);
+    length += added[j].length;
+  }
+  starts[m] = length;
+  index.dict = parts.join('');
+  index.starts = starts;
+  index.postings = postings;
+  index.fresh = new Map();
+  index.freshSorted = undefined;
+}
+
+function freshTokens(index: ItemIndex): string[] {
+  // Array.prototype.sort compares strings by UTF-16 code units, as compareToken does.
+  index.freshSorted ??= [...index.fresh.keys()].sort();
+  return index.freshSorted;
 }
 
 function trimPostings(index: ItemIndex): void {
@@ -178,55 +305,57 @@ function eachToken(text: string, fn: (start: number, end: number) => void): void
   if (start >= 0 && !letterOrDigitBefore(text, start)) fn(start, text.length);
 }
 
-/** Merges the tokens added since the last search into `sorted`. */
-function sortTokens(index: ItemIndex): void {
-  const { tokens, sorted } = index;
-  if (sorted.length === tokens.length) return;
-  const order = (a: number, b: number) => (tokens[a] < tokens[b] ? -1 : tokens[a] > tokens[b] ? 1 : 0);
-  const added = new Uint32Array(tokens.length - sorted.length).map((_, i) => sorted.length + i).sort(order);
-  const merged = new Uint32Array(tokens.length);
-  let i = 0;
-  let j = 0;
-  for (let m = 0; m < merged.length; m++) {
-    merged[m] = j >= added.length || (i < sorted.length && tokens[sorted[i]] < tokens[added[j]]) ? sorted[i++] : added[j++];
-  }
-  index.sorted = merged;
-}
-
-/** The ids of the tokens that start with `prefix`: one run of `sorted`. */
-function prefixTokens(index: ItemIndex, prefix: string): Uint32Array {
-  const { tokens, sorted } = index;
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (tokens[sorted[mid]] < prefix) lo = mid + 1;
-    else hi = mid;
-  }
+/** The postings of the tokens that start with `prefix`: a run of dict's, and fresh ones. */
+function prefixPostings(index: ItemIndex, prefix: string): Posting[] {
+  const lo = lowerBound(index, prefix);
   // From lo on, the tokens that start with the prefix come first.
   let end = lo;
-  hi = sorted.length;
+  let hi = index.starts.length - 1;
   while (end < hi) {
     const mid = (end + hi) >>> 1;
-    if (tokens[sorted[mid]].startsWith(prefix)) end = mid + 1;
+    if (startsWith(index, mid, prefix)) end = mid + 1;
     else hi = mid;
   }
-  return sorted.subarray(lo, end);
+  const found = index.postings.slice(lo, end);
+  if (index.fresh.size > 0) {
+    const fresh = freshTokens(index);
+    let at = 0;
+    let top = fresh.length;
+    while (at < top) {
+      const mid = (at + top) >>> 1;
+      if (fresh[mid] < prefix) at = mid + 1;
+      else top = mid;
+    }
+    for (; at < fresh.length && fresh[at].startsWith(prefix); at++) found.push(index.fresh.get(fresh[at]) as Posting);
+  }
+  return found;
 }
 
-/** A condition on an item: one of these tokens is among its tokens. `cost`: their postings in all. */
+function startsWith(index: ItemIndex, i: number, prefix: string): boolean {
+  const from = index.starts[i];
+  if (index.starts[i + 1] - from < prefix.length) return false;
+  for (let j = 0; j < prefix.length; j++) if (index.dict.charCodeAt(from + j) !== prefix.charCodeAt(j)) return false;
+  return true;
+}
+
+/** The posting of exactly this token, if it is one. */
+function tokenPosting(index: ItemIndex, token: string): Posting[] {
+  const fresh = index.fresh.get(token);
+  if (fresh !== undefined) return [fresh];
+  const at = findToken(index, token);
+  return at < 0 ? [] : [index.postings[at]];
+}
+
+/** A condition on an item: it is in one of these postings. `cost`: their items in all. */
 interface Term {
-  tokens: ArrayLike<number>;
+  postings: Posting[];
   cost: number;
 }
 
-function term(index: ItemIndex, tokens: ArrayLike<number>): Term {
+function term(postings: Posting[]): Term {
   let cost = 0;
-  for (let i = 0; i < tokens.length; i++) {
-    const p = index.postings[tokens[i]];
-    cost += typeof p === 'number' ? 1 : p[0];
-  }
-  return { tokens, cost };
+  for (const p of postings) cost += typeof p === 'number' ? 1 : p[0];
+  return { postings, cost };
 }
 
 /**
@@ -255,15 +384,13 @@ function wordTerms(index: ItemIndex, word: string): { terms: Term[]; exact: bool
   // the word goes on after is that whole token, the last one, when it ends the word, a prefix of it.
   const terms = runs.map(({ start: s, end: e }) => {
     const run = word.slice(s, e);
-    if (e === word.length) return term(index, prefixTokens(index, run));
-    const id = index.ids.get(run);
-    return term(index, id === undefined ? [] : [id]);
+    return term(e === word.length ? prefixPostings(index, run) : tokenPosting(index, run));
   });
   return { terms, exact: runs.length === 1 && runs[0].start === 0 && runs[0].end === word.length };
 }
 
 function nextMark(index: ItemIndex): number {
-  const n = index.seqs.length;
+  const n = index.count;
   if (index.marks.length < n) {
     index.marks = new Uint32Array(n + (n >> 2));
     index.mark = 0;
@@ -278,9 +405,8 @@ function nextMark(index: ItemIndex): number {
 /** Marks the items of the term's tokens with a new mark, which it returns. */
 function markTerm(index: ItemIndex, t: Term): number {
   const mark = nextMark(index);
-  const { marks, postings } = index;
-  for (let i = 0; i < t.tokens.length; i++) {
-    const p = postings[t.tokens[i]];
+  const { marks } = index;
+  for (const p of t.postings) {
     if (typeof p === 'number') marks[p] = mark;
     else for (let j = p[0]; j >= 1; j--) marks[p[j]] = mark;
   }
@@ -289,18 +415,17 @@ function markTerm(index: ItemIndex, t: Term): number {
 
 /** The items of a term, ascending, without repeats. */
 function termItems(index: ItemIndex, t: Term): Uint32Array {
-  if (t.tokens.length === 0) return new Uint32Array(0);
-  if (t.tokens.length === 1) {
-    const p = index.postings[t.tokens[0]];
+  if (t.postings.length === 0) return new Uint32Array(0);
+  if (t.postings.length === 1) {
+    const p = t.postings[0];
     return typeof p === 'number' ? Uint32Array.of(p) : p.subarray(1, p[0] + 1);
   }
-  const n = index.seqs.length;
+  const n = index.count;
   if (t.cost * 8 < n) {
     // Few items: gather and sort them rather than walk every item's mark.
     const all = new Uint32Array(t.cost);
     let m = 0;
-    for (let i = 0; i < t.tokens.length; i++) {
-      const p = index.postings[t.tokens[i]];
+    for (const p of t.postings) {
       if (typeof p === 'number') all[m++] = p;
       else for (let j = 1; j <= p[0]; j++) all[m++] = p[j];
     }
@@ -333,10 +458,10 @@ function inPosting(p: number | Uint32Array, k: number): boolean {
 function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
   const out = new Uint32Array(items.length);
   let m = 0;
-  if (items.length * t.tokens.length * 8 < t.cost) {
+  if (items.length * t.postings.length * 8 < t.cost) {
     for (const k of items) {
-      for (let i = 0; i < t.tokens.length; i++) {
-        if (inPosting(index.postings[t.tokens[i]], k)) {
+      for (const p of t.postings) {
+        if (inPosting(p, k)) {
           out[m++] = k;
           break;
         }
@@ -352,11 +477,11 @@ function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
 
 /**
  * The seqs of the items each of whose `wanted` words starts a word of the item's text
- * (wordsStartWords over each item's itemSearchText), in seq order.
+ * (wordsStartWords over each item's itemSearchText), ascending. A typed array: a word in every
+ * item is 100,000 seqs, and a page needs only the count and a slice.
  */
-export function matchingItemSeqs(store: Store, wanted: readonly string[]): number[] {
+export function matchingItemSeqs(store: Store, wanted: readonly string[]): Uint32Array {
   const index = itemIndex(store);
-  sortTokens(index);
   const terms: Term[] = [];
   // The words the index can only narrow down: each candidate's text is checked for them.
   const checked: string[] = [];
@@ -372,10 +497,15 @@ export function matchingItemSeqs(store: Store, wanted: readonly string[]): numbe
   let items: Uint32Array | undefined;
   for (const t of terms) {
     items = items === undefined ? termItems(index, t) : narrow(index, items, t);
-    if (items.length === 0) return [];
+    if (items.length === 0) return new Uint32Array(0);
   }
   const { seqs } = index;
-  const found = items === undefined ? [...seqs] : Array.from(items, (k) => seqs[k]);
+  let found: Uint32Array;
+  if (items === undefined) found = seqs.slice(0, index.count);
+  else {
+    found = new Uint32Array(items.length);
+    for (let i = 0; i < items.length; i++) found[i] = seqs[items[i]];
+  }
   if (checked.length === 0) return found;
   const matching: number[] = [];
   const keep = (seq: number, text: string) => {
@@ -383,5 +513,5 @@ export function matchingItemSeqs(store: Store, wanted: readonly string[]): numbe
   };
   if (items === undefined) eachItemText(store, -1, keep);
   else eachTextOf(store, found, keep);
-  return matching;
+  return Uint32Array.from(matching);
 }

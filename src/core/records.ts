@@ -226,12 +226,12 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
     const fleet = isFleetStore(store);
     // (fleetItemSeqs applies the other filters itself.)
-    let matching = fleet ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
+    let matching = fleet ? Uint32Array.from(fleetItemSeqs(store, wanted, where, params)) : matchingItemSeqs(store, wanted);
     if (where.length > 0 && !fleet) {
       const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
       matching = matching.filter((seq) => selected.has(seq));
     }
-    const page = matching.slice(offset, offset + limit);
+    const page = Array.from(matching.subarray(offset, offset + limit));
     const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
     return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total: matching.length };
   }

@@ -39,9 +39,9 @@ describe('item search index', () => {
             };
             const expected = () => defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
             first.forEach(insert);
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected());
+            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected());
             added.forEach(insert);
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected(), 'after items were added');
+            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were added');
             for (const [n, i] of redefined) {
               if (defs.length === 0) break;
               const at = n % defs.length;
@@ -49,7 +49,7 @@ describe('item search index', () => {
               defs[at] = def;
               store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
             }
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected(), 'after items were redefined');
+            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were redefined');
           } finally {
             store.close();
           }
@@ -99,10 +99,10 @@ describe('item search index', () => {
                 return text.slice(at, at + w.length) || 'x';
               });
               const expected = texts.flatMap((t, k) => (wordsStartWords(words, t) ? [k + 1] : []));
-              assert.deepEqual(matchingItemSeqs(store, words), expected, `${when}: ${JSON.stringify(words)}`);
+              assert.deepEqual(Array.from(matchingItemSeqs(store, words)), expected, `${when}: ${JSON.stringify(words)}`);
               const q = words.join(' ');
               const split = texts.flatMap((t, k) => (wordsStartWords(searchWords(q), t) ? [k + 1] : []));
-              assert.deepEqual(matchingItemSeqs(store, searchWords(q)), split, `${when}: searchWords(${JSON.stringify(q)})`);
+              assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), split, `${when}: searchWords(${JSON.stringify(q)})`);
             };
             first.forEach(insert);
             check('first items');
@@ -144,12 +144,18 @@ describe('item search index', () => {
         const { store } = await Store.open({ storageDir: null });
         try {
           const defs = list.map((i, k) => definition(`it-${k}`, i.words.map(wordOf).join(i.sep), 'run', []));
-          store.batch(() => {
-            for (const def of defs) store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-          });
-          for (const words of queries) {
-            const expected = defs.flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
-            assert.deepEqual(matchingItemSeqs(store, words), expected, JSON.stringify(words));
+          const insert = (from: number, to: number) =>
+            store.batch(() => {
+              for (const def of defs.slice(from, to)) store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+            });
+          // Most items, searched; then the rest, whose new tokens the index keeps apart until there are many.
+          const most = Math.floor(defs.length * 0.9);
+          for (const [known, when] of [[most, 'most items'], [defs.length, 'all items']] as const) {
+            insert(known === most ? 0 : most, known);
+            for (const words of queries) {
+              const expected = defs.slice(0, known).flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
+              assert.deepEqual(Array.from(matchingItemSeqs(store, words)), expected, `${when}: ${JSON.stringify(words)}`);
+            }
           }
         } finally {
           store.close();
@@ -172,7 +178,7 @@ describe('item search index', () => {
       });
       assert.equal(matchingItemSeqs(store, ['nightly']).length, count);
       for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
-        assert.deepEqual(matchingItemSeqs(store, searchWords(`build-${i} report`)), [i + 1], `item ${i}`);
+        assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
       }
     } finally {
       store.close();
