@@ -36,6 +36,11 @@ interface ItemIndex {
   /** Scratch for unions and intersections: item k is in the current set when marks[k] === mark. */
   marks: Uint32Array;
   mark: number;
+  /**
+   * Scratch for a search's items (a word in every item is 100,000 of them): a new array of that
+   * size per request was garbage enough to show in /items?q='s p99.
+   */
+  scratch: Uint32Array;
   /** store.mutations('item_insert') and ('item_update') when this was read. */
   inserts: number;
   updates: number;
@@ -60,6 +65,7 @@ function emptyIndex(updates: number): ItemIndex {
     freshSorted: undefined,
     marks: new Uint32Array(0),
     mark: 0,
+    scratch: new Uint32Array(0),
     inserts: -1,
     updates,
   };
@@ -389,6 +395,12 @@ function wordTerms(index: ItemIndex, word: string): { terms: Term[]; exact: bool
   return { terms, exact: runs.length === 1 && runs[0].start === 0 && runs[0].end === word.length };
 }
 
+/** The scratch array, long enough for every item. */
+function scratch(index: ItemIndex): Uint32Array {
+  if (index.scratch.length < index.count) index.scratch = new Uint32Array(index.count + (index.count >> 2));
+  return index.scratch;
+}
+
 function nextMark(index: ItemIndex): number {
   const n = index.count;
   if (index.marks.length < n) {
@@ -413,7 +425,7 @@ function markTerm(index: ItemIndex, t: Term): number {
   return mark;
 }
 
-/** The items of a term, ascending, without repeats. */
+/** The items of a term, ascending, without repeats: a posting's own items, or in the scratch array. */
 function termItems(index: ItemIndex, t: Term): Uint32Array {
   if (t.postings.length === 0) return new Uint32Array(0);
   if (t.postings.length === 1) {
@@ -436,7 +448,7 @@ function termItems(index: ItemIndex, t: Term): Uint32Array {
   }
   const mark = markTerm(index, t);
   const { marks } = index;
-  const out = new Uint32Array(Math.min(t.cost, n));
+  const out = scratch(index);
   let m = 0;
   for (let k = 0; k < n; k++) if (marks[k] === mark) out[m++] = k;
   return out.subarray(0, m);
@@ -454,9 +466,13 @@ function inPosting(p: number | Uint32Array, k: number): boolean {
   return lo <= p[0] && p[lo] === k;
 }
 
-/** The items of `items` that meet the term: each looked up in the term's postings, or all of those marked, whichever reads less. */
+/**
+ * The items of `items` that meet the term, in the scratch array (in place when they are there
+ * already: an item is written at or before where it was read): each looked up in the term's
+ * postings, or all of those marked, whichever reads less.
+ */
 function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
-  const out = new Uint32Array(items.length);
+  const out = items.buffer === index.scratch.buffer ? items : scratch(index);
   let m = 0;
   if (items.length * t.postings.length * 8 < t.cost) {
     for (const k of items) {
@@ -475,12 +491,19 @@ function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
   return out.subarray(0, m);
 }
 
+/** The items a search found, in seq order. */
+export interface ItemMatches {
+  count: number;
+  /** The seqs of matches `from` to `to` (excluded). Read before the next search of the store: the matches may be in the index's scratch array. */
+  seqs(from: number, to: number): number[];
+}
+
 /**
- * The seqs of the items each of whose `wanted` words starts a word of the item's text
- * (wordsStartWords over each item's itemSearchText), ascending. A typed array: a word in every
- * item is 100,000 seqs, and a page needs only the count and a slice.
+ * The items each of whose `wanted` words starts a word of the item's text (wordsStartWords over
+ * each item's itemSearchText). A page needs only the count and its own seqs: a word in every item
+ * is 100,000 matches, never turned into seqs all at once.
  */
-export function matchingItemSeqs(store: Store, wanted: readonly string[]): Uint32Array {
+export function matchingItemSeqs(store: Store, wanted: readonly string[]): ItemMatches {
   const index = itemIndex(store);
   const terms: Term[] = [];
   // The words the index can only narrow down: each candidate's text is checked for them.
@@ -497,21 +520,19 @@ export function matchingItemSeqs(store: Store, wanted: readonly string[]): Uint3
   let items: Uint32Array | undefined;
   for (const t of terms) {
     items = items === undefined ? termItems(index, t) : narrow(index, items, t);
-    if (items.length === 0) return new Uint32Array(0);
+    if (items.length === 0) break;
   }
   const { seqs } = index;
-  let found: Uint32Array;
-  if (items === undefined) found = seqs.slice(0, index.count);
-  else {
-    found = new Uint32Array(items.length);
-    for (let i = 0; i < items.length; i++) found[i] = seqs[items[i]];
+  if (checked.length === 0 || items?.length === 0) {
+    const found = items;
+    if (found === undefined) return { count: index.count, seqs: (from, to) => Array.from(seqs.subarray(from, Math.min(to, index.count))) };
+    return { count: found.length, seqs: (from, to) => Array.from(found.subarray(from, to), (k) => seqs[k]) };
   }
-  if (checked.length === 0) return found;
   const matching: number[] = [];
   const keep = (seq: number, text: string) => {
     if (wordsStartWords(checked, text)) matching.push(seq);
   };
   if (items === undefined) eachItemText(store, -1, keep);
-  else eachTextOf(store, found, keep);
-  return Uint32Array.from(matching);
+  else eachTextOf(store, Array.from(items, (k) => seqs[k]), keep);
+  return { count: matching.length, seqs: (from, to) => matching.slice(from, to) };
 }

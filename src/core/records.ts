@@ -226,14 +226,26 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
     const fleet = isFleetStore(store);
     // (fleetItemSeqs applies the other filters itself.)
-    let matching = fleet ? Uint32Array.from(fleetItemSeqs(store, wanted, where, params)) : matchingItemSeqs(store, wanted);
-    if (where.length > 0 && !fleet) {
-      const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
-      matching = matching.filter((seq) => selected.has(seq));
+    let total: number;
+    let page: number[];
+    if (fleet || where.length > 0) {
+      let matching: number[];
+      if (fleet) matching = fleetItemSeqs(store, wanted, where, params);
+      else {
+        const found = matchingItemSeqs(store, wanted);
+        const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
+        matching = found.seqs(0, found.count).filter((seq) => selected.has(seq));
+      }
+      total = matching.length;
+      page = matching.slice(offset, offset + limit);
+    } else {
+      // Only the page's seqs: a word in every item is 100,000 matches.
+      const found = matchingItemSeqs(store, wanted);
+      total = found.count;
+      page = found.seqs(offset, offset + limit);
     }
-    const page = Array.from(matching.subarray(offset, offset + limit));
     const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total: matching.length };
+    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
   }
   const rows = readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const counted = filter.states?.length || filter.source !== undefined;

@@ -3,7 +3,7 @@
 // before and after items are discovered or redefined while the index is kept.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { matchingItemSeqs } from '../../src/core/itemSearch';
+import { matchingItemSeqs, type ItemMatches } from '../../src/core/itemSearch';
 import { definitionHash, type ItemDefinition } from '../../src/core/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';
@@ -14,6 +14,11 @@ import { searchWords } from '../../src/shared/logFilter';
 const PIECES = ['report', 're', 'nightly', 'Night', 'é', 'É', 'İ', 'ı', '𝒜b', '日本', '3', '42', '0', '-', ' ', '_', '/', '\n', '.', 'x'];
 const text = fc.array(fc.constantFrom(...PIECES), { maxLength: 6 }).map((p) => p.join(''));
 const QUERIES = ['re', 'report', 'night', 'nightly', 'é', 'e', 'i', 'ı', '𝒜', 'b', '日', '本', '3', '42', 'x', 're 3', 'nightly x', 'zebra'];
+
+/** Every match's seq. */
+function all(found: ItemMatches): number[] {
+  return found.seqs(0, found.count);
+}
 
 function definition(id: string, name: string, command: string, args: string[]): ItemDefinition {
   return { id, name, command, args, shell: false, cwd: '/tmp', env: {}, timeoutMs: 1000, maxAttempts: 1, runAt: null };
@@ -39,9 +44,9 @@ describe('item search index', () => {
             };
             const expected = () => defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
             first.forEach(insert);
-            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected());
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected());
             added.forEach(insert);
-            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were added');
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were added');
             for (const [n, i] of redefined) {
               if (defs.length === 0) break;
               const at = n % defs.length;
@@ -49,7 +54,7 @@ describe('item search index', () => {
               defs[at] = def;
               store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
             }
-            assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were redefined');
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were redefined');
           } finally {
             store.close();
           }
@@ -99,10 +104,14 @@ describe('item search index', () => {
                 return text.slice(at, at + w.length) || 'x';
               });
               const expected = texts.flatMap((t, k) => (wordsStartWords(words, t) ? [k + 1] : []));
-              assert.deepEqual(Array.from(matchingItemSeqs(store, words)), expected, `${when}: ${JSON.stringify(words)}`);
+              const found = matchingItemSeqs(store, words);
+              assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(words)}`);
+              // A page, as /items reads one, past the end included.
+              assert.deepEqual(found.seqs(1, 4), expected.slice(1, 4), `${when}: a page of ${JSON.stringify(words)}`);
+              assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(words)}`);
               const q = words.join(' ');
               const split = texts.flatMap((t, k) => (wordsStartWords(searchWords(q), t) ? [k + 1] : []));
-              assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(q))), split, `${when}: searchWords(${JSON.stringify(q)})`);
+              assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), split, `${when}: searchWords(${JSON.stringify(q)})`);
             };
             first.forEach(insert);
             check('first items');
@@ -154,7 +163,11 @@ describe('item search index', () => {
             insert(known === most ? 0 : most, known);
             for (const words of queries) {
               const expected = defs.slice(0, known).flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
-              assert.deepEqual(Array.from(matchingItemSeqs(store, words)), expected, `${when}: ${JSON.stringify(words)}`);
+              const found = matchingItemSeqs(store, words);
+              assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(words)}`);
+              // A page, as /items reads one, past the end included.
+              assert.deepEqual(found.seqs(1, 4), expected.slice(1, 4), `${when}: a page of ${JSON.stringify(words)}`);
+              assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(words)}`);
             }
           }
         } finally {
@@ -176,9 +189,10 @@ describe('item search index', () => {
           store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
         }
       });
-      assert.equal(matchingItemSeqs(store, ['nightly']).length, count);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, count);
+      assert.deepEqual(matchingItemSeqs(store, ['nightly']).seqs(4_000, 4_400), Array.from({ length: 321 }, (_, i) => 4_001 + i), 'a page at the end');
       for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
-        assert.deepEqual(Array.from(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
+        assert.deepEqual(all(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
       }
     } finally {
       store.close();
