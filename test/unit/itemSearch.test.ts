@@ -178,6 +178,29 @@ describe('item search index', () => {
     );
   });
 
+  it('finds a word first seen since the last search, by a prefix or whole, one such word or several', async () => {
+    const { store } = await Store.open({ storageDir: null });
+    try {
+      const insert = (name: string) => {
+        // The id's words are the name's first word and `item`: an item adds no other new word.
+        const def = definition(`item-${name.split(' ')[0]}`, name, 'make', []);
+        store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+      };
+      for (let i = 0; i < 40; i++) insert(`${i} nightly report`);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, 40);
+      // One new word (the index keeps it apart from the others until there are many), then two more.
+      insert('zeppelin');
+      assert.deepEqual(all(matchingItemSeqs(store, ['zep'])), [41]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [41]);
+      insert('zebra zeppelins');
+      assert.deepEqual(all(matchingItemSeqs(store, ['ze'])), [41, 42]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [41, 42]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeb', 'item'])), [42]);
+    } finally {
+      store.close();
+    }
+  });
+
   it('read in several chunks, finds every item and each one alone', async () => {
     const { store } = await Store.open({ storageDir: null });
     try {
