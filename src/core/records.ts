@@ -226,16 +226,28 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
     // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
     const fleet = isFleetStore(store);
     // (fleetItemSeqs applies the other filters itself.)
-    let matching = fleet ? fleetItemSeqs(store, wanted, where, params) : matchingItemSeqs(store, wanted);
-    if (where.length > 0 && !fleet) {
-      const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
-      matching = matching.filter((seq) => selected.has(seq));
+    let total: number;
+    let page: number[];
+    if (fleet || where.length > 0) {
+      let matching: number[];
+      if (fleet) matching = fleetItemSeqs(store, wanted, where, params);
+      else {
+        const found = matchingItemSeqs(store, wanted);
+        const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
+        matching = found.seqs(0, found.count).filter((seq) => selected.has(seq));
+      }
+      total = matching.length;
+      page = matching.slice(offset, offset + limit);
+    } else {
+      // Only the page's seqs: a word in every item is 100,000 matches.
+      const found = matchingItemSeqs(store, wanted);
+      total = found.count;
+      page = found.seqs(offset, offset + limit);
     }
-    const page = matching.slice(offset, offset + limit);
-    const rows = page.length === 0 ? [] : store.all<ItemRow>(`SELECT * FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
-    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total: matching.length };
+    const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
+    return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
   }
-  const rows = store.all<ItemRow>(`SELECT * FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const rows = readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const counted = filter.states?.length || filter.source !== undefined;
   const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
@@ -343,7 +355,33 @@ export function readWaitingFor(store: Store, itemId: string): string[] {
     .map((d) => d.id);
 }
 
-function toSummary(store: Store, r: ItemRow, now: number): ItemSummary {
+/** What an item's summary (and its state) is made of: a page reads these columns, not the definition. */
+type SummaryRow = Pick<ItemRow, 'id' | 'name' | 'source' | 'outcome' | 'attempts' | 'max_attempts' | 'due_at' | 'running' | 'last_error' | 'updated_at' | 'held' | 'blocked'>;
+const SUMMARY_COLUMNS = 'id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked';
+
+/**
+ * A page's rows as arrays (Store.rows), without the definitions: `SELECT *` + getAsObject (every
+ * column's name read again on every row, each definition copied out of sql.js) was about half of
+ * a 100-item /items?q= page at 100,000 items (docs/PERFORMANCE.md).
+ */
+function readSummaryRows(store: Store, sql: string, params: SqlValue[]): SummaryRow[] {
+  return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked]) => ({
+    id: id as string,
+    name: name as string,
+    source: source as string,
+    outcome: outcome as ItemOutcome,
+    attempts: attempts as number,
+    max_attempts: max_attempts as number,
+    due_at: due_at as number | null,
+    running: running as number,
+    last_error: last_error as string | null,
+    updated_at: updated_at as number,
+    held: held as number,
+    blocked: blocked as number,
+  }));
+}
+
+function toSummary(store: Store, r: SummaryRow, now: number): ItemSummary {
   let phase: ItemSummary['phase'];
   if (r.outcome !== 'pending') phase = 'done';
   else if (r.running) phase = 'running';
@@ -367,7 +405,7 @@ function toSummary(store: Store, r: ItemRow, now: number): ItemSummary {
 }
 
 /** An item's state (contract section 8), from its row. */
-export function itemState(r: ItemRow, now: number): ItemState {
+export function itemState(r: Pick<ItemRow, 'outcome' | 'running' | 'held' | 'blocked' | 'due_at' | 'attempts'>, now: number): ItemState {
   if (r.outcome !== 'pending') return r.outcome;
   if (r.running) return 'running';
   if (r.held) return 'held';

@@ -1,9 +1,9 @@
-// /items?q= matches words in the items' search texts kept in memory (src/core/itemSearch.ts): the
-// answer must be wordsStartWords over each item's itemSearchText, for any text, before and after
-// items are discovered or redefined while the texts are cached.
+// /items?q= matches words with an index of the items' words kept in memory (src/core/itemSearch.ts):
+// the answer must be wordsStartWords over each item's itemSearchText, for any text and any word,
+// before and after items are discovered or redefined while the index is kept.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { matchingItemSeqs } from '../../src/core/itemSearch';
+import { matchingItemSeqs, type ItemMatches } from '../../src/core/itemSearch';
 import { definitionHash, type ItemDefinition } from '../../src/core/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';
@@ -15,11 +15,16 @@ const PIECES = ['report', 're', 'nightly', 'Night', 'é', 'É', 'İ', 'ı', '�
 const text = fc.array(fc.constantFrom(...PIECES), { maxLength: 6 }).map((p) => p.join(''));
 const QUERIES = ['re', 'report', 'night', 'nightly', 'é', 'e', 'i', 'ı', '𝒜', 'b', '日', '本', '3', '42', 'x', 're 3', 'nightly x', 'zebra'];
 
+/** Every match's seq. */
+function all(found: ItemMatches): number[] {
+  return found.seqs(0, found.count);
+}
+
 function definition(id: string, name: string, command: string, args: string[]): ItemDefinition {
   return { id, name, command, args, shell: false, cwd: '/tmp', env: {}, timeoutMs: 1000, maxAttempts: 1, runAt: null };
 }
 
-describe('item search texts', () => {
+describe('item search index', () => {
   it('match exactly the items wordsStartWords matches, as items are added and redefined (property)', async () => {
     const item = fc.record({ name: text, command: text, args: fc.array(text, { maxLength: 3 }) });
     await fc.assert(
@@ -39,9 +44,9 @@ describe('item search texts', () => {
             };
             const expected = () => defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
             first.forEach(insert);
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected());
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected());
             added.forEach(insert);
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected(), 'after items were added');
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were added');
             for (const [n, i] of redefined) {
               if (defs.length === 0) break;
               const at = n % defs.length;
@@ -49,7 +54,7 @@ describe('item search texts', () => {
               defs[at] = def;
               store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
             }
-            assert.deepEqual(matchingItemSeqs(store, searchWords(q)), expected(), 'after items were redefined');
+            assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were redefined');
           } finally {
             store.close();
           }
@@ -57,6 +62,143 @@ describe('item search texts', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('match exactly wordsStartWords for any words, punctuation and odd characters included, as items are added and redefined (property)', async () => {
+    // matchingItemSeqs takes words as given, not only searchWords' runs of letters and digits:
+    // words made here from item texts (a prefix of a token, "bench-012345", a word that starts or
+    // ends with punctuation) and from pieces with combining marks, astral letters and digits, an
+    // astral symbol, and (in definitions only: the store keeps id and name as UTF-8) lone surrogates.
+    const ODD = ['e\u0301', '\u0301', '𝒜', '𝟙', '😀', 'ß', 'ǅ', '٣', 'Ⅻ', 'ﬁ', '\u00a0'];
+    const LONE = ['\ud835', '\udc00', 'a\udc00b', '\udc00\udc00'];
+    const piece = fc.constantFrom(...PIECES, ...ODD, 'bench', '012345', '0123', '45', 'a-b', '--');
+    const plain = fc.array(piece, { maxLength: 6 }).map((p) => p.join(''));
+    const any = fc.array(fc.oneof(piece, fc.constantFrom(...LONE)), { maxLength: 6 }).map((p) => p.join(''));
+    const item = fc.record({ name: plain, command: any, args: fc.array(any, { maxLength: 3 }) });
+    // A query word: a piece of some item's text (which item, where, how long), or made of pieces.
+    const word = fc.oneof(
+      fc.record({ item: fc.nat(), at: fc.nat(), length: fc.integer({ min: 1, max: 12 }) }),
+      fc.array(fc.oneof(piece, fc.constantFrom(...LONE)), { minLength: 1, maxLength: 3 }).map((p) => p.join('')),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(item, { maxLength: 30 }),
+        fc.array(item, { maxLength: 10 }),
+        fc.array(fc.tuple(fc.nat(), item), { maxLength: 5 }),
+        fc.array(word, { minLength: 1, maxLength: 3 }),
+        async (first, added, redefined, spec) => {
+          const { store } = await Store.open({ storageDir: null });
+          try {
+            const defs: ItemDefinition[] = [];
+            const insert = (i: { name: string; command: string; args: string[] }) => {
+              const def = definition(`item-${defs.length}`, i.name, i.command, i.args);
+              defs.push(def);
+              store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+            };
+            const check = (when: string) => {
+              const texts = defs.map(itemSearchText);
+              const words = spec.map((w) => {
+                if (typeof w === 'string') return w.toLowerCase();
+                const text = texts.length === 0 ? 'x' : texts[w.item % texts.length];
+                const at = w.at % text.length;
+                return text.slice(at, at + w.length) || 'x';
+              });
+              const expected = texts.flatMap((t, k) => (wordsStartWords(words, t) ? [k + 1] : []));
+              const found = matchingItemSeqs(store, words);
+              assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(words)}`);
+              // A page, as /items reads one, past the end included.
+              assert.deepEqual(found.seqs(1, 4), expected.slice(1, 4), `${when}: a page of ${JSON.stringify(words)}`);
+              assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(words)}`);
+              const q = words.join(' ');
+              const split = texts.flatMap((t, k) => (wordsStartWords(searchWords(q), t) ? [k + 1] : []));
+              assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), split, `${when}: searchWords(${JSON.stringify(q)})`);
+            };
+            first.forEach(insert);
+            check('first items');
+            added.forEach(insert);
+            check('after items were added');
+            for (const [n, i] of redefined) {
+              if (defs.length === 0) break;
+              const at = n % defs.length;
+              const def = definition(defs[at].id, i.name, i.command, i.args);
+              defs[at] = def;
+              store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
+            }
+            check('after items were redefined');
+          } finally {
+            store.close();
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('match exactly wordsStartWords over many items sharing words, rare and common (property)', async () => {
+    // Enough items that a word's tokens are merged or sorted, and candidates looked up or marked,
+    // each way: which one depends on how many items each token and each word has.
+    const vocabulary = ['build', 'builder', 'b', 'report', 'nightly', 'night', 'a1', 'a10', 'a100', 'x-y', 'é', 'ü', '𝒜1'];
+    const items = fc.array(
+      fc.record({ words: fc.array(fc.nat(vocabulary.length + 40), { minLength: 1, maxLength: 5 }), sep: fc.constantFrom(' ', '-', '/', '.') }),
+      { minLength: 100, maxLength: 400 },
+    );
+    // A number beyond the vocabulary stands for a word of its own (`w17`): most tokens have few items.
+    const wordOf = (n: number) => (n < vocabulary.length ? vocabulary[n] : `w${n}`);
+    const query = fc.array(fc.oneof(fc.constantFrom(...vocabulary, 'bu', 'a', 'a1', 'w1', 'w', 'n', 'x-', '-y', 'x-y', 'zz'), fc.nat(vocabulary.length + 40).map(wordOf)), {
+      minLength: 1,
+      maxLength: 3,
+    });
+    await fc.assert(
+      fc.asyncProperty(items, fc.array(query, { minLength: 1, maxLength: 5 }), async (list, queries) => {
+        const { store } = await Store.open({ storageDir: null });
+        try {
+          const defs = list.map((i, k) => definition(`it-${k}`, i.words.map(wordOf).join(i.sep), 'run', []));
+          const insert = (from: number, to: number) =>
+            store.batch(() => {
+              for (const def of defs.slice(from, to)) store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+            });
+          // Most items, searched; then the rest, whose new tokens the index keeps apart until there are many.
+          const most = Math.floor(defs.length * 0.9);
+          for (const [known, when] of [[most, 'most items'], [defs.length, 'all items']] as const) {
+            insert(known === most ? 0 : most, known);
+            for (const words of queries) {
+              const expected = defs.slice(0, known).flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
+              const found = matchingItemSeqs(store, words);
+              assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(words)}`);
+              // A page, as /items reads one, past the end included.
+              assert.deepEqual(found.seqs(1, 4), expected.slice(1, 4), `${when}: a page of ${JSON.stringify(words)}`);
+              assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(words)}`);
+            }
+          }
+        } finally {
+          store.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('finds a word first seen since the last search, by a prefix or whole, one such word or several', async () => {
+    const { store } = await Store.open({ storageDir: null });
+    try {
+      const insert = (name: string) => {
+        // The id's words are the name's first word and `item`: an item adds no other new word.
+        const def = definition(`item-${name.split(' ')[0]}`, name, 'make', []);
+        store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+      };
+      for (let i = 0; i < 40; i++) insert(`${i} nightly report`);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, 40);
+      // One new word (the index keeps it apart from the others until there are many), then two more.
+      insert('zeppelin');
+      assert.deepEqual(all(matchingItemSeqs(store, ['zep'])), [41]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [41]);
+      insert('zebra zeppelins');
+      assert.deepEqual(all(matchingItemSeqs(store, ['ze'])), [41, 42]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [41, 42]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeb', 'item'])), [42]);
+    } finally {
+      store.close();
+    }
   });
 
   it('read in several chunks, finds every item and each one alone', async () => {
@@ -70,9 +212,10 @@ describe('item search texts', () => {
           store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
         }
       });
-      assert.equal(matchingItemSeqs(store, ['nightly']).length, count);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, count);
+      assert.deepEqual(matchingItemSeqs(store, ['nightly']).seqs(4_000, 4_400), Array.from({ length: 321 }, (_, i) => 4_001 + i), 'a page at the end');
       for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
-        assert.deepEqual(matchingItemSeqs(store, searchWords(`build-${i} report`)), [i + 1], `item ${i}`);
+        assert.deepEqual(all(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
       }
     } finally {
       store.close();
