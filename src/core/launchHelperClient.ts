@@ -365,13 +365,21 @@ export class AttemptLauncher {
 
   // ---- the helper processes -------------------------------------------------------------
 
-  /** Starts a helper in every slot that has none (each after its own backoff). */
+  /**
+   * Starts a helper in a slot that has none (each after its own backoff), one at a time: each fork
+   * blocks this event loop for as long as forking this (large) process takes, 20–200 ms on a
+   * loaded machine, and two back to back made the engine's poll late enough to be reported
+   * stalled. The next one starts when this one is ready (or has failed).
+   */
   private ensureHelpers(): void {
     if (this.closed || this.inProcess) return;
+    if (this.slots.some((s) => s.helper && !s.helper.ready)) return;
     for (const slot of this.slots) {
-      if (!slot.helper && !slot.restartTimer && !slot.disabled) this.startHelper(slot);
-      // A missing helper file makes this launcher fall back at once.
-      if (this.inProcess) return;
+      if (slot.helper || slot.restartTimer || slot.disabled) continue;
+      this.startHelper(slot);
+      // A missing helper file makes this launcher fall back at once; a fork that threw leaves the
+      // slot to its backoff, and the next slot may try.
+      if (this.inProcess || slot.helper) return;
     }
   }
 
@@ -384,7 +392,7 @@ export class AttemptLauncher {
     if (wait > 0) {
       slot.restartTimer = setTimeout(() => {
         slot.restartTimer = undefined;
-        if (!slot.helper && !slot.disabled && !this.closed && !this.inProcess) this.startHelper(slot);
+        this.ensureHelpers();
       }, wait);
       return;
     }
@@ -467,6 +475,8 @@ export class AttemptLauncher {
         this.flush();
         for (const waiting of this.waitingCheckpoints) waiting.startIn(this.checkpointIn(h, waiting.job));
         this.waitingCheckpoints.clear();
+        // The rest of the pool, one fork at a time.
+        this.ensureHelpers();
         break;
       case 'pong':
         break;
@@ -626,6 +636,8 @@ export class AttemptLauncher {
           helper: this.entry?.file ?? null,
         });
       }
+      // A slot whose restart came due while this one was starting has not started yet.
+      if (this.waiting()) this.ensureHelpers();
       return;
     }
     slot.restartNotBefore = Date.now() + RESTART_BACKOFF_BASE_MS * 2 ** (slot.startFailures - 1);
