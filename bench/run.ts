@@ -58,6 +58,8 @@ const CFG = {
   nodeItems: int('BENCH_NODE_ITEMS', 500, 100),
   nodeRuns: int('BENCH_NODE_RUNS', 3, 1),
   concurrency: int('BENCH_CONCURRENCY', 4, 4),
+  /** Launch helpers of the engine in the launch rows (EngineOptions.launchHelpers); unset: the engine's default. */
+  launchHelpers: process.env.BENCH_LAUNCH_HELPERS ? Number(process.env.BENCH_LAUNCH_HELPERS) : undefined,
   /** Snapshot cadence during launch runs: short, so snapshots land inside the measured window. */
   launchSnapshotMs: int('BENCH_LAUNCH_SNAPSHOT_MS', 2_000, 2_000),
   memItems: int('BENCH_MEM_ITEMS', 100_000, 100_000),
@@ -676,8 +678,10 @@ interface LaunchResult {
   helperSpawnMs: number;
   helperSpawns: number;
   helperRss: number | null;
-  /** The launch helper's own CPU, and its waited-for children's (attempts and checkpoint processes). */
+  /** The launch helpers' own CPU, and their waited-for children's (attempts and checkpoint processes), summed. */
   helperCpu?: { selfMs: number; childrenMs: number } | null;
+  /** How many launch helpers were running at the end (the pool). */
+  helpers?: number;
   workerMs?: number[];
 }
 
@@ -711,6 +715,7 @@ async function scenarioLaunch(): Promise<void> {
         args: c.args,
         concurrency: CFG.concurrency,
         snapshotIntervalMs: CFG.launchSnapshotMs,
+        launchHelpers: CFG.launchHelpers,
       });
       if (e.launched !== n) log(`  warning: ${e.launched} of ${n} launched, ${e.failed} failed`);
       es.push(e);
@@ -721,7 +726,7 @@ async function scenarioLaunch(): Promise<void> {
       log(
         `  ${c.label} run ${r + 1}: xargs ${xs[r].toFixed(0)} ms, xargs+setsid ${ss[r].toFixed(0)} ms, bare Node spawner ${ns[r].wallMs.toFixed(0)} ms` +
           `${gnu ? `, parallel ${ps[r].toFixed(0)} ms` : ''}, engine ${e.wallMs.toFixed(0)} ms ` +
-          `(cpu ${e.cpuMs.toFixed(0)} ms, helper cpu ${e.helperCpu?.selfMs ?? '?'} ms, ${e.workerMs?.length ?? 0} checkpoint(s), loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`,
+          `(cpu ${e.cpuMs.toFixed(0)} ms, ${e.helpers ?? 1} helper(s) cpu ${e.helperCpu?.selfMs ?? '?'} ms, ${e.workerMs?.length ?? 0} checkpoint(s), loop p99 ${e.loop.p99} ms, max ${e.loop.max} ms)`,
       );
     }
     raw[`launch ${c.label}`] = { xargsMs: xs, xargsSetsidMs: ss, bareNodeSpawner: ns, parallelMs: ps, engine: es };
@@ -770,7 +775,7 @@ async function scenarioLaunch(): Promise<void> {
       measure: `${c.label}: launch helper CPU per item`,
       value: (median(es.map((r) => r.helperCpu?.selfMs ?? NaN)) / n) * 1000,
       unit: 'µs',
-      note: `the helper's own process (its start included); checkpoints per run: ${es.map((r) => r.workerMs?.length ?? 0).join(' / ')}`,
+      note: `the helpers' own processes, summed over the pool of ${es[0]?.helpers ?? '?'} (their start included); checkpoints per run: ${es.map((r) => r.workerMs?.length ?? 0).join(' / ')}`,
     });
     add({
       scenario: 'launch',
@@ -784,7 +789,7 @@ async function scenarioLaunch(): Promise<void> {
       measure: `${c.label}: launch helper blocked in spawn() per item`,
       value: (median(es.map((r) => r.helperSpawnMs)) / n) * 1000,
       unit: 'µs',
-      note: `fork + exec handshake in the launch helper, off the engine's event loop; helper RSS ${mb(median(es.map((r) => r.helperRss ?? 0)))} MB`,
+      note: `fork + exec handshake in the launch helper, off the engine's event loop; helpers' RSS (summed) ${mb(median(es.map((r) => r.helperRss ?? 0)))} MB`,
     });
     add({
       scenario: 'launch',

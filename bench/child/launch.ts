@@ -24,6 +24,8 @@ interface Config {
    * launches and dispatch picks by priority among the rest.
    */
   dependencies?: boolean;
+  /** EngineOptions.launchHelpers (BENCH_LAUNCH_HELPERS); undefined: the engine's default. */
+  launchHelpers?: number;
 }
 
 const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
@@ -101,6 +103,7 @@ async function main(): Promise<void> {
     // The bundle beside this one, as the engine host finds it beside dist/cli.js.
     launchHelper: benchLaunchHelper('launch', locateLaunchHelper),
     captureOutput: config.captureOutput !== false,
+    launchHelpers: config.launchHelpers,
   });
   const workerMs: number[] = [];
   const snapshotParts: { part: string; ms: number; at: number }[] = [];
@@ -132,9 +135,11 @@ async function main(): Promise<void> {
   const during = { ...timed };
   const launcher = (engine as unknown as { launcher: AttemptLauncher }).launcher;
   const helper = launcher.helperSpawnStats();
-  const helperPid = launcher.helperPid;
-  const helperRss = helperPid === undefined ? null : rssOf(helperPid);
-  const helperCpu = helperPid === undefined ? null : cpuOf(helperPid);
+  // The pool's helpers together (EngineOptions.launchHelpers): their RSS and CPU summed.
+  const helperPids = launcher.helperPids;
+  const helperRss = helperPids.length === 0 ? null : helperPids.reduce((sum, pid) => sum + (rssOf(pid) ?? 0), 0);
+  const cpus = helperPids.map(cpuOf);
+  const helperCpu = cpus.length === 0 || cpus.some((c) => c === null) ? null : { selfMs: cpus.reduce((s, c) => s + c!.selfMs, 0), childrenMs: cpus.reduce((s, c) => s + c!.childrenMs, 0) };
   if (launcher.mode !== 'helper') process.stderr.write('warning: the engine launched in-process (no launch helper)\n');
   const delay = loop.read();
   const stats = engine.stats();
@@ -142,7 +147,7 @@ async function main(): Promise<void> {
   await server.close();
   await engine.shutdown(1000);
   process.stdout.write(
-    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, workerMs, launched: stats.launched, failed: stats.failed, rss, ...during, hrOriginUs: Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000, slowCalls: slowCalls.slice(0, 50), slowSnapshotParts: snapshotParts.filter((p) => p.ms > SLOW_CALL_MS), launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss, helperCpu })}\n`,
+    `${JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, loop: delay, snapshots, workerMs, launched: stats.launched, failed: stats.failed, rss, ...during, hrOriginUs: Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000, slowCalls: slowCalls.slice(0, 50), slowSnapshotParts: snapshotParts.filter((p) => p.ms > SLOW_CALL_MS), launcher: launcher.mode, helperSpawnMs: helper.spawnMs, helperSpawns: helper.spawns, helperRss, helperCpu, helpers: helperPids.length })}\n`,
   );
   rmSync(config.root, { recursive: true, force: true });
   process.exit(0);

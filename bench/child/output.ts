@@ -87,10 +87,12 @@ async function main(): Promise<void> {
       void (async () => {
         const loop = new LoopMonitor();
         loop.phase = 'flood';
-        const helperPid = launcher.helperPid;
-        const rss0 = helperPid === undefined ? 0 : rssOf(helperPid);
+        // The pool's helpers together: the flood runs in one of them.
+        const helperPids = launcher.helperPids;
+        const helpersRss = () => helperPids.reduce((sum, pid) => sum + rssOf(pid), 0);
+        const rss0 = helpersRss();
         let peak = rss0;
-        const sampler = setInterval(() => (peak = Math.max(peak, helperPid === undefined ? 0 : rssOf(helperPid))), 20);
+        const sampler = setInterval(() => (peak = Math.max(peak, helpersRss())), 20);
         const t0 = performance.now();
         enqueue('flood.json', {
           id: 'flood',

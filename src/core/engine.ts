@@ -123,6 +123,7 @@ export class Engine implements ControllableEngine {
     this.output = new OutputRetention(store, options);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
+      helpers: options.launchHelpers,
       workspaceFolders: options.workspaceFolders,
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
       onOutputError: (attemptId, error) => this.onOutputError(attemptId, error),
@@ -210,8 +211,9 @@ export class Engine implements ControllableEngine {
       storageDir: options.storageDir,
       onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
       onNote: (note) => engine?.log(note.action, note.level, note.message, null, note.details ?? null),
-      // Periodic snapshots are built in a process the launch helper starts, outside this one's
-      // address space (docs/PERFORMANCE.md); without a ready helper, on a worker thread.
+      // Periodic snapshots are built in a process a launch helper starts, outside this one's
+      // address space (docs/PERFORMANCE.md); one asked for while the helpers start waits for
+      // them; without helpers, on a worker thread.
       runCheckpoint: (job) => engine?.launcher.runCheckpoint(job),
     });
     engine = new Engine(store, options);

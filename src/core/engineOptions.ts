@@ -55,6 +55,12 @@ export interface EngineOptions {
    */
   launchHelper?: LaunchHelperEntry | null;
   /**
+   * How many launch helper processes share the launches (1–16; default two, one on a single core):
+   * a spawn blocks its helper for the whole fork + exec handshake, and a second helper overlaps
+   * those on another core (docs/PERFORMANCE.md, "Launch throughput"). 1: a single helper.
+   */
+  launchHelpers?: number;
+  /**
    * Storage is writable again after a failure (the folder was removed and recreated, say): called
    * before any launch, for the host to put back what it keeps there (its lock). False: the folder
    * is not this engine's any more, and it launches nothing from then on.

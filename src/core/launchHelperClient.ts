@@ -1,30 +1,37 @@
-// The engine's client of the launch helper (src/host/launchHelperMain.ts): a small process forked
-// once per engine that spawns attempts for it, so the engine's event loop never blocks in
+// The engine's client of its launch helpers (src/host/launchHelperMain.ts): small processes forked
+// by the engine that spawn attempts for it, so the engine's event loop never blocks in
 // child_process.spawn() (a fork of a 100–800 MB process, docs/PERFORMANCE.md).
 //
+// A pool of them (EngineOptions.launchHelpers; two by default, one on a single core): spawn()
+// blocks the calling thread for the whole fork + exec handshake, so one helper is busy ~1 ms per
+// launch whatever the core count, and a second one overlaps its spawns on the other core. Each
+// launch goes to the ready helper with the fewest attempts in flight.
+//
 // Launches keep the RunningAttempt shape of in-process launching; only the pid arrives later.
-// Failure handling:
-// - the helper dies: its attempts finish as failed (the engine retries them with backoff), their
+// Failure handling, for each helper of the pool on its own:
+// - a helper dies: its attempts finish as failed (the engine retries them with backoff), their
 //   process groups are ended by the pids the helper reported, what left those groups is swept by
-//   the attempts' markers (chosen here for that reason), and the next launch forks a fresh helper,
-//   later and later if it keeps dying;
-// - the engine dies: the helper sees its IPC channel close and ends every attempt's group;
-// - the helper stops answering (SIGSTOP, a hang): it is the one enforcing its attempts' timeouts,
+//   the attempts' markers (chosen here for that reason), and the next launch forks a replacement,
+//   later and later if it keeps dying; meanwhile launches go to the other helpers;
+// - the engine dies: each helper sees its IPC channel close and ends every attempt's group;
+// - a helper stops answering (SIGSTOP, a hang): it is the one enforcing its attempts' timeouts,
 //   so a ping every second that goes unanswered for UNRESPONSIVE_MS gets it killed with SIGKILL,
 //   logged, and then handled as a dead helper;
-// - the helper cannot start (file missing, crashes before it is ready): launches run in-process.
+// - a helper cannot start (file missing, crashes before it is ready): the others carry the
+//   launches; when none can start at all, launches run in-process.
 //
 // Which file the helper is, and with which Node options it runs, is the host's knowledge
 // (src/host/launchHelperEntry.ts): it passes the entry in, and this file only forks it.
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
 import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup } from './processGroup';
 import type { OutputTarget } from './outputFiles';
-import { checkpointProcessArgs, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
+import { checkpointProcessArgs, startCheckpointThread, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
 
 /** How to start the helper: the file to fork and the Node options it runs with. */
 export interface LaunchHelperEntry {
@@ -38,6 +45,11 @@ export interface AttemptLauncherOptions {
    * undefined: none was found, so launch in-process after one warning.
    */
   entry?: LaunchHelperEntry | null;
+  /**
+   * How many helpers share the launches (EngineOptions.launchHelpers): default
+   * DEFAULT_LAUNCH_HELPERS; 1 is a single helper.
+   */
+  helpers?: number;
   /** Warnings worth a log entry (the fallback to in-process launching). */
   warn?: (message: string, details: Record<string, unknown>) => void;
   /** The engine's workspace folders: an attempt's `cwd` must lead into one of them when it starts. */
@@ -46,7 +58,15 @@ export interface AttemptLauncherOptions {
   onOutputError?: (attemptId: number, error: string) => void;
 }
 
-/** A helper that started but never became ready this many times in a row: launch in-process. */
+/**
+ * Two helpers, or one on a single core: two bare spawner processes finish 2,000 launches 1.35 ×
+ * faster than one on two cores, a third adds nothing there (docs/PERFORMANCE.md, #19 target 1).
+ */
+export const DEFAULT_LAUNCH_HELPERS = Math.min(2, os.availableParallelism());
+/** More helpers than this only cost memory (~40 MB each): each one's spawns already overlap. */
+export const MAX_LAUNCH_HELPERS = 16;
+
+/** A helper that started but never became ready this many times in a row: its place in the pool gives up. */
 const MAX_START_FAILURES = 3;
 /** A helper that dies sooner than this after its start counts towards the restart backoff. */
 const HEALTHY_LIFETIME_MS = 10_000;
@@ -61,7 +81,22 @@ const PING_INTERVAL_MS = 1000;
  */
 const UNRESPONSIVE_MS = 5000;
 
+/** One place in the pool: the helper in it now (if any), and its own restart history. */
+interface Slot {
+  /** 1-based, for the logs. */
+  readonly number: number;
+  helper: Helper | undefined;
+  restartTimer: NodeJS.Timeout | undefined;
+  restartNotBefore: number;
+  quickDeaths: number;
+  /** Helpers of this slot in a row that exited before they were ready. */
+  startFailures: number;
+  /** Gave up after MAX_START_FAILURES: the other slots carry the launches. */
+  disabled: boolean;
+}
+
 interface Helper {
+  slot: Slot;
   child: ChildProcess;
   startedAt: number;
   ready: boolean;
@@ -84,6 +119,8 @@ class HelperAttempt implements RunningAttempt {
   readonly done: Promise<AttemptResult>;
   /** Set when the attempt was launched in-process (fallback). */
   inProcess: RunningAttempt | undefined;
+  /** The helper it was sent to: the one that can terminate it. */
+  helper: Helper | undefined;
   finished = false;
   private resolve!: (result: AttemptResult) => void;
 
@@ -114,20 +151,56 @@ class HelperAttempt implements RunningAttempt {
 }
 
 /**
- * Launches attempts through a launch helper process, or in-process when no helper can run.
- * One per engine.
+ * A checkpoint asked for while no helper was ready (the engine has just started them): it starts in
+ * the first helper that becomes ready, or on a worker thread once none will. Waiting is worth it: a
+ * thread of the engine host loads the whole snapshot into the host's own memory (docs/PERFORMANCE.md,
+ * "Memory (target 4)").
+ */
+class WaitingCheckpoint implements CheckpointRun {
+  readonly done: Promise<CheckpointMessage>;
+  private resolve!: (m: CheckpointMessage) => void;
+  private run: CheckpointRun | undefined;
+  private cancelled = false;
+
+  constructor(
+    readonly job: CheckpointJob,
+    private readonly forget: (w: WaitingCheckpoint) => void,
+  ) {
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  get where(): string {
+    return this.run?.where ?? 'nowhere yet (waiting for a launch helper)';
+  }
+
+  /** Starts it in `run`'s builder; its answer becomes this one's. */
+  startIn(run: CheckpointRun): void {
+    this.run = run;
+    void run.done.then((m) => this.resolve(m));
+  }
+
+  cancel(): void {
+    if (this.run) return this.run.cancel();
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.forget(this);
+    this.resolve({ ok: false, error: 'cancelled before it started' });
+  }
+}
+
+/**
+ * Launches attempts through a pool of launch helper processes, or in-process when no helper can
+ * run. One per engine.
  */
 export class AttemptLauncher {
   private readonly entry: LaunchHelperEntry | undefined;
-  private helper: Helper | undefined;
+  private readonly slots: Slot[];
   /** Launches waiting for a helper that is starting (or restarting after its backoff). */
   private queue: HelperAttempt[] = [];
+  /** Checkpoints waiting for a helper that is starting. */
+  private readonly waitingCheckpoints = new Set<WaitingCheckpoint>();
   private inProcess = false;
   private closed = false;
-  private startFailures = 0;
-  private quickDeaths = 0;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private restartNotBefore = 0;
   private spawnTotals = { spawns: 0, spawnMs: 0 };
   private nextCheckpointId = 0;
   /**
@@ -139,6 +212,16 @@ export class AttemptLauncher {
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry ?? undefined;
     if (options.entry === null) this.inProcess = true;
+    const size = Math.min(MAX_LAUNCH_HELPERS, Math.max(1, Math.floor(options.helpers ?? DEFAULT_LAUNCH_HELPERS)));
+    this.slots = Array.from({ length: size }, (_, i) => ({
+      number: i + 1,
+      helper: undefined,
+      restartTimer: undefined,
+      restartNotBefore: 0,
+      quickDeaths: 0,
+      startFailures: 0,
+      disabled: false,
+    }));
   }
 
   /** Starts the attempt's process; the engine calls this only after the attempt is journaled. */
@@ -150,52 +233,32 @@ export class AttemptLauncher {
       this.launchInProcess(a);
     } else {
       this.queue.push(a);
-      this.ensureHelper();
+      this.ensureHelpers();
       this.flush();
     }
     return a;
   }
 
-  /** Starts the helper now rather than at the first launch (no-op when launching in-process). */
+  /** Starts the helpers now rather than at the first launch (no-op when launching in-process). */
   prepare(): void {
-    if (!this.closed) this.ensureHelper();
+    if (!this.closed) this.ensureHelpers();
   }
 
   /**
-   * Runs a store checkpoint in a process the helper starts (StoreOptions.runCheckpoint).
-   * Undefined while no helper is ready (launching in-process, or none started yet): the store
-   * then uses a worker thread, as without a helper.
+   * Runs a store checkpoint in a process a helper starts (StoreOptions.runCheckpoint). While the
+   * helpers are starting it waits for the first one ready; undefined when no helper will run it
+   * (launching in-process, or shutting down): the store then uses a worker thread.
    */
   runCheckpoint(job: CheckpointJob): CheckpointRun | undefined {
-    const h = this.helper;
-    if (this.inProcess || this.closed) return undefined;
-    if (!h?.ready || h.closing || !h.child.connected) {
-      // An engine that has not launched anything yet has no helper: start one for the next
-      // checkpoint (one every 30 s by default); this one runs on a thread.
-      this.ensureHelper();
-      return undefined;
-    }
-    const checkpointId = ++this.nextCheckpointId;
-    const args = checkpointProcessArgs(job);
-    let where = 'a process started by the launch helper';
-    const done = new Promise<CheckpointMessage>((resolve) => {
-      h.checkpoints.set(checkpointId, (m, pid) => {
-        if (pid !== null) where = `process ${pid}`;
-        resolve(m);
-      });
-    });
-    h.child.send({ type: 'checkpoint', checkpointId, args } satisfies ToLaunchHelper, () => undefined);
-    return {
-      get where() {
-        return where;
-      },
-      done,
-      cancel: () => {
-        if (h.checkpoints.has(checkpointId) && h.child.connected) {
-          h.child.send({ type: 'checkpoint_cancel', checkpointId } satisfies ToLaunchHelper, () => undefined);
-        }
-      },
-    };
+    if (this.closed) return undefined;
+    // An engine that has not launched anything yet may have no helper: start them.
+    this.ensureHelpers();
+    if (this.inProcess) return undefined;
+    const h = this.leastBusyHelper();
+    if (h) return this.checkpointIn(h, job);
+    const waiting = new WaitingCheckpoint(job, (w) => this.waitingCheckpoints.delete(w));
+    this.waitingCheckpoints.add(waiting);
+    return waiting;
   }
 
   /** Where the spawns happen now, for the benchmark and tests. */
@@ -203,26 +266,56 @@ export class AttemptLauncher {
     return this.inProcess ? 'in-process' : 'helper';
   }
 
-  /** Pid of the running helper, if any. */
-  get helperPid(): number | undefined {
-    return this.helper?.child.pid;
+  /** How many helpers the pool holds when all are running. */
+  get poolSize(): number {
+    return this.slots.length;
   }
 
-  /** How long the helper's thread was blocked in spawn(), summed over the attempts it launched. */
+  /** Pid of the first helper of the pool that is running (ready or starting), if any. */
+  get helperPid(): number | undefined {
+    for (const slot of this.slots) if (slot.helper) return slot.helper.child.pid;
+    return undefined;
+  }
+
+  /** Pids of the helpers ready for launches, in pool order. */
+  get helperPids(): number[] {
+    const pids: number[] = [];
+    for (const slot of this.slots) {
+      const h = slot.helper;
+      if (h?.ready && !h.closing && h.child.pid !== undefined) pids.push(h.child.pid);
+    }
+    return pids;
+  }
+
+  /** Pid of the helper `run` was sent to (undefined: launched in-process, or not sent yet). */
+  helperPidOf(run: RunningAttempt): number | undefined {
+    return run instanceof HelperAttempt ? run.helper?.child.pid : undefined;
+  }
+
+  /** How long the helpers' threads were blocked in spawn(), summed over the attempts they launched. */
   helperSpawnStats(): { spawns: number; spawnMs: number } {
     return { ...this.spawnTotals };
   }
 
   /**
-   * Ends the helper: attempts still running get SIGTERM, SIGKILL after `graceMs`, and this
-   * resolves once the helper has exited. The engine calls it last in its shutdown.
+   * Ends the helpers: attempts still running get SIGTERM, SIGKILL after `graceMs`, and this
+   * resolves once every helper has exited. The engine calls it last in its shutdown.
    */
   async close(graceMs = 1000): Promise<void> {
     this.closed = true;
-    clearTimeout(this.restartTimer);
+    for (const slot of this.slots) clearTimeout(slot.restartTimer);
     for (const a of this.queue.splice(0)) a.finish(resultWithoutProcess(a.startedAt, 'the engine shut down before it was launched'));
-    const h = this.helper;
-    if (!h) return this.endLeftovers(graceMs);
+    // The store gives up its checkpoint before this (Store.abandonCheckpoint); one still waiting
+    // for a helper is built where it would have been without helpers.
+    this.startWaitingCheckpointsOnThreads();
+    const helpers = this.slots.flatMap((slot) => (slot.helper ? [slot.helper] : []));
+    await Promise.all(helpers.map((h) => this.closeHelper(h, graceMs)));
+    // The helpers swept their own attempts' leftovers; these are what a helper killed for hanging
+    // (or an earlier one that died) could not.
+    await this.endLeftovers(graceMs);
+  }
+
+  private async closeHelper(h: Helper, graceMs: number): Promise<void> {
     h.closing = true;
     if (h.child.connected) h.child.send({ type: 'close', graceMs } satisfies ToLaunchHelper, () => undefined);
     else h.child.kill('SIGTERM');
@@ -236,9 +329,6 @@ export class AttemptLauncher {
     });
     await Promise.race([h.exited, killed]);
     clearTimeout(timer);
-    // The helper swept its own attempts' leftovers; these are what a helper killed for hanging
-    // (or an earlier one that died) could not.
-    await this.endLeftovers(graceMs);
   }
 
   /**
@@ -267,26 +357,42 @@ export class AttemptLauncher {
       a.finish(resultWithoutProcess(a.startedAt, 'ended before it was launched'));
       return;
     }
-    const h = this.helper;
+    const h = a.helper;
     if (h?.attempts.has(a.attemptId) && h.child.connected) {
       h.child.send({ type: 'terminate', attemptId: a.attemptId, graceMs } satisfies ToLaunchHelper, () => undefined);
     }
   }
 
-  // ---- the helper process ---------------------------------------------------------------
+  // ---- the helper processes -------------------------------------------------------------
 
-  private ensureHelper(): void {
-    if (this.helper || this.restartTimer || this.closed || this.inProcess) return;
+  /**
+   * Starts a helper in a slot that has none (each after its own backoff), one at a time: each fork
+   * blocks this event loop for as long as forking this (large) process takes, 20–200 ms on a
+   * loaded machine, and two back to back made the engine's poll late enough to be reported
+   * stalled. The next one starts when this one is ready (or has failed).
+   */
+  private ensureHelpers(): void {
+    if (this.closed || this.inProcess) return;
+    if (this.slots.some((s) => s.helper && !s.helper.ready)) return;
+    for (const slot of this.slots) {
+      if (slot.helper || slot.restartTimer || slot.disabled) continue;
+      this.startHelper(slot);
+      // A missing helper file makes this launcher fall back at once; a fork that threw leaves the
+      // slot to its backoff, and the next slot may try.
+      if (this.inProcess || slot.helper) return;
+    }
+  }
+
+  private startHelper(slot: Slot): void {
     if (!this.entry || !existsSync(this.entry.file)) {
       this.fallBack(this.entry ? `${this.entry.file} is missing` : 'no launch helper was found (run "npm run build")', {});
       return;
     }
-    const wait = this.restartNotBefore - Date.now();
+    const wait = slot.restartNotBefore - Date.now();
     if (wait > 0) {
-      this.restartTimer = setTimeout(() => {
-        this.restartTimer = undefined;
-        this.ensureHelper();
-        this.flush();
+      slot.restartTimer = setTimeout(() => {
+        slot.restartTimer = undefined;
+        this.ensureHelpers();
       }, wait);
       return;
     }
@@ -298,11 +404,12 @@ export class AttemptLauncher {
         stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       });
     } catch (err) {
-      this.startFailed(`fork failed: ${(err as Error).message}`);
+      this.startFailed(slot, `fork failed: ${(err as Error).message}`);
       return;
     }
     let onExit!: () => void;
     const h: Helper = {
+      slot,
       child,
       startedAt: Date.now(),
       ready: false,
@@ -312,7 +419,7 @@ export class AttemptLauncher {
       exited: new Promise<void>((resolve) => (onExit = resolve)),
       lastHeardAt: performance.now(),
     };
-    this.helper = h;
+    slot.helper = h;
     child.on('message', (m: FromLaunchHelper) => this.onMessage(h, m));
     // 'error' without 'exit' means it never ran (e.g. the Node binary is gone).
     child.on('error', (err) => {
@@ -328,14 +435,27 @@ export class AttemptLauncher {
     });
   }
 
+  /** The ready helper with the fewest attempts in flight (the first of the pool on a tie). */
+  private leastBusyHelper(): Helper | undefined {
+    let best: Helper | undefined;
+    for (const slot of this.slots) {
+      const h = slot.helper;
+      if (!h?.ready || h.closing || !h.child.connected) continue;
+      if (!best || h.attempts.size < best.attempts.size) best = h;
+    }
+    return best;
+  }
+
   private flush(): void {
-    const h = this.helper;
     if (this.inProcess) {
       for (const a of this.queue.splice(0)) this.launchInProcess(a);
       return;
     }
-    if (!h?.ready || h.closing || !h.child.connected) return;
+    if (this.queue.length === 0) return;
+    if (!this.leastBusyHelper()) return;
     for (const a of this.queue.splice(0)) {
+      const h = this.leastBusyHelper()!;
+      a.helper = h;
       h.attempts.set(a.attemptId, a);
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
       const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
@@ -350,9 +470,13 @@ export class AttemptLauncher {
     switch (m.type) {
       case 'ready':
         h.ready = true;
-        this.startFailures = 0;
+        h.slot.startFailures = 0;
         this.watch(h);
         this.flush();
+        for (const waiting of this.waitingCheckpoints) waiting.startIn(this.checkpointIn(h, waiting.job));
+        this.waitingCheckpoints.clear();
+        // The rest of the pool, one fork at a time.
+        this.ensureHelpers();
         break;
       case 'pong':
         break;
@@ -380,6 +504,46 @@ export class AttemptLauncher {
         break;
       }
     }
+  }
+
+  /** A checkpoint in a process the ready helper `h` starts. */
+  private checkpointIn(h: Helper, job: CheckpointJob): CheckpointRun {
+    const checkpointId = ++this.nextCheckpointId;
+    const args = checkpointProcessArgs(job);
+    let where = 'a process started by the launch helper';
+    const done = new Promise<CheckpointMessage>((resolve) => {
+      h.checkpoints.set(checkpointId, (m, pid) => {
+        if (pid !== null) where = `process ${pid}`;
+        resolve(m);
+      });
+    });
+    h.child.send({ type: 'checkpoint', checkpointId, args } satisfies ToLaunchHelper, () => undefined);
+    return {
+      get where() {
+        return where;
+      },
+      done,
+      cancel: () => {
+        if (h.checkpoints.has(checkpointId) && h.child.connected) {
+          h.child.send({ type: 'checkpoint_cancel', checkpointId } satisfies ToLaunchHelper, () => undefined);
+        }
+      },
+    };
+  }
+
+  /** No helper will run the waiting checkpoints (in-process launching, shutdown): worker threads do. */
+  private startWaitingCheckpointsOnThreads(): void {
+    for (const waiting of this.waitingCheckpoints) {
+      let run: CheckpointRun;
+      try {
+        run = startCheckpointThread(waiting.job);
+      } catch (err) {
+        // No worker bundle: the store writes the snapshot from memory instead, and says why.
+        run = { where: 'worker thread', done: Promise.resolve({ ok: false, error: (err as Error).message }), cancel: () => undefined };
+      }
+      waiting.startIn(run);
+    }
+    this.waitingCheckpoints.clear();
   }
 
   /** Pings the ready helper `h` every second and kills it once it has been silent for UNRESPONSIVE_MS. */
@@ -411,8 +575,9 @@ export class AttemptLauncher {
 
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
     clearInterval(h.watchdog);
-    if (this.helper !== h) return;
-    this.helper = undefined;
+    const slot = h.slot;
+    if (slot.helper !== h) return;
+    slot.helper = undefined;
     const how = error ?? h.killedBecause ?? (signal ? `signal ${signal}` : `exit code ${code}`);
     // Its checkpoint processes end with it (they exit when their IPC channel closes); the store
     // falls back to a snapshot from memory for any that was still running.
@@ -428,11 +593,12 @@ export class AttemptLauncher {
     }
     if (!h.ready) {
       // Nothing was sent to it: the queued launches wait for the next helper, or run in-process.
-      this.startFailed(`the launch helper exited before it was ready (${how})`);
+      this.startFailed(slot, `the launch helper exited before it was ready (${how})`);
       return;
     }
     // Its attempts' processes live on in their own process groups; nobody would reap or time
-    // them out now, so end them, and let the engine retry the attempts as failed.
+    // them out now, so end them, and let the engine retry the attempts as failed. The other
+    // helpers' attempts are not theirs to worry about.
     for (const a of h.attempts.values()) {
       this.endOrphaned(a);
       a.finish({
@@ -441,31 +607,54 @@ export class AttemptLauncher {
       });
     }
     const lived = Date.now() - h.startedAt;
-    this.quickDeaths = lived < HEALTHY_LIFETIME_MS ? this.quickDeaths + 1 : 1;
-    const delay = this.quickDeaths <= 1 ? 0 : Math.min(RESTART_BACKOFF_BASE_MS * 2 ** (this.quickDeaths - 2), RESTART_BACKOFF_MAX_MS);
-    this.restartNotBefore = Date.now() + delay;
-    if (this.queue.length > 0) this.ensureHelper();
+    slot.quickDeaths = lived < HEALTHY_LIFETIME_MS ? slot.quickDeaths + 1 : 1;
+    const delay = slot.quickDeaths <= 1 ? 0 : Math.min(RESTART_BACKOFF_BASE_MS * 2 ** (slot.quickDeaths - 2), RESTART_BACKOFF_MAX_MS);
+    slot.restartNotBefore = Date.now() + delay;
+    // A replacement starts with the next launch; at once if some are waiting for it.
+    if (this.waiting()) this.ensureHelpers();
   }
 
-  private startFailed(reason: string): void {
-    this.startFailures++;
-    if (this.startFailures >= MAX_START_FAILURES) {
-      this.fallBack(reason, { attempts: this.startFailures });
+  /** Launches or checkpoints are waiting for a helper. */
+  private waiting(): boolean {
+    return this.queue.length > 0 || this.waitingCheckpoints.size > 0;
+  }
+
+  private startFailed(slot: Slot, reason: string): void {
+    slot.startFailures++;
+    if (slot.startFailures >= MAX_START_FAILURES) {
+      slot.disabled = true;
+      if (this.slots.every((s) => s.disabled)) {
+        this.fallBack(reason, { attempts: slot.startFailures });
+        return;
+      }
+      // Said only when the others already work: while all of them keep failing the same way, the
+      // fallback's single warning says it.
+      if (this.leastBusyHelper()) {
+        this.options.warn?.(`launch helper ${slot.number} of ${this.slots.length} could not start (${reason}); launching through the others`, {
+          reason,
+          attempts: slot.startFailures,
+          helper: this.entry?.file ?? null,
+        });
+      }
+      // A slot whose restart came due while this one was starting has not started yet.
+      if (this.waiting()) this.ensureHelpers();
       return;
     }
-    this.restartNotBefore = Date.now() + RESTART_BACKOFF_BASE_MS * 2 ** (this.startFailures - 1);
-    if (this.queue.length > 0) this.ensureHelper();
+    slot.restartNotBefore = Date.now() + RESTART_BACKOFF_BASE_MS * 2 ** (slot.startFailures - 1);
+    if (this.waiting()) this.ensureHelpers();
   }
 
   private fallBack(reason: string, details: Record<string, unknown>): void {
     if (this.inProcess) return;
     this.inProcess = true;
+    for (const slot of this.slots) clearTimeout(slot.restartTimer);
     this.options.warn?.(`launch helper unavailable: ${reason}; launching in the engine's own process (slower, and its event loop blocks in each spawn)`, {
       ...details,
       reason,
       helper: this.entry?.file ?? null,
     });
     this.flush();
+    this.startWaitingCheckpointsOnThreads();
   }
 
   /**

@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { version } from '../../package.json';
 import { isLoopbackHost } from '../server/protection';
 import { SETTINGS, type FlagSettingKey, type IntegerSettingKey } from '../shared/settings';
+import { DEFAULT_LAUNCH_HELPERS, MAX_LAUNCH_HELPERS } from '../core/launchHelperClient';
 import type { HostOptions } from './engineHost';
 
 /** A setting's default, as the text a flag would carry. */
@@ -48,6 +49,8 @@ Options:
   --snapshot-interval <ms> how often, at most, the journal is folded into a new snapshot  default 30000
   --snapshot-min-journal <bytes>  the journal a new snapshot waits for (and 1/32 of the
                            snapshot's size); 0 = every interval with a change    default 1048576
+  --launch-helpers <n>     launch helper processes the spawns are spread over (1-${MAX_LAUNCH_HELPERS})
+                                                                         default ${DEFAULT_LAUNCH_HELPERS}
   --on-item-failed <cmd>   run this command line (/bin/sh -c, in the first workspace folder) when an
                            item fails for good, the event as JSON on its stdin (see README "Hooks")
   --on-health-change <cmd> the same when /health changes status or a check
@@ -96,6 +99,7 @@ const SERVE_OPTIONS = {
   grace: { type: 'string', default: '10000' },
   'snapshot-interval': { type: 'string', default: '30000' },
   'snapshot-min-journal': { type: 'string', default: '1048576' },
+  'launch-helpers': { type: 'string' },
   'on-item-failed': { type: 'string' },
   'on-health-change': { type: 'string' },
   'notify-url': { type: 'string', multiple: true },
@@ -177,6 +181,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     graceMs: int('grace', values.grace, 0, 86_400_000),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
+    launchHelpers: values['launch-helpers'] === undefined ? undefined : int('launch-helpers', values['launch-helpers'], 1, MAX_LAUNCH_HELPERS),
     hooks: {
       onItemFailed: hookCommand('on-item-failed'),
       onHealthChange: hookCommand('on-health-change'),

@@ -1,5 +1,6 @@
 // The launch helper: a small, long-lived process the engine forks (src/core/launchHelperClient.ts) to
-// spawn attempts on its behalf. child_process.spawn() blocks the calling thread while libuv forks
+// spawn attempts on its behalf. The engine runs a pool of them (two by default), each on its own:
+// none knows of the others, and each ends only the attempts it launched. child_process.spawn() blocks the calling thread while libuv forks
 // and waits for the exec, and fork's cost grows with the parent's memory; the engine host holds
 // 100–800 MB (sql.js, logs), this process a few tens, so each spawn is cheaper and none of it
 // stalls the engine's event loop (docs/PERFORMANCE.md).

@@ -1,10 +1,11 @@
-// The launch helper (src/host/launchHelperMain.ts) and the engine's client of it
-// (src/core/launchHelperClient.ts), with real processes and the real IPC channel: launches, the helper
-// killed under running attempts, a helper that cannot start, engine shutdown, and an engine
-// killed with SIGKILL while an attempt runs.
+// The launch helper (src/host/launchHelperMain.ts) and the engine's client of its pool
+// (src/core/launchHelperClient.ts), with real processes and the real IPC channel: launches spread
+// over a pool of two helpers, one helper killed or stopped under running attempts while the other
+// runs on, a helper that cannot start, engine shutdown, and an engine killed with SIGKILL while an
+// attempt runs.
 import assert from 'node:assert/strict';
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
@@ -23,8 +24,21 @@ function helpersOf(enginePid: number): number[] {
     .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 
+/** The parent of process `pid`: the launch helper that spawned an attempt. */
+function parentOf(pid: number): number {
+  return Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)]).toString().trim());
+}
+
 /** A node process that prints its pid and then runs until killed. */
 const HANG = `console.log(process.pid); setInterval(() => {}, 1000)`;
+
+/** A launcher whose pool of two helpers is ready, so that launches spread over both as they come. */
+async function readyPool(options: Partial<ConstructorParameters<typeof AttemptLauncher>[0]> = {}): Promise<AttemptLauncher> {
+  const launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2, ...options });
+  launcher.prepare();
+  await waitFor('both helpers to be ready', () => launcher.helperPids.length === 2);
+  return launcher;
+}
 
 describe('launch helper: attempts spawned by a helper process', function () {
   this.timeout(60_000);
@@ -36,25 +50,33 @@ describe('launch helper: attempts spawned by a helper process', function () {
       launcher = undefined;
     });
 
-    it('runs attempts in the helper with the launcher semantics: output, exit codes, env, ENOENT', async () => {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
-      const ok = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2).done;
+    it('runs attempts in the helpers with the launcher semantics: output, exit codes, env, ENOENT', async () => {
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const first = launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid, process.env.ENGINE_ATTEMPT, process.env.ENGINE_ITEM_ID); console.error("err")'] }), 2);
+      const ok = await first.done;
       assert.equal(launcher.mode, 'helper');
-      const helper = launcher.helperPid!;
+      const helper = launcher.helperPidOf(first)!;
       assert.ok(helper > 0 && helper !== process.pid);
       assert.equal(ok.succeeded, true);
-      assert.equal(ok.stdoutTail.trim(), `${helper} 2 x`, 'the attempt is a child of the helper, not of the engine');
+      assert.equal(ok.stdoutTail.trim(), `${helper} 2 x`, 'the attempt is a child of its helper, not of the engine');
       assert.equal(ok.stderrTail.trim(), 'err');
-      const [exit7, missing, killed] = await Promise.all([
-        launcher.launch(2, itemDefinition({ args: ['-e', 'process.exit(7)'] }), 1).done,
-        launcher.launch(3, itemDefinition({ command: 'no-such-command-engine-monitor', args: [] }), 1).done,
-        launcher.launch(4, itemDefinition({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1).done,
-      ]);
+      await waitFor('both helpers to be ready', () => launcher!.helperPids.length === 2);
+      const pool = launcher.helperPids;
+      const runs = [
+        launcher.launch(2, itemDefinition({ args: ['-e', 'process.exit(7)'] }), 1),
+        launcher.launch(3, itemDefinition({ command: 'no-such-command-engine-monitor', args: [] }), 1),
+        launcher.launch(4, itemDefinition({ args: ['-e', 'process.kill(process.pid, "SIGKILL")'] }), 1),
+        launcher.launch(5, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1),
+      ];
+      const [exit7, missing, killed, parent] = await Promise.all(runs.map((r) => r.done));
       assert.deepEqual([exit7.succeeded, exit7.exitCode], [false, 7]);
       assert.match(missing.error ?? '', /ENOENT.*PATH/);
       assert.equal(killed.signal, 'SIGKILL');
-      assert.equal(launcher.helperPid, helper, 'one long-lived helper serves every launch');
-      assert.equal(launcher.helperSpawnStats().spawns, 4);
+      assert.equal(Number(parent.stdoutTail.trim()), launcher.helperPidOf(runs[3]));
+      // Four launches at once, none finished yet when the next is sent: two to each helper.
+      assert.deepEqual(runs.map((r) => launcher!.helperPidOf(r)).sort(), [...pool, ...pool].sort(), 'spread over the pool');
+      assert.deepEqual(launcher.helperPids, pool, 'the same long-lived helpers serve every launch');
+      assert.equal(launcher.helperSpawnStats().spawns, 5);
     });
 
     it('reports the pid once the helper started the process, and terminate() ends its group', async () => {
@@ -71,33 +93,82 @@ describe('launch helper: attempts spawned by a helper process', function () {
 
     it('times out an attempt in the helper (SIGTERM to the group, the output kept)', async () => {
       launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
-      const started = Date.now();
       const r = await launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 500 }), 1).done;
       assert.equal(r.timedOut, true);
       assert.match(r.error ?? '', /timed out after 500 ms/);
       assert.ok(Number(r.stdoutTail.trim()) > 0);
-      assert.ok(Date.now() - started < 4000);
+      // From its spawn in the helper: the helpers' own start is not the timeout's business.
+      assert.ok(r.finishedAt - r.startedAt < 4000, `ended ${r.finishedAt - r.startedAt} ms after its start`);
     });
 
-    it('when the helper is killed: its attempts fail with a clear error, their processes are ended, the next launch gets a new helper', async () => {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
-      const runs = [1, 2].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', HANG] }), 1));
-      const pids = await waitFor('both pids', () => runs.every((r) => r.pid !== null) && runs.map((r) => r.pid!));
-      const helper = launcher.helperPid!;
-      process.kill(helper, 'SIGKILL');
-      const results = await Promise.all(runs.map((r) => r.done));
+    it('one helper of two killed under running attempts: its attempts fail with a clear error and their processes are ended, the other helper\'s run on, a replacement starts', async () => {
+      launcher = await readyPool();
+      const runs = [1, 2, 3, 4].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', HANG] }), 1));
+      await waitFor('every pid', () => runs.every((r) => r.pid !== null));
+      const [victim, survivor] = launcher.helperPids;
+      const killed = runs.filter((r) => launcher!.helperPidOf(r) === victim);
+      const spared = runs.filter((r) => launcher!.helperPidOf(r) === survivor);
+      assert.deepEqual([killed.length, spared.length], [2, 2], 'two attempts in each helper');
+      process.kill(victim, 'SIGKILL');
+      const results = await Promise.all(killed.map((r) => r.done));
       for (const r of results) {
         assert.equal(r.succeeded, false);
         assert.equal(r.error, "launch helper exited unexpectedly (signal SIGKILL); the attempt's processes were ended");
       }
-      assert.deepEqual(results.map((r) => r.pid), pids);
-      await waitFor('the orphaned attempts to be ended', () => pids.every((p) => !processAlive(p)), 3000);
+      assert.deepEqual(results.map((r) => r.pid), killed.map((r) => r.pid));
+      await waitFor('the orphaned attempts to be ended', () => killed.every((r) => !processAlive(r.pid!)), 3000);
+      assert.ok(spared.every((r) => processAlive(r.pid!)), 'the other helper\'s attempts still run');
+      assert.deepEqual(launcher.helperPids, [survivor]);
 
-      const again = await launcher.launch(3, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
-      assert.equal(again.succeeded, true);
-      assert.notEqual(launcher.helperPid, helper);
-      assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by the new helper');
+      // The next launch goes to the helper that is ready and starts a replacement for the other.
+      const again = launcher.launch(5, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1);
+      const r = await again.done;
+      assert.equal(r.succeeded, true);
+      assert.equal(Number(r.stdoutTail.trim()), survivor, 'launched by the helper that was ready');
+      const pool = await waitFor('a replacement to be ready', () => launcher!.helperPids.length === 2 && launcher!.helperPids);
+      assert.ok(pool.includes(survivor) && !pool.includes(victim), `pool ${pool}`);
+      for (const s of spared) s.terminate(1000);
+      assert.deepEqual((await Promise.all(spared.map((s) => s.done))).map((s) => s.signal), ['SIGTERM', 'SIGTERM'], 'ended by their own helper');
       assert.equal(launcher.mode, 'helper');
+    });
+
+    it('terminate() reaches the helper that runs the attempt: one on the second helper, the first helper\'s untouched', async () => {
+      launcher = await readyPool();
+      const runs = [1, 2].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', HANG] }), 1));
+      await waitFor('both pids', () => runs.every((r) => r.pid !== null));
+      const [first, second] = launcher.helperPids;
+      const onSecond = runs.find((r) => launcher!.helperPidOf(r) === second)!;
+      const onFirst = runs.find((r) => launcher!.helperPidOf(r) === first)!;
+      assert.ok(onSecond && onFirst, 'one attempt in each helper');
+      onSecond.terminate(2000);
+      const r = await onSecond.done;
+      assert.equal(r.signal, 'SIGTERM');
+      assert.equal(processAlive(onSecond.pid!), false);
+      assert.equal(processAlive(onFirst.pid!), true, 'the other attempt runs on');
+      onFirst.terminate(2000);
+      assert.equal((await onFirst.done).signal, 'SIGTERM');
+    });
+
+    it('close() with both helpers busy ends every attempt in both and both helpers', async () => {
+      launcher = await readyPool();
+      const pool = launcher.helperPids;
+      // Two deaf to SIGTERM (only the SIGKILL after the grace ends them), each leaving a file once it is.
+      const deafFile = (id: number) => path.join(os.tmpdir(), `deaf-${process.pid}-${Date.now()}-${id}`);
+      const files = [1, 3].map(deafFile);
+      const deaf = (file: string) => `process.on('SIGTERM', () => {}); require('fs').writeFileSync(${JSON.stringify(file)}, ''); ${HANG}`;
+      const runs = [1, 2, 3, 4].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', id % 2 ? deaf(files[(id - 1) / 2]) : HANG] }), 1));
+      await waitFor('every attempt to run, the deaf ones deaf', () => runs.every((r) => r.pid !== null) && files.every((f) => existsSync(f)));
+      for (const f of files) rmSync(f);
+      assert.deepEqual(new Set(runs.map((r) => launcher!.helperPidOf(r))), new Set(pool), 'both helpers busy');
+      const pids = runs.map((r) => r.pid!);
+      const l = launcher;
+      launcher = undefined;
+      await l.close(500);
+      assert.ok(pool.every((p) => !processAlive(p)), 'both helpers exited before close() resolved');
+      const results = await Promise.all(runs.map((r) => r.done));
+      assert.ok(results.every((r) => !r.succeeded), 'every attempt ended');
+      await waitFor('every attempt\'s process to be ended', () => pids.every((p) => !processAlive(p)), 3000);
+      assert.equal(l.launch(5, itemDefinition({}), 1).pid, null, 'nothing launches after close');
     });
 
     describe('processes that leave an attempt\'s process group', function () {
@@ -128,20 +199,24 @@ describe('launch helper: attempts spawned by a helper process', function () {
         launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
         const run = launcher.launch(1, itemDefinition({ command: escapingCommand(tag, 'echo ready; sleep 300'), shell: true, args: [] }), 1);
         await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
-        process.kill(launcher.helperPid!, 'SIGKILL');
+        process.kill(launcher.helperPidOf(run)!, 'SIGKILL');
         assert.match((await run.done).error ?? '', /launch helper exited unexpectedly/);
         await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
       });
     });
 
-    it('a stopped helper (SIGSTOP) is noticed by its silence, killed and replaced; its attempts fail and their processes are ended', async function () {
+    it('a stopped helper (SIGSTOP) is noticed by its silence, killed and replaced; its attempts fail and their processes are ended, the other helper\'s run on', async function () {
       this.timeout(30_000);
       const warnings: string[] = [];
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), warn: (m) => warnings.push(m) });
+      launcher = await readyPool({ warn: (m) => warnings.push(m) });
       // Its 1 s timeout is the stopped helper's to enforce.
       const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG], timeoutMs: 1000 }), 1);
+      const other = launcher.launch(2, itemDefinition({ args: ['-e', HANG] }), 1);
       const pid = await waitFor('the pid', () => run.pid ?? undefined);
-      const helper = launcher.helperPid!;
+      const otherPid = await waitFor('the other pid', () => other.pid ?? undefined);
+      const helper = launcher.helperPidOf(run)!;
+      const otherHelper = launcher.helperPidOf(other)!;
+      assert.notEqual(helper, otherHelper, 'one attempt in each helper');
       process.kill(helper, 'SIGSTOP');
       try {
         const r = await Promise.race([run.done, new Promise<undefined>((resolve) => setTimeout(resolve, 15_000))]);
@@ -155,32 +230,40 @@ describe('launch helper: attempts spawned by a helper process', function () {
       } finally {
         if (processAlive(helper)) process.kill(helper, 'SIGKILL');
       }
-      const again = await launcher.launch(2, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
-      assert.equal(again.succeeded, true);
-      assert.equal(Number(again.stdoutTail.trim()), launcher.helperPid, 'launched by a new helper');
-      assert.notEqual(launcher.helperPid, helper);
+      assert.ok(processAlive(otherPid), 'the other helper\'s attempt runs on');
+      assert.ok(processAlive(otherHelper), 'and so does the other helper');
+      const again = launcher.launch(3, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1);
+      assert.equal((await again.done).succeeded, true);
+      const pool = await waitFor('a replacement to be ready', () => launcher!.helperPids.length === 2 && launcher!.helperPids);
+      assert.ok(pool.includes(otherHelper) && !pool.includes(helper), `pool ${pool}`);
+      other.terminate(1000);
+      assert.equal((await other.done).signal, 'SIGTERM');
+      assert.equal(warnings.length, 1, 'one warning, for the stopped helper');
     });
 
-    it('restarts a helper that keeps dying later and later', async () => {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+    it('restarts helpers that keep dying later and later', async () => {
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
       const gaps: number[] = [];
       for (let i = 0; i < 4; i++) {
         const t = Date.now();
         const run = launcher.launch(i, itemDefinition({ args: ['-e', HANG] }), 1);
         await waitFor('the attempt to start', () => run.pid ?? undefined);
         gaps.push(Date.now() - t);
-        process.kill(launcher.helperPid!, 'SIGKILL');
+        // Both: with one left, the launch would simply go to the other.
+        const pool = await waitFor('both helpers to be ready', () => launcher!.helperPids.length === 2 && launcher!.helperPids);
+        for (const helper of pool) process.kill(helper, 'SIGKILL');
         assert.match((await run.done).error ?? '', /launch helper exited unexpectedly/);
+        await waitFor('both helpers to be gone', () => pool.every((p) => !processAlive(p)) && launcher!.helperPid === undefined);
       }
-      // gaps[0] is the first helper's start. After one death a new helper is forked at once;
+      // gaps[0] is the first helpers' start. After one death a new helper is forked at once;
       // after a second quick death, 500 ms later; after a third, 1 s.
-      assert.ok(gaps[2] >= 450, `third helper after ${gaps[2]} ms`);
-      assert.ok(gaps[3] >= 950, `fourth helper after ${gaps[3]} ms`);
+      assert.ok(gaps[2] >= 450, `third helpers after ${gaps[2]} ms`);
+      assert.ok(gaps[3] >= 950, `fourth helpers after ${gaps[3]} ms`);
     });
 
     it('falls back to in-process launching when the helper file is missing, and says so once', async () => {
       const warnings: string[] = [];
-      launcher = new AttemptLauncher({ entry: { file: path.join(os.tmpdir(), 'no-such-launch-helper.js'), execArgv: [] }, warn: (m) => warnings.push(m) });
+      launcher = new AttemptLauncher({ entry: { file: path.join(os.tmpdir(), 'no-such-launch-helper.js'), execArgv: [] }, helpers: 2, warn: (m) => warnings.push(m) });
       const results = await Promise.all([1, 2, 3].map((id) => launcher!.launch(id, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done));
       assert.ok(results.every((r) => r.succeeded && Number(r.stdoutTail.trim()) === process.pid), 'children of this process');
       assert.equal(launcher.mode, 'in-process');
@@ -193,7 +276,8 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const broken = path.join(os.tmpdir(), `broken-launch-helper-${process.pid}.js`);
       writeFileSync(broken, 'process.exit(3)');
       const warnings: string[] = [];
-      launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, warn: (m) => warnings.push(m) });
+      // Neither helper of the pool can start: one warning, for the fallback.
+      launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, helpers: 2, warn: (m) => warnings.push(m) });
       const r = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
       assert.equal(r.succeeded, true, 'the launch waited for a working way to run, it did not fail');
       assert.equal(Number(r.stdoutTail.trim()), process.pid);
@@ -217,11 +301,11 @@ describe('launch helper: attempts spawned by a helper process', function () {
       // Attempt 1 hangs (and leaves its pid); attempt 2 succeeds.
       const code = `if (process.env.ENGINE_ATTEMPT === '1') { require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000) }`;
       ws.enqueue('a.json', nodeItem('hangs-once', code, { maxAttempts: 2 }));
-      engine = await Engine.create(ws.options());
+      engine = await Engine.create(ws.options({ launchHelpers: 2 }));
       await engine.start();
       const first = await waitFor('attempt 1 to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
-      const [helper] = helpersOf(process.pid);
-      assert.ok(helper, 'the engine forked a launch helper');
+      const helper = parentOf(first);
+      assert.ok(helpersOf(process.pid).includes(helper), 'attempt 1 runs in one of the engine\'s launch helpers');
       process.kill(helper, 'SIGKILL');
       await settled(engine);
       assert.deepEqual(engine.listItems({ limit: 10, offset: 0 }).items.map((i) => [i.id, i.outcome, i.attempts]), [['hangs-once', 'launched', 2]]);
@@ -230,11 +314,64 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.ok(allLogs(engine).some((e) => e.action === 'retry_scheduled' && e.itemId === 'hangs-once'));
       await waitFor('the first attempt’s process to be ended', () => !processAlive(first), 3000);
       const now = helpersOf(process.pid);
-      assert.equal(now.length, 1, 'a fresh helper');
-      assert.notEqual(now[0], helper);
+      assert.equal(now.length, 2, 'the other helper and a fresh one');
+      assert.ok(!now.includes(helper));
       // At a 100 ms poll interval a loaded machine can let one poll slip past 3 intervals ("stalled"
       // for a moment); what matters is that the engine runs on, healthy.
       await waitFor('the engine healthy', () => engine!.health().status === 'healthy', 5000);
+    });
+
+    it('one helper of two killed -9 mid-burst: its attempts are retried and succeed, the other helper\'s are untouched, a replacement starts', async () => {
+      // Each attempt leaves `<item>-<attempt>` holding its helper's pid (the parent of its shell),
+      // then sleeps long enough to be caught running.
+      const ran = path.join(ws.root, 'ran');
+      mkdirSync(ran);
+      const items = Array.from({ length: 16 }, (_, i) => ({
+        id: `burst-${i}`,
+        command: 'sh',
+        args: ['-c', `echo $PPID > "${ran}/$ENGINE_ITEM_ID-$ENGINE_ATTEMPT"; sleep 2`],
+        maxAttempts: 2,
+      }));
+      ws.enqueue('burst.json', items);
+      engine = await Engine.create(ws.options({ launchHelpers: 2, concurrency: 8, backoffBaseMs: 50 }));
+      await engine.start();
+      // 0: no such file, the attempt never started (or not yet).
+      const helperOf = (file: string) => (existsSync(path.join(ran, file)) ? Number(readFileSync(path.join(ran, file), 'utf8')) : 0);
+      // Mid-burst: attempts are running in both helpers and most items have not started yet.
+      const pool = await waitFor('attempts started in both helpers', () => {
+        // 0: a file being written (the shell truncates it first).
+        const parents = new Set(readdirSync(ran).map(helperOf).filter((p) => p > 1));
+        return parents.size === 2 && [...parents];
+      });
+      // The victim: the helper of the attempt started last, so it surely has one running.
+      const newest = readdirSync(ran)
+        .map((f) => ({ f, at: statSync(path.join(ran, f)).mtimeMs, helper: helperOf(f) }))
+        .filter((e) => e.helper > 1)
+        .sort((a, b) => b.at - a.at)[0];
+      const victim = newest.helper;
+      const survivor = pool.find((p) => p !== victim)!;
+      process.kill(victim, 'SIGKILL');
+      await settled(engine);
+      const outcomes = engine.listItems({ limit: 100, offset: 0 }).items;
+      assert.ok(outcomes.every((i) => i.outcome === 'launched'), 'every item succeeded in the end');
+      const retried = outcomes.filter((i) => i.attempts === 2).map((i) => i.id);
+      assert.ok(retried.length > 0, 'the killed helper had attempts running');
+      // An attempt sent to the victim may never have started (no file), and a shell it spawned just
+      // before it died may have seen itself orphaned already ($PPID 1, or a subreaper): what
+      // matters is that no attempt of a live helper failed.
+      const now = helpersOf(process.pid);
+      for (const id of retried) {
+        const parent = helperOf(`${id}-1`);
+        assert.ok(parent === victim || (parent !== survivor && !now.includes(parent)), `${id}: only the killed helper's attempts failed (its attempt 1 ran under ${parent})`);
+      }
+      const failed = allLogs(engine).filter((e) => e.action === 'launch_failed');
+      assert.equal(failed.length, retried.length);
+      assert.ok(failed.every((e) => /launch helper exited unexpectedly \(signal SIGKILL\)/.test(e.message)));
+      // Attempts after the kill ran in the survivor or in a replacement, never in the killed one.
+      const later = outcomes.filter((i) => !retried.includes(i.id)).map((i) => helperOf(`${i.id}-1`));
+      assert.ok(later.some((p) => p === survivor), 'the surviving helper kept launching');
+      assert.equal(now.length, 2, 'the pool is back to two: a replacement started');
+      assert.ok(now.includes(survivor) && !now.includes(victim), `helpers now ${now}`);
     });
 
     it('launches in-process with one warn entry when the helper cannot be started', async () => {
@@ -269,7 +406,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(existsSync(path.join(outside, 'ran')), false, 'nothing ran outside the workspace');
       assert.equal(items.missing.outcome, 'failed');
       assert.equal(items.missing.lastError, 'cwd "later/out" does not exist (create it, or fix "cwd" in the queue file)');
-      assert.deepEqual(helpersOf(process.pid).length, 1, 'launched through the helper');
+      assert.ok(helpersOf(process.pid).length > 0, 'launched through the helpers');
     });
 
     for (const how of ['through the helper', 'in-process'] as const) {
@@ -294,14 +431,14 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const pidFile = path.join(ws.root, 'pid');
       // Deaf to SIGTERM: only the SIGKILL after the shutdown's grace ends it.
       ws.enqueue('a.json', nodeItem('deaf', `process.on('SIGTERM', () => {}); require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
-      engine = await Engine.create(ws.options());
+      engine = await Engine.create(ws.options({ launchHelpers: 2 }));
       await engine.start();
       const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
       const helpers = helpersOf(process.pid);
-      assert.equal(helpers.length, 1);
+      assert.equal(helpers.length, 2);
       await engine.shutdown(0);
       engine = undefined;
-      assert.equal(processAlive(helpers[0]), false, 'the helper exited before shutdown() resolved');
+      assert.ok(helpers.every((h) => !processAlive(h)), 'both helpers exited before shutdown() resolved');
       await waitFor('the attempt to be ended', () => !processAlive(pid), 3000);
     });
   });
@@ -332,16 +469,16 @@ describe('launch helper: attempts spawned by a helper process', function () {
       try {
         ws.enqueue('a.json', nodeItem('long', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`));
         if (process.platform === 'linux') ws.enqueue('b.json', { id: 'escapes', command: escapingCommand(tag, 'sleep 300'), shell: true });
-        const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100']);
+        const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100', '--launch-helpers', '2']);
         const pid = await waitFor('the attempt to run', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')));
         if (process.platform === 'linux') await waitFor('the escapees to leave the group', () => escapees(tag).length === 3);
         const helpers = helpersOf(run.child.pid!);
-        assert.equal(helpers.length, 1, 'the engine host forked one launch helper');
+        assert.equal(helpers.length, 2, 'the engine host forked a pool of two launch helpers');
         run.child.kill('SIGKILL');
         await run.exited;
         await waitFor('the attempt to be ended', () => !processAlive(pid), 5000);
         await waitFor('the escapees to be ended', () => escapees(tag).length === 0, 5000);
-        await waitFor('the helper to exit', () => !processAlive(helpers[0]), 5000);
+        await waitFor('both helpers to exit', () => helpers.every((h) => !processAlive(h)), 5000);
       } finally {
         killEscapees(tag);
       }

@@ -110,7 +110,7 @@ describe('reliability: crashes and bad input', function () {
       nodeItem('deaf', `process.on('SIGTERM',()=>{});setInterval(()=>{},1000) ${probe}`, { timeoutMs: 1000, maxAttempts: 1 }),
       nodeItem('suicide', `process.kill(process.pid,'SIGSEGV') ${probe}`, { maxAttempts: 1 }),
     ]);
-    engine = await Engine.create(ws.options());
+    engine = await Engine.create(ws.options({ launchHelpers: 2 }));
     await engine.start();
     await settled(engine, 30_000);
     const items = Object.fromEntries(engine.listItems({ limit: 10, offset: 0 }).items.map((i) => [i.id, i]));
@@ -126,9 +126,9 @@ describe('reliability: crashes and bad input', function () {
     const deadline = Date.now() + 8000;
     while (countMine() > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     assert.equal(countMine(), before, 'no process of these items is left');
-    // Nor the launch helper that spawned them, once the engine has shut down.
+    // Nor the launch helpers that spawned them, once the engine has shut down.
     const helpers = () => execFileSync('ps', ['-e', '-o', 'args=']).toString().split('\n').filter((l) => l.includes(`--engine-pid=${process.pid}`)).length;
-    assert.equal(helpers(), 1, 'the items ran in a launch helper');
+    assert.equal(helpers(), 2, 'the items ran in the pool of two launch helpers');
     await engine.shutdown(0);
     engine = undefined;
     assert.equal(helpers(), 0, 'no launch helper is left');

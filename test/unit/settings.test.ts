@@ -82,6 +82,17 @@ describe('Settings table', () => {
     }
   });
 
+  describe('CLI-only flags', () => {
+    it('--launch-helpers takes 1 to 16; without it the engine picks its pool size', () => {
+      assert.equal(serve().launchHelpers, undefined);
+      assert.equal(serve('--launch-helpers=1').launchHelpers, 1);
+      assert.equal(serve('--launch-helpers=16').launchHelpers, 16);
+      for (const bad of ['0', '17', 'two']) {
+        assert.throws(() => serve(`--launch-helpers=${bad}`), (err: Error) => err instanceof UsageError && /^--launch-helpers must be a whole number from 1 to 16, got /.test(err.message));
+      }
+    });
+  });
+
   describe('settingValue', () => {
     it('keeps a value of the right type within bounds', () => {
       assert.equal(settingValue('engine.pollIntervalMs', 10), 10);

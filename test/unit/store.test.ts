@@ -631,14 +631,15 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     });
 
     /** A store whose checkpoints go through a ready launch helper, as the engine wires it. */
-    async function openWithHelper(notes: StoreNote[] = []): Promise<{ store: Store; helperPid: number }> {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
+    async function openWithHelper(notes: StoreNote[] = []): Promise<{ store: Store; helperPids: number[] }> {
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
       const l = launcher;
-      // The helper starts with the first launch; a checkpoint asked for before that runs on a thread.
+      // The helpers start with the first launch.
       assert.equal((await l.launch(1, itemDefinition({}), 1).done).succeeded, true);
+      await waitFor('both helpers to be ready', () => l.helperPids.length === 2);
       const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
       open.push(store);
-      return { store, helperPid: l.helperPid! };
+      return { store, helperPids: l.helperPids };
     }
 
     /** Children of a process (Linux /proc), each with its nice value. */
@@ -659,7 +660,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     it('builds the snapshot in another process at the lowest priority; a restart from it equals the live database', async function () {
       if (process.platform !== 'linux') this.skip(); // /proc
-      const { store, helperPid } = await openWithHelper();
+      const { store, helperPids } = await openWithHelper();
       addLogs(store, 1, 3000);
       assert.equal(store.snapshotInBackground(), true);
       addLogs(store, 3001, 50);
@@ -668,12 +669,12 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       let settledYet = false;
       const done = store.whenCheckpointed().then((ok) => ((settledYet = true), ok));
       while (!settledYet) {
-        for (const c of childrenOf(helperPid)) seen.set(c.pid, Math.max(seen.get(c.pid) ?? 0, c.nice));
+        for (const c of helperPids.flatMap(childrenOf)) seen.set(c.pid, Math.max(seen.get(c.pid) ?? 0, c.nice));
         await new Promise((r) => setTimeout(r, 2));
       }
       assert.equal(await done, true);
       assert.equal(store.lastSnapshot?.background, true);
-      assert.equal(seen.size, 1, `the helper ran one checkpoint process: ${JSON.stringify([...seen])}`);
+      assert.equal(seen.size, 1, `the helpers ran one checkpoint process: ${JSON.stringify([...seen])}`);
       const [[pid, nice]] = [...seen];
       assert.notEqual(pid, process.pid);
       assert.equal(nice, 19, 'at nice 19');
@@ -689,11 +690,11 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     it('a checkpoint process killed mid-build: the snapshot is written from memory, nothing is lost, and the log says where it failed', async function () {
       if (process.platform !== 'linux') this.skip(); // /proc
       const notes: StoreNote[] = [];
-      const { store, helperPid } = await openWithHelper(notes);
+      const { store, helperPids } = await openWithHelper(notes);
       addLogs(store, 1, 3000);
       assert.equal(store.snapshotInBackground(), true);
       const [victim] = await waitFor('the checkpoint process', () => {
-        const c = childrenOf(helperPid);
+        const c = helperPids.flatMap(childrenOf);
         return c.length > 0 && c;
       });
       process.kill(victim.pid, 'SIGKILL');
@@ -709,11 +710,11 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     it('the engine shutting down mid-checkpoint ends the checkpoint process and leaves no temporary file', async function () {
       if (process.platform !== 'linux') this.skip(); // /proc
-      const { store, helperPid } = await openWithHelper();
+      const { store, helperPids } = await openWithHelper();
       addLogs(store, 1, 3000);
       assert.equal(store.snapshotInBackground(), true);
       const [child] = await waitFor('the checkpoint process', () => {
-        const c = childrenOf(helperPid);
+        const c = helperPids.flatMap(childrenOf);
         return c.length > 0 && c;
       });
       const live = dump(store);
@@ -728,17 +729,116 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
     });
 
-    it('without a ready helper the checkpoint runs on a thread, and the helper is started for the next one', async () => {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
-      const l = launcher;
-      const { store } = await Store.open({ storageDir: ws.storage, runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
+    /** A store whose checkpoints go to `l` as the engine wires it, before `l` has any helper. */
+    async function openBeside(l: AttemptLauncher, notes: StoreNote[] = []): Promise<Store> {
+      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
       open.push(store);
-      addLogs(store, 1, 100);
+      return store;
+    }
+
+    /** Processes whose command line names `text` (a checkpoint process carries its job's storage folder). */
+    function processesNaming(text: string): string[] {
+      return execFileSync('ps', ['-e', '-o', 'args=']).toString().split('\n').filter((l) => l.includes(text));
+    }
+
+    it('a checkpoint asked for while the helpers start waits for one and runs in a process it starts, not on a thread here', async function () {
+      if (process.platform !== 'linux') this.skip(); // /proc
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, 3000);
       assert.equal(l.helperPid, undefined, 'no helper before any launch');
       assert.equal(store.snapshotInBackground(), true);
+      assert.notEqual(l.helperPid, undefined, 'the checkpoint started the helpers');
+      assert.equal(l.helperPids.length, 0, 'none ready yet: the checkpoint waits');
+      // Once a helper is ready, the checkpoint process is its child.
+      const [child] = await waitFor('the checkpoint process', () => {
+        const c = l.helperPids.flatMap((h) => childrenOf(h));
+        return c.length > 0 && c;
+      });
       assert.equal(await store.whenCheckpointed(), true);
-      assert.equal(store.lastSnapshot?.background, true, 'built off the main thread all the same');
-      await waitFor('the helper to start', () => l.helperPid !== undefined, 5000);
+      assert.equal(store.lastSnapshot?.background, true);
+      assert.equal(store.lastSnapshot?.builtIn, `process ${child.pid}`, 'built by the process the helper started');
+      store.commit();
+      const crashed = path.join(ws.root, 'crashed');
+      copyAsCrashed(ws.storage, crashed);
+      assert.deepEqual(dump(await openStore(crashed)), dump(store));
+    });
+
+    it('a checkpoint cancelled while it waits for the helpers never starts, and leaves no temporary file', async function () {
+      if (process.platform !== 'linux') this.skip(); // ps
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, 3000);
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(l.helperPids.length, 0, 'it waits');
+      const done = store.whenCheckpointed();
+      // What the engine's shutdown does first: give the checkpoint up.
+      store.abandonCheckpoint();
+      assert.equal(await done, false, 'abandoned');
+      // A barrier: each helper handles its messages in order, and a waiting checkpoint is sent to
+      // the first helper ready before any launch is; one launch finished in each means each has
+      // already acted on anything sent before.
+      await waitFor('both helpers to be ready', () => l.helperPids.length === 2);
+      const runs = [1, 2].map((id) => l.launch(id, itemDefinition({}), 1));
+      assert.deepEqual(new Set(runs.map((r) => l.helperPidOf(r))), new Set(l.helperPids));
+      await Promise.all(runs.map((r) => r.done));
+      assert.deepEqual(processesNaming(ws.storage), [], 'no checkpoint process');
+      assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), [], 'no temporary file');
+    });
+
+    it('a checkpoint that waited for a helper can be cancelled once it runs there: its process ends', async function () {
+      if (process.platform !== 'linux') this.skip(); // /proc
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, 3000);
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(l.helperPids.length, 0, 'it waits');
+      const [child] = await waitFor('the checkpoint process', () => {
+        const c = l.helperPids.flatMap((h) => childrenOf(h));
+        return c.length > 0 && c;
+      });
+      const done = store.whenCheckpointed();
+      store.abandonCheckpoint();
+      assert.equal(await done, false, 'abandoned');
+      await waitFor('the checkpoint process to end', () => !processAlive(child.pid), 5000);
+      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+    });
+
+    it('a checkpoint waiting for helpers that cannot start runs on a worker thread once the launcher falls back', async function () {
+      this.timeout(20_000);
+      const broken = path.join(ws.root, 'broken-launch-helper.js');
+      writeFileSync(broken, 'process.exit(3)');
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: { file: broken, execArgv: [] }, helpers: 2, warn: (m) => warnings.push(m) });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, 200);
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(l.mode, 'helper', 'still trying the helpers');
+      assert.equal(await store.whenCheckpointed(), true);
+      assert.equal(l.mode, 'in-process');
+      assert.equal(store.lastSnapshot?.background, true);
+      assert.equal(store.lastSnapshot?.builtIn, 'worker thread');
+      assert.equal(warnings.length, 1);
+      store.commit();
+      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
+      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), dump(store));
+    });
+
+    it('a checkpoint waiting for the helpers when the launcher closes runs on a worker thread', async () => {
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, 200);
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(l.helperPids.length, 0, 'it waits');
+      launcher = undefined;
+      await l.close(0);
+      assert.equal(await store.whenCheckpointed(), true);
+      assert.equal(store.lastSnapshot?.builtIn, 'worker thread');
     });
   });
 

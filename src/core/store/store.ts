@@ -35,9 +35,9 @@ export interface StoreOptions {
   /** Called for what the engine should log but that changes no health: a background snapshot that fell back. */
   onNote?: (note: StoreNote) => void;
   /**
-   * Runs a checkpoint in a process of its own (the engine asks its launch helper to start it).
-   * Returns undefined when that is not possible right now; the checkpoint then runs on a worker
-   * thread of this process, as it does without this option.
+   * Runs a checkpoint in a process of its own (the engine asks a launch helper to start it; one
+   * asked for while the helpers start waits for them). Returns undefined when no helper will run
+   * it; the checkpoint then runs on a worker thread of this process, as it does without this option.
    */
   runCheckpoint?: CheckpointRunner;
   /**
