@@ -175,6 +175,7 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: null,
   logs_fts_prune: null,
+  logs_fts_prune_indexed: null,
   logs_prune: 'DELETE FROM logs WHERE id <= ?',
   source_file_set: 'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
 };

@@ -159,6 +159,26 @@ export class Store implements StoreBackend {
     return this.sql.batch(fn);
   }
 
+  /**
+   * Adds the log entries the full-text index (logs_fts) does not hold yet to it, oldest first, at
+   * most `max` of them; returns how many it added. Entries are indexed here in batches rather than
+   * as each is written: one FTS4 row in a transaction of its own cost 25-85 µs, a batch 4 µs a row
+   * (docs/PERFORMANCE.md, #19 round three). The index holds exactly the entries up to its largest
+   * docid (entries are indexed in id order and pruned from the oldest), so what is missing is
+   * everything after it. Not journaled: the index is derived from `logs`, and after a crash this
+   * catches up on whatever the snapshot's index did not hold. Searches that read the index call it
+   * first (logQuery.ts), so they see every entry.
+   */
+  indexLogs(max = Number.MAX_SAFE_INTEGER): number {
+    const indexed = (this.sql.rows('SELECT docid FROM logs_fts_docsize ORDER BY docid DESC LIMIT 1')[0]?.[0] as number | undefined) ?? 0;
+    const newest = (this.sql.rows('SELECT id FROM logs ORDER BY id DESC LIMIT 1')[0]?.[0] as number | undefined) ?? 0;
+    if (newest <= indexed) return 0;
+    return this.sql.batch(() => {
+      this.sql.statement('INSERT INTO logs_fts (docid, message) SELECT id, message FROM logs WHERE id > ? ORDER BY id LIMIT ?').run([indexed, max]);
+      return this.sql.db.getRowsModified();
+    });
+  }
+
   // ---- queries ---------------------------------------------------------------------------
 
   /** Rows as objects. Statements are prepared once and cached by SQL text. */
@@ -407,6 +427,9 @@ export class Store implements StoreBackend {
   close(): void {
     const dir = this.options.storageDir;
     if (dir) {
+      // The snapshot then holds a complete index: the next start has nothing to catch up, and an
+      // older engine that opens it (which prunes the index as if it held every entry) finds it so.
+      this.indexLogs();
       this.snapshot() || this.commit();
       finishFreeing(dir);
     }
