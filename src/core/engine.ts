@@ -142,10 +142,14 @@ export class Engine implements ControllableEngine {
       },
       isClosed: () => this.closed,
     });
-    this.dependencies = new Dependencies(store, {
-      log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
-      failWithoutAttempt: (itemId, error) => this.failWithoutAttempt(itemId, error),
-    });
+    this.dependencies = new Dependencies(
+      store,
+      {
+        log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
+        failWithoutAttempt: (itemId, error) => this.failWithoutAttempt(itemId, error),
+      },
+      pg !== null,
+    );
     this.scheduler = new Scheduler(store, {
       log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
       now: options.scheduleClock ?? Date.now,
