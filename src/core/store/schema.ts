@@ -197,11 +197,6 @@ export function applyPragmas(db: Database): void {
   db.run('PRAGMA journal_mode = MEMORY');
   db.run('PRAGMA synchronous = OFF');
   db.run('PRAGMA temp_store = MEMORY');
-  // One connection owns the database (an in-memory file of sql.js), so it never needs to release
-  // its lock between transactions: in the default mode each transaction took the lock again and
-  // re-read the file's header to learn whether another connection had changed it, which was about
-  // 12 µs of every BEGIN ... COMMIT (docs/PERFORMANCE.md, #19 round three).
-  db.run('PRAGMA locking_mode = EXCLUSIVE');
 }
 
 /** Brings `db` up to `upTo` (this version by default), one step at a time. */
