@@ -665,6 +665,8 @@ function parallel(file: string, command: string, args: string[], n: number, conc
 interface LaunchResult {
   wallMs: number;
   cpuMs: number;
+  /** The engine host's main thread alone (Linux; null elsewhere). */
+  mainThreadCpuMs?: number | null;
   loop: LoopDelay;
   snapshots: number[];
   launched: number;
@@ -769,7 +771,29 @@ async function scenarioLaunch(): Promise<void> {
     }
     add({ scenario: 'launch', measure: `${c.label}: extra wall per item vs xargs`, value: ((e - x) / n) * 1000, unit: 'µs' });
     const hostCpu = (median(es.map((r) => r.cpuMs)) / n) * 1000;
-    add({ scenario: 'launch', measure: `${c.label}: engine host CPU per item`, value: hostCpu, unit: 'µs', target: '≤ 300 µs', met: hostCpu <= 300, note: 'main-thread scheduling, journaling, logging (the process: its snapshot worker threads count too)' });
+    // #19 target 1 is the main thread's CPU; the process also runs V8's compiler and GC threads
+    // and the thread pool's fdatasyncs, reported beside it.
+    const mainCpus = es.map((r) => r.mainThreadCpuMs).filter((v): v is number => typeof v === 'number');
+    const mainCpu = mainCpus.length === es.length ? (median(mainCpus) / n) * 1000 : null;
+    add({
+      scenario: 'launch',
+      measure: `${c.label}: engine host CPU per item`,
+      value: hostCpu,
+      unit: 'µs',
+      ...(mainCpu === null ? { target: '≤ 300 µs', met: hostCpu <= 300 } : {}),
+      note: 'the whole process: main thread, V8 compiler and GC threads, thread-pool fdatasyncs, snapshot workers',
+    });
+    if (mainCpu !== null) {
+      add({
+        scenario: 'launch',
+        measure: `${c.label}: engine host main-thread CPU per item`,
+        value: mainCpu,
+        unit: 'µs',
+        target: '≤ 300 µs',
+        met: mainCpu <= 300,
+        note: `scheduling, journaling, logging on the event loop (Linux, 10 ms ticks); other threads ${fmt(hostCpu - mainCpu)} µs per item`,
+      });
+    }
     add({
       scenario: 'launch',
       measure: `${c.label}: launch helper CPU per item`,

@@ -23,11 +23,21 @@ interface DependencyRow {
 export class Dependencies {
   /** The missing set each item was last logged as blocked on, so one set is logged once. */
   private readonly loggedMissing = new Map<string, string>();
+  /**
+   * Whether any item may have dependencies. Until one does, there is nothing to judge, unblock or
+   * fail, and the queries that would find so (three per item discovered, one per outcome: about
+   * 50 µs an item, docs/PERFORMANCE.md) are skipped. Once true it stays so. On a store shared by
+   * a fleet, other engines add dependencies this one never sees recorded: always true there.
+   */
+  private any: boolean;
 
   constructor(
     private readonly store: Store,
     private readonly hooks: DependencyHooks,
-  ) {}
+    shared = false,
+  ) {
+    this.any = shared || store.get('SELECT 1 AS x FROM dependencies LIMIT 1') !== undefined;
+  }
 
   /**
    * Records an item's dependencies (replacing what a previous definition had) and whether it
@@ -35,6 +45,7 @@ export class Dependencies {
    * failures, cycles and missing ids once the rest of the poll is in.
    */
   record(itemId: string, dependsOn: readonly string[], hadDependencies: boolean): void {
+    if (dependsOn.length > 0) this.any = true;
     if (hadDependencies) this.store.mutate('dependencies_clear', [itemId]);
     for (const dep of dependsOn) this.store.mutate('dependency_insert', [itemId, dep]);
     const waits = dependsOn.length > 0 && this.unlaunched(itemId) > 0;
@@ -47,6 +58,7 @@ export class Dependencies {
    * of those ids to appear, are judged (failed dependency, cycle, still missing).
    */
   settle(itemIds: Iterable<string>): void {
+    if (!this.any) return;
     const judged = new Set<string>();
     const judge = (id: string) => {
       if (judged.has(id)) return;
@@ -61,6 +73,7 @@ export class Dependencies {
 
   /** An item launched: its dependents whose last unlaunched dependency it was are no longer blocked. */
   launched(itemId: string): void {
+    if (!this.any) return;
     for (const dependent of this.dependents(itemId)) {
       const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [dependent]);
       if (row?.outcome === 'pending' && row.blocked === 1 && this.unlaunched(dependent) === 0) {
@@ -74,6 +87,7 @@ export class Dependencies {
    * attempt. A worklist, not recursion: a chain of 10,000 fails without deepening the stack.
    */
   failed(itemId: string): void {
+    if (!this.any) return;
     const work = [itemId];
     while (work.length > 0) {
       const failedId = work.shift()!;
@@ -87,6 +101,7 @@ export class Dependencies {
 
   /** Judges one item: fails it when a dependency failed or it is on a cycle; otherwise blocked or not, and missing ids logged. */
   evaluate(itemId: string): void {
+    if (!this.any) return;
     const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [itemId]);
     if (row?.outcome !== 'pending') return;
     const deps = this.store.all<DependencyRow>(

@@ -60,6 +60,17 @@ interface ActiveAttempt {
   cancelled?: boolean;
   /** Settles once the attempt's end is recorded (after its problem matcher has read the output). */
   recorded?: Promise<void>;
+  /**
+   * Whether the user holds its item, kept by hold and release while it runs, so the outcome need
+   * not read it back. Undefined for attempts taken over from the database (interrupted, or
+   * another engine's on a fleet), whose outcome reads it.
+   */
+  held?: boolean;
+}
+
+/** An attempt's problems as its row keeps them: JSON, or null when the item has no matcher. */
+function problemsJson(problems: AttemptProblem[] | null): string | null {
+  return problems ? JSON.stringify(problems) : null;
 }
 
 /** The item's outcome as a reason a control request cannot apply to it. */
@@ -143,10 +154,14 @@ export class Engine implements ControllableEngine {
       },
       isClosed: () => this.closed,
     });
-    this.dependencies = new Dependencies(store, {
-      log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
-      failWithoutAttempt: (itemId, error) => this.failWithoutAttempt(itemId, error),
-    });
+    this.dependencies = new Dependencies(
+      store,
+      {
+        log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
+        failWithoutAttempt: (itemId, error) => this.failWithoutAttempt(itemId, error),
+      },
+      pg !== null,
+    );
     this.scheduler = new Scheduler(store, {
       log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
       now: options.scheduleClock ?? Date.now,
@@ -420,6 +435,7 @@ export class Engine implements ControllableEngine {
     if (row.held === 1) return;
     this.store.batch(() => {
       this.store.mutate('item_hold', [1, Date.now(), itemId]);
+      this.setHeldWhileRunning(itemId, true);
       this.counters.held++;
       const running = row.running === 1 ? '; its running attempt goes on' : '';
       this.log('item_held', 'info', `"${row.name}" held by the user: it is not launched until released${running}`, itemId, { running: row.running === 1 });
@@ -435,10 +451,16 @@ export class Engine implements ControllableEngine {
     if (row.held !== 1) return;
     this.store.batch(() => {
       this.store.mutate('item_hold', [0, Date.now(), itemId]);
+      this.setHeldWhileRunning(itemId, false);
       this.counters.held--;
       this.log('item_released', 'info', `"${row.name}" released by the user`, itemId, null);
     });
     this.afterControl(true);
+  }
+
+  /** The running attempt of a held or released item, if any, learns it (read when it ends). */
+  private setHeldWhileRunning(itemId: string, held: boolean): void {
+    for (const a of this.active.values()) if (a.item.id === itemId) a.held = held;
   }
 
   /**
@@ -650,7 +672,7 @@ export class Engine implements ControllableEngine {
     if (free > 0) {
       const due = readDueItems(this.store, now, free);
       if (due.length > 0) {
-        const starts = this.store.batch(() => due.map((row) => this.recordLaunch(row, now)));
+        const starts = this.store.batch(() => this.recordLaunches(due, now));
         this.launchWhenDurable(starts);
       }
     }
@@ -671,7 +693,7 @@ export class Engine implements ControllableEngine {
     const before = new Set(this.active.keys());
     let starts: ActiveAttempt[];
     try {
-      starts = this.store.batch(() => readDueItems(this.store, now, free, true).map((row) => this.recordLaunch(row, now)));
+      starts = this.store.batch(() => this.recordLaunches(readDueItems(this.store, now, free, true), now));
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
       for (const id of [...this.active.keys()]) if (!before.has(id)) this.active.delete(id);
@@ -753,6 +775,13 @@ export class Engine implements ControllableEngine {
     this.dueTimer = setTimeout(() => this.scheduleDispatch(), delay);
   }
 
+  /** The attempts of a dispatch round, in its batch; the launch counter is written once for the round. */
+  private recordLaunches(rows: ItemRow[], now: number): ActiveAttempt[] {
+    const starts = rows.map((row) => this.recordLaunch(row, now));
+    if (starts.length > 0) this.store.setMeta('total_launches', String(this.counters.totalLaunches));
+    return starts;
+  }
+
   private recordLaunch(row: ItemRow, now: number): ActiveAttempt {
     const item = JSON.parse(row.definition) as ItemDefinition;
     const attempt = row.attempts + 1;
@@ -761,8 +790,7 @@ export class Engine implements ControllableEngine {
     if (!this.fleet) this.store.mutate('attempt_insert', [attemptId, row.id, attempt, now]);
     this.store.mutate('item_state', ['pending', attempt, null, 1, row.last_error, now, row.id]);
     this.counters.totalLaunches++;
-    this.store.setMeta('total_launches', String(this.counters.totalLaunches));
-    const a: ActiveAttempt = { attemptId, item, attempt, startedAt: now, run: undefined };
+    const a: ActiveAttempt = { attemptId, item, attempt, startedAt: now, run: undefined, held: row.held === 1 };
     this.active.set(attemptId, a);
     this.lastLaunch = launchRecord(item, attempt, now, null);
     this.log('launch_started', 'info', `launching "${item.name}" (attempt ${attempt} of ${item.maxAttempts})`, item.id, {
@@ -801,10 +829,9 @@ export class Engine implements ControllableEngine {
    * the cancel, gets how the process ended (exit code or signal, output tails, finish time).
    */
   private recordCancelledEnd(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
-    const { finishedAt, exitCode, signal, stdoutTail, stderrTail } = result;
-    this.store.mutate('attempt_finish', [finishedAt, 'failed', exitCode, signal, 'cancelled', stdoutTail, stderrTail, a.attemptId]);
-    if (problems) this.store.mutate('attempt_problems', [JSON.stringify(problems), a.attemptId]);
-    this.output.recordFinished(a.attemptId, result.outputBytes);
+    const { finishedAt, exitCode, signal, stdoutTail, stderrTail, outputBytes } = result;
+    this.store.mutate('attempt_end', [finishedAt, 'failed', exitCode, signal, 'cancelled', stdoutTail, stderrTail, outputBytes, problemsJson(problems), a.attemptId]);
+    this.output.recordFinished(outputBytes);
     // Its followers end and the total cap applies, as for any attempt that ends.
     this.outputFinished(a.attemptId, result);
   }
@@ -834,18 +861,19 @@ export class Engine implements ControllableEngine {
     this.active.delete(a.attemptId);
     const { item, attempt } = a;
     const end = launchEnd(result);
+    // On a fleet another engine may hold or release the item meanwhile: its row says.
+    const held = () => (this.fleet || a.held === undefined ? readHeld(this.store, item.id) : a.held);
     this.store.batch(() => {
-      const { finishedAt, exitCode, signal, error, stdoutTail, stderrTail } = result;
-      this.store.mutate('attempt_finish', [finishedAt, end.outcome, exitCode, signal, error, stdoutTail, stderrTail, a.attemptId]);
-      if (problems) this.store.mutate('attempt_problems', [JSON.stringify(problems), a.attemptId]);
-      this.output.recordFinished(a.attemptId, result.outputBytes);
+      const { finishedAt, exitCode, signal, error, stdoutTail, stderrTail, outputBytes } = result;
+      this.store.mutate('attempt_end', [finishedAt, end.outcome, exitCode, signal, error, stdoutTail, stderrTail, outputBytes, problemsJson(problems), a.attemptId]);
+      this.output.recordFinished(outputBytes);
       const details: Record<string, unknown> = outcomeDetails(item, attempt, result);
       // For the editor: whether GET /items/{id} has problems worth fetching for this attempt.
       if (problems) details.problems = problems.length;
       const now = result.finishedAt;
       if (result.succeeded) {
         this.store.mutate('item_state', ['launched', attempt, null, 0, null, now, item.id]);
-        this.endHold(item.id, readHeld(this.store, item.id), now);
+        this.endHold(item.id, held(), now);
         this.counters.pending--;
         this.counters.launched++;
         this.dependencies.launched(item.id);
@@ -861,7 +889,7 @@ export class Engine implements ControllableEngine {
         }
         if (attempt >= item.maxAttempts) {
           this.store.mutate('item_state', ['failed', attempt, null, 0, why, now, item.id]);
-          this.endHold(item.id, readHeld(this.store, item.id), now);
+          this.endHold(item.id, held(), now);
           this.counters.pending--;
           this.counters.failed++;
           this.log('item_failed', 'error', `"${item.name}" failed for good after ${attempt} attempt(s): ${why}`, item.id, details);

@@ -1,5 +1,6 @@
-// Writing the engine log: every entry is a row in the store (with its full-text search row), and a
-// `log` event for the listeners if there are any. Ids only grow, so they also order entries in time.
+// Writing the engine log: every entry is a row in the store, and a `log` event for the listeners if
+// there are any. Ids only grow, so they also order entries in time. The full-text index takes the
+// entries in batches (Store.indexLogs: every second, and before a search reads it), not one by one.
 import type { LogAction, LogEntry, LogLevel } from '../shared/api';
 import type { EngineEventBus } from './eventBus';
 import { LEVEL_RANK } from './logQuery';
@@ -28,7 +29,6 @@ export class EngineLog {
     } else {
       id = ++this.lastId;
       this.store.mutate('log_insert', [id, ...row]);
-      this.store.mutate('log_fts_insert', [id, message]);
     }
     // Nobody would receive it: skip building the entry (this runs for every log entry).
     if (!this.events.hasListeners) return;

@@ -212,6 +212,9 @@ export class ItemIngestion {
   }
 
   private ingestEntries(file: QueueFileRead, entries: QueueFileRead['entries'], status: ScanStatus, idsInFile: Map<string, number>): void {
+    // Whether any template exists, read once for the chunk: without one, no entry can name one,
+    // and the per-entry lookup (about 5 µs each) is skipped.
+    const templates = this.store.get('SELECT 1 AS x FROM schedules LIMIT 1') !== undefined;
     for (const entry of entries) {
       if (!entry.result.ok) {
         this.reject(file.relPath, entry.index, entry.result.reason, null, entry.result.field);
@@ -227,7 +230,9 @@ export class ItemIngestion {
       }
       idsInFile.set(item.id, entry.index);
       const hash = definitionHash(item);
-      const template = this.store.get<{ def_hash: string; source: string; definition: string }>('SELECT def_hash, source, definition FROM schedules WHERE id = ?', [item.id]);
+      const template = templates
+        ? this.store.get<{ def_hash: string; source: string; definition: string }>('SELECT def_hash, source, definition FROM schedules WHERE id = ?', [item.id])
+        : undefined;
       if (item.schedule || template) {
         this.ingestTemplate(file, entry.index, item, hash, template);
         continue;
@@ -240,7 +245,7 @@ export class ItemIngestion {
         continue;
       }
       const now = Date.now();
-      this.insertItem(item, file.relPath, now);
+      this.insertItem(item, file.relPath, now, hash);
       this.itemsDiscovered++;
       status.itemsDiscovered++;
       const when = item.runAt && item.runAt > now ? `, scheduled for ${new Date(item.runAt).toISOString()}` : '';
@@ -257,8 +262,8 @@ export class ItemIngestion {
    * Records a new pending item (from a queue file, or a schedule's occurrence): the row, then
    * what the engine keeps with it (counters, priority, dependencies).
    */
-  insertItem(item: ItemDefinition, source: string, now: number): void {
-    this.store.mutate('item_insert', [item.id, item.name, source, JSON.stringify(item), definitionHash(item), item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+  insertItem(item: ItemDefinition, source: string, now: number, hash = definitionHash(item)): void {
+    this.store.mutate('item_insert', [item.id, item.name, source, JSON.stringify(item), hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
     if (this.knownPerSource) {
       const i = this.sourceIndexOf(source);
       if (i >= 0) this.knownPerSource[i]++;

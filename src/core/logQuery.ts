@@ -1,6 +1,6 @@
 // /logs queries against the store. Every filter is served by an index (action, item, level, time)
-// or by the FTS4 index for text, and paging is keyset on the id, so a page costs the same at
-// entry 10 as at entry 1,000,000.
+// or by the FTS4 index for text (brought up to date before it is read: Store.indexLogs), and
+// paging is keyset on the id, so a page costs the same at entry 10 as at entry 1,000,000.
 import type { SqlValue } from 'sql.js';
 import type { LogEntry, LogLevel } from '../shared/api';
 import { LOG_LEVELS } from '../shared/api';
@@ -68,7 +68,8 @@ export function queryLogs(store: Store, q: LogQuery): LogPage {
       params.push(prefixQuery(tokens));
     } else if (tokens.length > 0) {
       // A word with other letters: the index folds it (diacritics, case) as it folds messages, so
-      // the index alone decides.
+      // the index alone decides; it first takes the entries written since it last did.
+      store.indexLogs();
       where.push('id IN (SELECT docid FROM logs_fts WHERE logs_fts MATCH ?)');
       params.push(ftsQuery(tokens));
     }
@@ -214,6 +215,8 @@ function indexSearch(store: Store, s: Search, frontier: number, found: number[],
   // than the index's own read of a posting. `+docid` keeps the bound out of the index's plan: the
   // FTS4 module given a docid range reads the postings more slowly than it filters them here.
   const complete = others.length === 0 && s.where.length === 0;
+  // Entries are indexed in batches (Store.indexLogs): the ones written since the last batch first.
+  store.indexLogs();
   const list = store.rows(
     `SELECT group_concat(docid) FROM (SELECT docid FROM logs_fts WHERE logs_fts MATCH ? AND +docid ${s.desc ? '<' : '>'} ? ORDER BY docid ${s.desc ? 'DESC' : 'ASC'}${complete ? ' LIMIT ?' : ''})`,
     complete ? [ftsQuery(indexed), frontier, s.want - found.length] : [ftsQuery(indexed), frontier],

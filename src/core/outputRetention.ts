@@ -86,10 +86,12 @@ export class OutputRetention {
     return this.capture ? { dir: this.dir, attemptId, maxBytes: this.maxBytes } : undefined;
   }
 
-  /** Inside the engine's batch that records the attempt's outcome. */
-  recordFinished(attemptId: number, bytes: number | null): void {
+  /**
+   * An attempt's output is complete at `bytes` (null: none was captured). The engine writes the
+   * size into the attempt's row with the rest of its end (attempt_end), in the same batch.
+   */
+  recordFinished(bytes: number | null): void {
     if (bytes === null) return;
-    this.store.mutate('attempt_output_bytes', [bytes, attemptId]);
     this.total += bytes;
   }
 

@@ -41,6 +41,11 @@ const PRUNE_INTERVAL_MS = 60_000;
  * the event loop responsive and still prune 10,000 entries a second.
  */
 const PRUNE_BATCH = 1_000;
+/**
+ * Log entries added to the full-text index per step (Store.indexLogs), steps one turn of the event
+ * loop apart: about 4 µs an entry, so a step holds the loop for a few milliseconds.
+ */
+const INDEX_STEP = 1_000;
 
 export class PersistencePolicy {
   private persistTimer: NodeJS.Timeout | undefined;
@@ -48,6 +53,8 @@ export class PersistencePolicy {
   private lastSnapshotAt = Date.now();
   /** Persist ticks the due snapshot has waited for the journal's fdatasync to catch up. */
   private snapshotDeferrals = 0;
+  /** A step of indexing the log is queued (indexLogs). */
+  private indexing = false;
 
   constructor(
     private readonly store: Store,
@@ -71,6 +78,8 @@ export class PersistencePolicy {
 
   private persist(): void {
     if (this.hooks.isClosed()) return;
+    // Before a snapshot, so that it holds the index up to date (a start then has nothing to add).
+    this.indexLogs();
     const interval = this.options.snapshotIntervalMs ?? 30_000;
     // An idle engine does not rewrite an unchanged database: even built off the main thread, a
     // snapshot of a large database costs seconds of a core and a second copy of it.
@@ -89,6 +98,22 @@ export class PersistencePolicy {
       this.store.commit('background');
     }
     this.hooks.onPersisted();
+  }
+
+  /**
+   * The log entries written since the last tick go into the full-text index, in steps of
+   * INDEX_STEP. A search that reads the index first adds whatever is still missing itself.
+   */
+  private indexLogs(): void {
+    if (this.indexing) return;
+    const step = (): void => {
+      this.indexing = false;
+      if (this.hooks.isClosed()) return;
+      if (this.store.indexLogs(INDEX_STEP) < INDEX_STEP) return;
+      this.indexing = true;
+      setImmediate(step);
+    };
+    step();
   }
 
   /** At least snapshotMinJournalBytes (default 1 MiB) and 1/32 of the snapshot it would rewrite. */
@@ -135,7 +160,7 @@ export class PersistencePolicy {
       ? this.store.all<{ item_id: string }>('SELECT DISTINCT item_id FROM logs WHERE id <= ? AND item_id IS NOT NULL', [upTo]).map((r) => r.item_id)
       : [];
     this.store.batch(() => {
-      this.store.mutate('logs_fts_prune', [upTo]);
+      this.store.mutate('logs_fts_prune_indexed', [upTo]);
       this.store.mutate('logs_prune', [upTo]);
       // Startup takes the next id from the newest entry or this; with every entry pruned (by age)
       // only this remains, and the journal carries it even when no snapshot follows for a while.

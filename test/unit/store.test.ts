@@ -6,6 +6,7 @@ import path from 'node:path';
 import * as zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { Engine } from '../../src/core/engine';
+import { queryLogs } from '../../src/core/logQuery';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
 import { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
@@ -91,6 +92,114 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     engine = await Engine.create(ws.options());
     assert.equal(engine.stats().totalLaunches, 41);
     assert.equal(engine.queryLogs({ order: 'asc', limit: 10, words: ['journal'] }).entries[0]?.id, 7);
+  });
+
+  describe('the log\'s full-text index, added to in batches outside the journal', () => {
+    /** Entries as the engine writes them now: the row only, journaled; the index catches up later. */
+    function writeEntries(store: Store, from: number, to: number): void {
+      store.batch(() => {
+        for (let id = from; id <= to; id++) {
+          store.mutate('log_insert', [id, 1_700_000_000_000 + id, 'launch_failed', 3, `entry ${id} ${id % 10 === 0 ? 'rareword' : 'common'} exit`, null, null]);
+        }
+      });
+    }
+    const fts = (store: Store, word: string) => store.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs_fts WHERE logs_fts MATCH ?', [word])!.n;
+    /** FTS4's own check that every posting matches the content table; throws when the index is damaged. */
+    const intact = (store: Store) => store.rows("INSERT INTO logs_fts (logs_fts) VALUES ('integrity-check')");
+
+    it('a crash with entries not yet indexed, then a prune past them: replay and catch-up leave an intact, complete index', async () => {
+      const { store } = await Store.open({ storageDir: ws.storage });
+      writeEntries(store, 1, 100);
+      assert.equal(store.indexLogs(50), 50, 'at most the step asked for, oldest first');
+      assert.equal(store.snapshot(), true);
+      // After the snapshot: entries 101-200, none of them indexed, and a prune of 1-120 (past what
+      // the index holds), all in the journal only.
+      writeEntries(store, 101, 200);
+      store.batch(() => {
+        store.mutate('logs_fts_prune_indexed', [120]);
+        store.mutate('logs_prune', [120]);
+      });
+      assert.equal(store.commit(), true);
+      const crashed = path.join(ws.root, 'crashed');
+      copyAsCrashed(ws.storage, crashed);
+      store.close();
+
+      const { store: recovered } = await Store.open({ storageDir: crashed });
+      try {
+        assert.equal(fts(recovered, 'exit'), 0, 'the snapshot indexed 1-50 and the prune removed them');
+        assert.equal(recovered.indexLogs(), 80, 'the 80 entries left, all unindexed, are added');
+        assert.equal(recovered.indexLogs(), 0);
+        // (FTS4 checks an external-content index against every row of its content table, so the
+        // check means something only once the index has caught up.)
+        assert.doesNotThrow(() => intact(recovered), 'replay and catch-up left the index consistent with the log');
+        assert.equal(fts(recovered, 'exit'), 80);
+        assert.equal(fts(recovered, 'rareword'), 8);
+      } finally {
+        recovered.close();
+      }
+    });
+
+    it('a word search reads the index only once it holds the entries just written, rare words included', async () => {
+      const { store } = await Store.open({ storageDir: null });
+      try {
+        writeEntries(store, 1, 20_000);
+        assert.equal(fts(store, 'rareword'), 0, 'nothing indexed yet');
+        // 2,000 entries in 20,000: the search walks the newest and then turns to the index.
+        const page = queryLogs(store, { order: 'desc', limit: 3000, words: ['rareword'] });
+        assert.equal(page.entries.length, 2000);
+        assert.equal(page.hasMore, false);
+        assert.equal(fts(store, 'rareword'), 2000, 'the search brought the index up to date first');
+        // Entries written after that are found too, by a word only they have.
+        store.mutate('log_insert', [20_001, 1_700_000_020_001, 'launch_failed', 3, 'entry 20001 uniqueword', null, null]);
+        assert.deepEqual(queryLogs(store, { order: 'asc', limit: 10, words: ['uniqueword'] }).entries.map((e) => e.id), [20_001]);
+        // A word of other letters than a-z0-9 goes to the index alone.
+        store.mutate('log_insert', [20_002, 1_700_000_020_002, 'launch_failed', 3, 'entry 20002 café', null, null]);
+        assert.deepEqual(queryLogs(store, { order: 'asc', limit: 10, words: ['café'] }).entries.map((e) => e.id), [20_002]);
+        assert.doesNotThrow(() => intact(store));
+      } finally {
+        store.close();
+      }
+    });
+
+    it('pruning past the entries the index holds removes only those; the rest are indexed afterwards', async () => {
+      const { store } = await Store.open({ storageDir: null });
+      try {
+        writeEntries(store, 1, 100);
+        assert.equal(store.indexLogs(60), 60);
+        store.batch(() => {
+          store.mutate('logs_fts_prune_indexed', [80]);
+          store.mutate('logs_prune', [80]);
+        });
+        assert.equal(store.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs_fts_docsize')!.n, 0, 'entries 1-60 left the index');
+        assert.equal(store.indexLogs(), 20, '81-100: never indexed, and the only ones left');
+        assert.doesNotThrow(() => intact(store));
+        assert.equal(fts(store, 'exit'), 20);
+        assert.equal(fts(store, 'rareword'), 2);
+      } finally {
+        store.close();
+      }
+    });
+
+    it('the engine indexes its entries every second and before a search; close() leaves the snapshot\'s index complete', async () => {
+      ws.enqueue('a.json', [nodeItem('a', '0'), nodeItem('b', '0')]);
+      engine = await Engine.create(ws.options());
+      await engine.start();
+      await settled(engine);
+      // Written with the row only: nothing in the journal indexes an entry any more.
+      assert.doesNotMatch(readFileSync(path.join(ws.storage, JOURNAL_FILE), 'utf8'), /log_fts_insert/);
+      assert.ok(engine.queryLogs({ order: 'asc', limit: 100, words: ['succeeded'] }).entries.length >= 2);
+      await engine.shutdown(0);
+      engine = undefined;
+      const { store: reopened } = await Store.open({ storageDir: ws.storage });
+      try {
+        const logs = reopened.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs')!.n;
+        assert.equal(reopened.indexLogs(), 0, 'nothing left to index after a clean stop');
+        assert.equal(reopened.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs_fts_docsize')!.n, logs);
+        assert.doesNotThrow(() => intact(reopened));
+      } finally {
+        reopened.close();
+      }
+    });
   });
 
   it('a background commit writes at once and fsyncs off the main thread; a synchronous one after it still fsyncs before returning', async () => {

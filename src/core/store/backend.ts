@@ -22,6 +22,11 @@ export interface StoreBackend {
   setMeta(key: string, value: string): void;
   /** Runs `fn` as one transaction. */
   batch<T>(fn: () => T): T;
+  /**
+   * Brings the log's full-text index up to date, at most `max` entries at a time; returns how many
+   * it added (0 when it is up to date, or when the database keeps its index itself).
+   */
+  indexLogs(max?: number): number;
 
   // ---- reads ----
   /** Rows as objects. */

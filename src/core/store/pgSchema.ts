@@ -172,9 +172,12 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
   attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
   attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
+  attempt_end:
+    'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ? WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: null,
   logs_fts_prune: null,
+  logs_fts_prune_indexed: null,
   logs_prune: 'DELETE FROM logs WHERE id <= ?',
   source_file_set: 'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',
 };

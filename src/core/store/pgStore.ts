@@ -257,6 +257,11 @@ export class PgStore implements StoreBackend {
     }
   }
 
+  /** PostgreSQL keeps its full-text index (an expression index) itself. */
+  indexLogs(): number {
+    return 0;
+  }
+
   all<T = Record<string, StoreValue>>(sql: string, params: StoreValue[] = []): T[] {
     return this.query<T>(toPostgres(sql), params);
   }

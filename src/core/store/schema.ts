@@ -138,10 +138,24 @@ export const MUTATIONS = {
   attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
   // Section 10 (problems as JSON, id), journaled with the attempt's finish.
   attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
+  // An attempt's end in one statement: attempt_finish, attempt_output_bytes and attempt_problems
+  // together (finished_at, outcome, exit_code, signal, error, stdout_tail, stderr_tail,
+  // output_bytes, problems, id). Each statement is about 5 µs in sql.js; those three stay for
+  // replaying older journals and for the cancel, which records the end before the process exits.
+  attempt_end:
+    'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ? WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  // The full-text row of one entry. Journals before session 9 hold one per entry; the engine now
+  // indexes entries in batches, outside the journal (Store.indexLogs), and keeps this for replay.
   log_fts_insert: 'INSERT INTO logs_fts (docid, message) VALUES (?, ?)',
-  // External-content FTS4 reads the row being deleted from `logs`, so the index goes first.
+  // External-content FTS4 reads the row being deleted from `logs`, so the index goes first. Kept
+  // for replaying journals written before session 9, when every entry was indexed as written.
   logs_fts_prune: 'DELETE FROM logs_fts WHERE docid IN (SELECT id FROM logs WHERE id <= ?)',
+  // Pruning now: only the entries the index holds (logs_fts_docsize has a row for each, by docid).
+  // Entries are indexed after they are written (Store.indexLogs), outside the journal, so at replay
+  // the index may be behind the log; deleting from it an entry it never had would subtract
+  // postings (and a document from its totals) that it never added.
+  logs_fts_prune_indexed: 'DELETE FROM logs_fts WHERE docid IN (SELECT docid FROM logs_fts_docsize WHERE docid <= ?)',
   logs_prune: 'DELETE FROM logs WHERE id <= ?',
   source_file_set:
     'INSERT INTO source_files (path, fingerprint) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET fingerprint = excluded.fingerprint',

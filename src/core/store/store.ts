@@ -79,6 +79,14 @@ export class Store implements StoreBackend {
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
   private readonly mutationCounts = new Map<MutationKey, number>();
+  /**
+   * The newest log entry written through mutate(), and the newest the full-text index is known to
+   * hold (-1: not known yet, e.g. after replay): while the first is not past the second,
+   * indexLogs() has nothing to add and need not ask SQLite (two reads, about 100 µs, before every
+   * search that reads the index and every second).
+   */
+  private logsWritten = 0;
+  private logsIndexed = -1;
   private snapshotInfo: SnapshotInfo | null = null;
   /** Size of the snapshot on disk (loaded or last written). */
   private snapshotFileBytes = 0;
@@ -148,6 +156,7 @@ export class Store implements StoreBackend {
 
   mutate(key: MutationKey, params: SqlValue[]): void {
     this.mutationCounts.set(key, (this.mutationCounts.get(key) ?? 0) + 1);
+    if (key === 'log_insert' && (params[0] as number) > this.logsWritten) this.logsWritten = params[0] as number;
     this.sql.statement(MUTATIONS[key]).run(params);
     if (this.options.storageDir && !this.needsSnapshot) {
       this.pending.push(JSON.stringify([++this.seq, key, params]));
@@ -157,6 +166,33 @@ export class Store implements StoreBackend {
   /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
   batch<T>(fn: () => T): T {
     return this.sql.batch(fn);
+  }
+
+  /**
+   * Adds the log entries the full-text index (logs_fts) does not hold yet to it, oldest first, at
+   * most `max` of them; returns how many it added. Entries are indexed here in batches rather than
+   * as each is written: one FTS4 row in a transaction of its own cost 25-85 µs, a batch 4 µs a row
+   * (docs/PERFORMANCE.md, #19 round three). The index holds exactly the entries up to its largest
+   * docid (entries are indexed in id order and pruned from the oldest), so what is missing is
+   * everything after it. Not journaled: the index is derived from `logs`, and after a crash this
+   * catches up on whatever the snapshot's index did not hold. Searches that read the index call it
+   * first (logQuery.ts), so they see every entry.
+   */
+  indexLogs(max = Number.MAX_SAFE_INTEGER): number {
+    if (this.logsIndexed >= this.logsWritten) return 0;
+    const indexed = (this.sql.rows('SELECT docid FROM logs_fts_docsize ORDER BY docid DESC LIMIT 1')[0]?.[0] as number | undefined) ?? 0;
+    const newest = (this.sql.rows('SELECT id FROM logs ORDER BY id DESC LIMIT 1')[0]?.[0] as number | undefined) ?? 0;
+    if (newest <= indexed) {
+      this.logsIndexed = newest;
+      return 0;
+    }
+    const added = this.sql.batch(() => {
+      this.sql.statement('INSERT INTO logs_fts (docid, message) SELECT id, message FROM logs WHERE id > ? ORDER BY id LIMIT ?').run([indexed, max]);
+      return this.sql.db.getRowsModified();
+    });
+    // Fewer than asked: every entry up to the newest is in.
+    if (added < max) this.logsIndexed = newest;
+    return added;
   }
 
   // ---- queries ---------------------------------------------------------------------------
@@ -407,6 +443,9 @@ export class Store implements StoreBackend {
   close(): void {
     const dir = this.options.storageDir;
     if (dir) {
+      // The snapshot then holds a complete index: the next start has nothing to catch up, and an
+      // older engine that opens it (which prunes the index as if it held every entry) finds it so.
+      this.indexLogs();
       this.snapshot() || this.commit();
       finishFreeing(dir);
     }
