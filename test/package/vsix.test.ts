@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
+import { DEFAULT_LAUNCH_HELPERS } from '../../src/core/launchHelperClient';
 import type { StatsResponse } from '../../src/shared/api';
 import {
   codeServerBinary,
@@ -272,8 +273,10 @@ describe('the .vsix installed into code-server', function () {
         }
       })
       .filter((args) => args.includes(`--engine-pid=${endpoint.pid}`));
-    assert.equal(helpers.length, 1, 'one launch helper for the engine');
-    assert.ok(helpers[0].includes(path.join(installed, 'dist', 'launch-helper.js')), `launch helper: ${helpers[0].join(' ')}`);
+    // A pool of them, forked one after the other: the second may not be there yet.
+    const poolSize = DEFAULT_LAUNCH_HELPERS;
+    assert.ok(helpers.length >= 1 && helpers.length <= poolSize, `${helpers.length} launch helpers for the engine, pool of ${poolSize}`);
+    for (const helper of helpers) assert.ok(helper.includes(path.join(installed, 'dist', 'launch-helper.js')), `launch helper: ${helper.join(' ')}`);
 
     // Status bar: "$(pulse) Engine healthy · 0 pending" (src/extension/statusBar.ts).
     const item = page.locator('.part.statusbar .statusbar-item', { hasText: /Engine healthy · 0 pending/ });
