@@ -53,7 +53,9 @@ describe('log pages: the JSON written from stored rows', () => {
           // The same page again comes from the cache, unchanged.
           assert.equal(queryLogs(store, { order: asc ? 'asc' : 'desc', limit, afterId: asc ? first - 1 : undefined }).json!(), text);
         }),
-        { numRuns: 300 },
+        // The first example is the case fast-check seed 1474214314 found: a message that starts with
+        // U+FEFF came back without it (sql.js's TextDecoder dropped it).
+        { numRuns: 300, examples: [[[{ message: '\uFEFFx', itemId: '\uFEFF', level: 3, details: { '\uFEFFk': '\uFEFFv' } }], 5, true]] },
       );
     } finally {
       store.close();

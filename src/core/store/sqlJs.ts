@@ -15,14 +15,30 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
   // callback ran until then (docs/PERFORMANCE.md). A referenced timer keeps the loop alive, so the
   // rest of startup runs on it and tier-up stays in the background.
   const keepLoopAlive = setInterval(() => undefined, 60_000);
-  // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
-  sqlJs = initSqlJs({
-    locateFile: (file: string) => {
-      const beside = path.join(__dirname, file);
-      return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
-    },
-  }).finally(() => clearInterval(keepLoopAlive));
+  // sql.js reads every TEXT value through one `new TextDecoder()` that it makes while initSqlJs runs
+  // synchronously. A default TextDecoder drops a leading U+FEFF, so a message, item id or detail that
+  // starts with one came back shorter than it was stored (SQLite keeps the bytes; a fast-check seed
+  // found it). SQLite's text is never a document with a byte order mark to skip: decode it as is.
+  const DefaultDecoder = globalThis.TextDecoder;
+  globalThis.TextDecoder = KeepByteOrderMark;
+  try {
+    // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
+    sqlJs = initSqlJs({
+      locateFile: (file: string) => {
+        const beside = path.join(__dirname, file);
+        return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
+      },
+    }).finally(() => clearInterval(keepLoopAlive));
+  } finally {
+    globalThis.TextDecoder = DefaultDecoder;
+  }
   return sqlJs;
+}
+
+class KeepByteOrderMark extends TextDecoder {
+  constructor(label?: string, options?: TextDecoderOptions) {
+    super(label, { ...options, ignoreBOM: true });
+  }
 }
 
 /** A sql.js database whose statements are prepared once and cached by SQL text. */
