@@ -49,6 +49,16 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
+    // The thread that runs queue files' own problem-matcher regexps (src/core/matcherThread.ts),
+    // found beside dist/cli.js.
+    entryPoints: { 'matcher-worker': 'src/core/matcherWorker.ts' },
+    outdir: 'dist',
+  },
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
     // The fleet store's connection thread (src/core/store/pgStore.ts), found beside dist/cli.js.
     // pg's optional native binding is not shipped: pg falls back to its JavaScript client.
     entryPoints: { 'pg-worker': 'src/core/store/pgWorker.ts' },

@@ -4,16 +4,21 @@
 // the capture keeps) and at most MAX_PROBLEMS_PER_ATTEMPT problems are kept. Output that retention
 // cut or pruned is matched as far as it is there.
 import type { AttemptProblem } from '../shared/api';
+import { hasOwnRegexp, type MatcherThread } from './matcherThread';
 import { closeLayout, copyPieces, outputView, pieceLength, readLayout } from './outputReader';
 import { matchProblems, type ProblemMatcherInput } from './problemMatchers';
 
 /** Bytes of an attempt's output a matcher reads at most. */
 export const SCAN_MAX_BYTES = 1024 * 1024;
 
-/** The problems in attempt `attemptId`'s output under `dir`; empty when it printed nothing. */
-export async function attemptProblems(dir: string, attemptId: number, matcher: ProblemMatcherInput, cwd: string): Promise<AttemptProblem[]> {
+/**
+ * The problems in attempt `attemptId`'s output under `dir`; empty when it printed nothing. A matcher
+ * with a queue file's own regexp runs on `thread` (it may backtrack without end); built-ins here.
+ */
+export async function attemptProblems(dir: string, attemptId: number, matcher: ProblemMatcherInput, cwd: string, thread: MatcherThread): Promise<AttemptProblem[]> {
   const text = await readForScan(dir, attemptId, SCAN_MAX_BYTES);
-  return text === '' ? [] : matchProblems(text, matcher, cwd);
+  if (text === '') return [];
+  return hasOwnRegexp(matcher) ? thread.match(text, matcher, cwd) : matchProblems(text, matcher, cwd);
 }
 
 /** At most `max` bytes of the combined output as text: the whole of it, or its head and tail. */

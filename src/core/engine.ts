@@ -12,6 +12,7 @@ import type { ItemDefinition } from './items';
 import { attemptProblems } from './attemptProblems';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
+import { MatcherThread } from './matcherThread';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
 import { Dependencies } from './dependencies';
@@ -101,6 +102,8 @@ export class Engine implements ControllableEngine {
   private readonly launcher: AttemptLauncher;
   private readonly entries: EngineLog;
   private readonly output: OutputRetention;
+  /** Where matchers with a queue file's own regexps run (they may backtrack without end). */
+  private readonly matchers: MatcherThread;
   /** Followers of running attempts' output, by attempt id: told when the attempt ends. */
   private readonly outputEndListeners = new Map<number, Set<() => void>>();
   /** The last failure to capture an attempt's output (disk full…); /health reports it like a journal error. */
@@ -132,6 +135,7 @@ export class Engine implements ControllableEngine {
     this.fleet = pg ? new FleetWork(pg, this.events) : null;
     this.entries = new EngineLog(store, this.events, pg ? (row) => pg.insertLog(row) : undefined);
     this.output = new OutputRetention(store, options);
+    this.matchers = new MatcherThread(options.matcherBudgetMs);
     this.launcher = new AttemptLauncher({
       entry: options.launchHelper,
       helpers: options.launchHelpers,
@@ -339,6 +343,7 @@ export class Engine implements ControllableEngine {
     for (const listeners of this.outputEndListeners.values()) for (const l of listeners) l();
     this.outputEndListeners.clear();
     this.persistence.stop();
+    await this.matchers.close();
     await this.output.close();
     this.store.close();
     this.events.clear();
@@ -845,7 +850,7 @@ export class Engine implements ControllableEngine {
     if (matcher === undefined) return null;
     if (result.outputBytes === null) return [];
     try {
-      return await attemptProblems(this.output.dir, a.attemptId, matcher, a.item.cwd);
+      return await attemptProblems(this.output.dir, a.attemptId, matcher, a.item.cwd, this.matchers);
     } catch (err) {
       if (!this.closed) {
         this.log('database_error', 'warn', `cannot apply the problem matcher of "${a.item.name}" to attempt ${a.attempt}: ${(err as Error).message}`, a.item.id, {

@@ -45,6 +45,11 @@ export interface EngineOptions {
   captureOutput?: boolean;
   /** All captured output together, in MiB (engineMonitor.output.maxTotalMB, default 1024): the oldest goes first. */
   outputMaxTotalMB?: number;
+  /**
+   * How long a queue file's own problem matcher may take on one attempt's output before its thread
+   * is stopped (default 5 000 ms, src/core/matcherThread.ts); tests may shorten it.
+   */
+  matcherBudgetMs?: number;
   /** Base of the exponential backoff (1 s); tests may shorten it. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { DEFAULT_LAUNCH_HELPERS } from '../../src/core/launchHelperClient';
-import type { StatsResponse } from '../../src/shared/api';
+import type { ItemDetail, StatsResponse } from '../../src/shared/api';
 import {
   codeServerBinary,
   launchChromium,
@@ -41,6 +41,7 @@ const REQUIRED = [
   'extension/dist/cli.js',
   'extension/dist/launch-helper.js',
   'extension/dist/checkpoint-worker.js',
+  'extension/dist/matcher-worker.js',
   'extension/dist/pg-worker.js',
   'extension/dist/webview.js',
   'extension/dist/sql-wasm.wasm',
@@ -122,7 +123,7 @@ describe('npm run package: the .vsix', function () {
   });
 
   it('ships production bundles: minified, without source maps', function () {
-    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/launch-helper.js', 'extension/dist/checkpoint-worker.js', 'extension/dist/webview.js']) {
+    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/launch-helper.js', 'extension/dist/checkpoint-worker.js', 'extension/dist/matcher-worker.js', 'extension/dist/webview.js']) {
       const text = byName.get(name)!.data().toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, `${name} points to a source map`);
       const lines = text.split('\n').length;
@@ -239,6 +240,16 @@ describe('the .vsix installed into code-server', function () {
       path.join(folder, '.engine', 'queue', 'smoke.json'),
       JSON.stringify({ id: 'smoke', name: 'Smoke test', command: 'node', args: ['-e', "require('fs').writeFileSync('launched.txt', 'ok')"] }),
     );
+    // An item with its own problem matcher: its regexp runs on the installed dist/matcher-worker.js.
+    writeFileSync(
+      path.join(folder, '.engine', 'queue', 'lint.json'),
+      JSON.stringify({
+        id: 'lint',
+        command: 'node',
+        args: ['-e', "console.log('src/a.js:3: unused variable')"],
+        problemMatcher: { pattern: { regexp: '^([^:]+):(\\d+): (.*)$', file: 1, line: 2, message: 3 } },
+      }),
+    );
 
     // No extensionDevelopmentPath: the only Engine Monitor this code-server knows is the installed one.
     server = await startCodeServer({
@@ -258,10 +269,15 @@ describe('the .vsix installed into code-server', function () {
 
     const stats = await waitUntil('the item to be launched', async () => {
       const s = await getJson<StatsResponse>(`${endpoint.url}/stats`);
-      return s.overview.launched === 1 && s.overview.pending === 0 && s.overview;
+      return s.overview.launched === 2 && s.overview.pending === 0 && s.overview;
     }, 60_000);
-    assert.deepEqual({ total: stats.total, failed: stats.failed }, { total: 1, failed: 0 });
+    assert.deepEqual({ total: stats.total, failed: stats.failed }, { total: 2, failed: 0 });
     assert.equal(readFileSync(path.join(folder, 'launched.txt'), 'utf8'), 'ok');
+    const lint = await getJson<ItemDetail>(`${endpoint.url}/items/lint`);
+    assert.deepEqual(
+      lint.attempts.map((a) => a.problems),
+      [[{ file: path.join(folder, 'src', 'a.js'), line: 3, column: null, severity: 'error', message: 'unused variable', code: null }]],
+    );
     // It was launched by the engine's launch helper, forked from the installed dist/launch-helper.js.
     const helpers = readdirSync('/proc')
       .filter((e) => /^\d+$/.test(e))
@@ -287,9 +303,9 @@ describe('the .vsix installed into code-server', function () {
     await frame.locator('.connection[data-connected="true"]').waitFor({ timeout: 30_000 });
     const launched = await waitUntil('the dashboard to count the launch', async () => {
       const v = await frame.locator('[data-stat="launched"] .card-value').getAttribute('data-value');
-      return v === '1' && v;
+      return v === '2' && v;
     });
-    assert.equal(launched, '1');
+    assert.equal(launched, '2');
     assert.equal(await frame.locator('[data-health]').getAttribute('data-health'), 'healthy');
     // dist/webview.js drew all of this; the icon font comes from the packaged dist/codicons.
     await waitUntil('the codicon font', () => frame.evaluate(() => document.fonts.check('16px codicon')), 10_000);

@@ -171,4 +171,35 @@ describe('problem matchers: the engine in process', function () {
       { file: path.join(ws.folder, 'm.ts'), line: 2, column: 3, severity: 'error', message: 'old', code: '5' },
     ]);
   });
+  it("stops a queue file's regexp that backtracks without end once its budget is spent, and matches the next attempt on a fresh thread", async () => {
+    // `^(a+)+$` against 40 a's and a "!" backtracks about 2^40 times: on the engine's main thread
+    // this test would never end, and neither would any launch, /health or API request.
+    ws.enqueue('redos.json', {
+      id: 'redos',
+      command: NODE,
+      args: ['-e', "console.log('a'.repeat(40) + '!'); process.exit(1)"],
+      maxAttempts: 1,
+      problemMatcher: { pattern: { regexp: '^(a+)+$', file: 1, line: 1 } },
+    });
+    engine = await Engine.create(ws.options({ matcherBudgetMs: 1500 }));
+    await engine.start();
+    await waitFor('redos failed', () => engine!.itemDetail('redos')?.outcome === 'failed', 30_000);
+    assert.deepEqual(engine.itemDetail('redos')!.attempts[0].problems, [], 'stopped: no problems recorded');
+    const why = allLogs(engine).filter((e) => e.itemId === 'redos' && e.action === 'database_error');
+    assert.equal(why.length, 1, JSON.stringify(why));
+    assert.match(why[0].message, /problem matcher of "redos" to attempt 1: it ran for more than 1\.5 s .*nested repetition/);
+
+    ws.enqueue('after.json', {
+      id: 'after',
+      command: NODE,
+      args: ['-e', "console.log('src/b.js:7: boom'); process.exit(1)"],
+      maxAttempts: 1,
+      problemMatcher: { pattern: { regexp: '^([^:]+):(\\d+): (.*)$', file: 1, line: 2, message: 3 } },
+    });
+    await engine.pollNow();
+    await waitFor('after failed', () => engine!.itemDetail('after')?.outcome === 'failed', 30_000);
+    assert.deepEqual(engine.itemDetail('after')!.attempts[0].problems, [
+      { file: path.join(ws.folder, 'src/b.js'), line: 7, column: null, severity: 'error', message: 'boom', code: null },
+    ]);
+  });
 });

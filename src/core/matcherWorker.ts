@@ -1,0 +1,19 @@
+// The problem-matcher thread (dist/matcher-worker.js): applies an item's own matcher regexps to an
+// attempt's output off the engine's main thread (src/core/matcherThread.ts). A queue file's regexp
+// can backtrack for minutes on one line (`^(a+)+$` against 30 a's and a `!`); here that costs only
+// this thread, which the engine terminates when its time is up.
+import { parentPort } from 'node:worker_threads';
+import type { MatchAnswer, MatchJob } from './matcherThread';
+import { matchProblems } from './problemMatchers';
+
+if (!parentPort) throw new Error('matcher-worker: started by the engine as a worker thread');
+const port = parentPort;
+port.on('message', (job: MatchJob) => {
+  let answer: MatchAnswer;
+  try {
+    answer = { id: job.id, problems: matchProblems(job.text, job.matcher, job.cwd) };
+  } catch (err) {
+    answer = { id: job.id, error: (err as Error).message };
+  }
+  port.postMessage(answer);
+});
