@@ -28,7 +28,12 @@ for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js'
       nodeItem('sleepy', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
       { id: 'bad id with spaces', command: 'x' },
     ]);
-    engine = await Engine.create(ws.options(pg ? { storeUrl: pg.createDatabase('api'), leaseMs: 10_000 } : {}));
+    // /health says "stalled" once the last poll started more than 3 poll intervals ago (contract
+    // section 4); at the tests' usual 100 ms a loaded machine let a poll slip past 300 ms (CI, load
+    // 12). This suite checks shapes, not stall detection (health.test and server.endpoints.test do):
+    // 2 s intervals; every item is in the first poll, and retries run on their own timers.
+    const pollIntervalMs = 2000;
+    engine = await Engine.create(ws.options(pg ? { storeUrl: pg.createDatabase('api'), leaseMs: 10_000, pollIntervalMs } : { pollIntervalMs }));
     await engine.start();
     server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
     // 'sleepy' stays pending by design (runAt in 2099); everything else reaches an outcome.

@@ -103,7 +103,9 @@ describe('command-line client', function () {
         .join('\n') + '\n',
     );
     // Default storage (<workspace>/.engine/state): where the client looks for endpoint.json.
-    engine = await serve(['--workspace', ws.folder, '--poll-interval', '100'], 20_000, { ENGINE_MONITOR_TOKEN: TOKEN });
+    // 500 ms polls: `health` must print "healthy", and /health calls the engine stalled once a poll
+    // is 3 intervals late, which a loaded machine managed at 100 ms (300 ms).
+    engine = await serve(['--workspace', ws.folder, '--poll-interval', '500'], 20_000, { ENGINE_MONITOR_TOKEN: TOKEN });
     const auth = { authorization: `Bearer ${TOKEN}` };
     for (const deadline = Date.now() + 30_000; ; ) {
       const s = (await request(engine.url, '/stats', { headers: auth })).json as StatsResponse;
