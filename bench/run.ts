@@ -14,6 +14,7 @@ import * as esbuild from 'esbuild';
 import { floodScript, median, mb, STALL_MS, type LoopDelay, type MemoryBreakdown } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
+import { SNAPSHOT_FILE } from '../src/core/store/files';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 import { lensesFor, readQueueEntries } from '../src/extension/queueLensModel';
 import type { ItemState, ItemSummary } from '../src/shared/api';
@@ -130,7 +131,7 @@ async function build(): Promise<void> {
   mkdirSync(BUILD, { recursive: true });
   await esbuild.build({
     entryPoints: {
-      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output', 'spawner'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
+      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output', 'spawner', 'sqljsFloor'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
       'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.
@@ -558,6 +559,13 @@ async function scenarioMemory(): Promise<void> {
     await engine.stop();
   }
   raw.memory = results;
+  // The floor, measured outside the engine: a bare Node process with the host's Node options that
+  // only opens the same snapshot in sql.js (bench/child/sqljsFloor.ts).
+  const floors: { breakdown: MemoryBreakdown; maxRss: number }[] = [];
+  for (let r = 0; r < CFG.runs; r++) floors.push(await runChild('sqljsFloor', { snapshot: path.join(dir, SNAPSHOT_FILE) }));
+  for (const f of floors) log(`  floor (bare Node + sql.js, the same snapshot): ${formatBreakdown(f.breakdown)}; peak ${mb(f.maxRss)} MB`);
+  raw.memoryFloor = floors;
+  const floor = median(floors.map((f) => f.maxRss));
   const scale = `${(CFG.memItems / 1000).toFixed(0)}k items + ${(CFG.memLogs / 1000).toFixed(0)}k entries`;
   const peak = median(results.map((r) => r.peak));
   const builderPeaks = results.flatMap((r) => r.builders).filter((b): b is number => b !== null);
@@ -566,9 +574,20 @@ async function scenarioMemory(): Promise<void> {
     measure: `engine host peak RSS over API load + ${CFG.runs > 0 ? results[0].builders.length : 0} snapshots, ${scale}`,
     value: mb(peak),
     unit: 'MB',
+    baseline: mb(floor),
+    ratio: peak / floor,
     target: '≤ 200 MB',
     met: mb(peak) <= 200,
-    note: `getrusage maxrss of the host process` + (builderPeaks.length ? `; checkpoint processes' peak RSS ${mb(median(builderPeaks))} MB (not in the host's)` : ''),
+    note:
+      `getrusage maxrss of the host process; baseline: the floor below` +
+      (builderPeaks.length ? `; checkpoint processes' peak RSS ${mb(median(builderPeaks))} MB (not in the host's)` : ''),
+  });
+  add({
+    scenario: 'memory',
+    measure: `floor: peak RSS of a bare Node process holding the same snapshot in sql.js, ${scale}`,
+    value: mb(floor),
+    unit: 'MB',
+    note: `the engine host's Node options; sql.js loaded, the snapshot opened, every table counted (bench/child/sqljsFloor.ts); RSS after 1 s ${mb(median(floors.map((f) => f.breakdown.rss)))} MB`,
   });
   add({ scenario: 'memory', measure: `engine host RSS after the load, ${scale}`, value: mb(median(results.map((r) => r.rest))), unit: 'MB' });
   for (const when of ['start', 'afterCheckpoint'] as const) {
