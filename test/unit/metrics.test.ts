@@ -138,8 +138,10 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
   const runs: ServeProcess[] = [];
 
   async function start(workspace: TempWorkspace, token?: string): Promise<ServeProcess> {
-    // --grace 0: the attempt left running at the end does not hold the engine's stop.
-    const run = await serve(['--workspace', workspace.folder, '--storage', workspace.storage, '--poll-interval', '200', '--grace', '0'], 20_000, token ? { ENGINE_MONITOR_TOKEN: token } : {});
+    // --grace 0: the attempt left running at the end does not hold the engine's stop. 1 s polls:
+    // the health gauge must read healthy, and a poll 3 intervals late is "stalled", which 200 ms
+    // intervals allowed a loaded machine to reach.
+    const run = await serve(['--workspace', workspace.folder, '--storage', workspace.storage, '--poll-interval', '1000', '--grace', '0'], 20_000, token ? { ENGINE_MONITOR_TOKEN: token } : {});
     runs.push(run);
     return run;
   }
