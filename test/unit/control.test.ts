@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import initSqlJs from 'sql.js';
+import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/engine';
 import { ControlError } from '../../src/core/monitoredEngine';
 import { SCHEMA_V1 } from '../../src/core/store/schema';
@@ -389,7 +389,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
   });
 
   it('opens a database written by schema version 1 (snapshot and journal) and migrates it', async () => {
-    const SQL = await initSqlJs();
+    const SQL = await loadSqlJs();
     const db = new SQL.Database();
     db.run(SCHEMA_V1);
     db.run('PRAGMA user_version = 1');

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import initSqlJs from 'sql.js';
+import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/engine';
 import { parseItem } from '../../src/core/items';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
@@ -213,7 +213,7 @@ describe('dependencies and priority (section 9)', function () {
 
   it('opens a database written by schema version 2 (snapshot and journal), migrates it, and launches its items with the defaults', async () => {
     const starts = path.join(ws.root, 'starts.txt');
-    const SQL = await initSqlJs();
+    const SQL = await loadSqlJs();
     const db = new SQL.Database();
     db.run(SCHEMA_V1);
     db.run('PRAGMA user_version = 1');

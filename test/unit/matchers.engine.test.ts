@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import initSqlJs from 'sql.js';
+import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/engine';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
 import type { ItemDetail } from '../../src/shared/api';
@@ -141,7 +141,7 @@ describe('problem matchers: the engine in process', function () {
   });
 
   it('opens a database written by schema version 3, migrates it, and matches new attempts', async () => {
-    const SQL = await initSqlJs();
+    const SQL = await loadSqlJs();
     const db = new SQL.Database();
     db.run(SCHEMA_V1);
     db.run('PRAGMA user_version = 1');

@@ -4,7 +4,7 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSyn
 import { getPriority } from 'node:os';
 import path from 'node:path';
 import * as zlib from 'node:zlib';
-import initSqlJs from 'sql.js';
+import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/engine';
 import { queryLogs } from '../../src/core/logQuery';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
@@ -412,7 +412,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
   }
 
   it('moves aside a snapshot from a newer schema version, naming the versions', async () => {
-    const SQL = await initSqlJs();
+    const SQL = await loadSqlJs();
     const db = new SQL.Database();
     db.run('CREATE TABLE future (x); PRAGMA user_version = 99;');
     mkdirSync(ws.storage, { recursive: true });
@@ -423,7 +423,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
   });
 
   it('moves aside a snapshot that is valid SQLite but not an Engine Monitor database, and starts every time', async () => {
-    const SQL = await initSqlJs();
+    const SQL = await loadSqlJs();
     for (const [ddl, reason] of [
       ['CREATE TABLE items (x);', /it holds tables \(items\) but no Engine Monitor schema version/],
       ['CREATE TABLE items (x); PRAGMA user_version = 1;', /table \w+ (is missing|has columns)/],

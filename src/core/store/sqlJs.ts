@@ -28,11 +28,28 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
         const beside = path.join(__dirname, file);
         return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
       },
-    }).finally(() => clearInterval(keepLoopAlive));
+    })
+      .then(keepsByteOrderMarks)
+      .finally(() => clearInterval(keepLoopAlive));
   } finally {
     globalThis.TextDecoder = DefaultDecoder;
   }
   return sqlJs;
+}
+
+/**
+ * sql.js initialises once per process and hands every later caller the same module: code that
+ * called its initSqlJs before this did (a test, say) left it with the default decoder. Found at
+ * once rather than as text quietly shortened.
+ */
+function keepsByteOrderMarks(SQL: SqlJsStatic): SqlJsStatic {
+  const db = new SQL.Database();
+  try {
+    if (db.exec("SELECT char(65279) || 'x'")[0]?.values[0]?.[0] === '\uFEFFx') return SQL;
+  } finally {
+    db.close();
+  }
+  throw new Error('sql.js was initialised before loadSqlJs() and drops a leading U+FEFF from text it reads; load it through loadSqlJs() only');
 }
 
 class KeepByteOrderMark extends TextDecoder {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import initSqlJs from 'sql.js';
+import { loadSqlJs } from '../../../src/core/store/sqlJs';
 import type { StatsResponse } from '../../../src/shared/api';
 import { allLogs, getJson, serve } from './cli';
 import type { TempWorkspace } from './workspace';
@@ -120,7 +120,7 @@ export async function crashLoop(
   const totalInterrupted = [...interrupted.values()].reduce((a, b) => a + b, 0);
 
   // The database on disk opens and is intact.
-  const SQL = await initSqlJs();
+  const SQL = await loadSqlJs();
   const db = new SQL.Database(readFileSync(path.join(ws.storage, 'engine.sqlite')));
   assert.equal(db.exec('PRAGMA integrity_check')[0].values[0][0], 'ok');
   assert.equal(db.exec('SELECT COUNT(*) FROM items')[0].values[0][0], opts.items);
