@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/engine';
-import { definitionHash, type ItemDefinition } from '../../src/core/items';
+import { definitionHash, itemFromRow, storedDefinition, type ItemDefinition } from '../../src/core/items';
 import { migrate } from '../../src/core/store/schema';
 import { allLogs, nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
@@ -57,6 +57,22 @@ describe('item rows (schema 5: definitions without their columns)', () => {
       db.close();
     }
   }
+
+  it('a definition read back from its row is the one stored, field for field and in the same order', () => {
+    const item: ItemDefinition = {
+      ...whole('full', '0', FAR),
+      env: { B: '2', A: '1' },
+      dependsOn: ['x'],
+      priority: -3,
+      problemMatcher: '$tsc',
+    };
+    const json = storedDefinition(item);
+    assert.equal(JSON.parse(json).id, undefined);
+    const row = { id: item.id, name: item.name, max_attempts: item.maxAttempts, run_at: item.runAt };
+    assert.equal(JSON.stringify(itemFromRow(json, row)), JSON.stringify(item));
+    // A row of schema 4 (the whole definition) is read as it is.
+    assert.equal(JSON.stringify(itemFromRow(JSON.stringify(item), row)), JSON.stringify(item));
+  });
 
   it('opens a snapshot and a journal written by schema 4: items read the same, re-reads are no redefinitions, the snapshot rows shrink', async () => {
     const old = whole('old', '0', null);
