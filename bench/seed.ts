@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Store } from '../src/core/store';
-import { definitionHash, type ItemDefinition } from '../src/core/items';
+import { definitionHash, storedDefinition, type ItemDefinition } from '../src/core/items';
 import { LEVEL_RANK } from '../src/core/logQuery';
 import type { LogAction, LogLevel } from '../src/shared/api';
 
@@ -70,7 +70,7 @@ export async function seedStore(o: SeedOptions): Promise<SeedResult> {
         const created = now - span + Math.floor((i / o.items) * span);
         // 90 % launched, 5 % failed, 5 % pending: a long-lived queue.
         const kind = i % 20 === 0 ? 'failed' : i % 20 === 1 ? 'pending' : 'launched';
-        store.mutate('item_insert', [id, item.name, 'queue/reports.jsonl', JSON.stringify(item), definitionHash(item), 3, null, created, created, created]);
+        store.mutate('item_insert', [id, item.name, 'queue/reports.jsonl', storedDefinition(item), definitionHash(item), 3, null, created, created, created]);
         if (kind === 'pending') continue;
         totalLaunches++;
         store.mutate('attempt_insert', [totalLaunches, id, 1, created + 10]);

@@ -8,7 +8,7 @@ import type { AttemptProblem, EngineState, ItemDetail, ItemSummary, ScheduleSumm
 import { healthStatus } from '../shared/health';
 import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type FinishedAttempt, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
 import { OutputRetention } from './outputRetention';
-import type { ItemDefinition } from './items';
+import { itemFromRow, type ItemDefinition } from './items';
 import { attemptProblems } from './attemptProblems';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
@@ -361,7 +361,7 @@ export class Engine implements ControllableEngine {
     if (row.outcome !== 'failed') {
       throw new ControlError('conflict', `item "${itemId}" is ${row.outcome === 'launched' ? 'launched' : 'pending'}; only a failed item can be retried`);
     }
-    const def = JSON.parse(row.definition) as ItemDefinition;
+    const def = itemFromRow(row.definition, row);
     this.store.batch(() => {
       const now = Date.now();
       this.store.mutate('item_state', ['pending', 0, Math.max(now, def.runAt ?? 0), 0, row.last_error, now, itemId]);
@@ -788,7 +788,7 @@ export class Engine implements ControllableEngine {
   }
 
   private recordLaunch(row: ItemRow, now: number): ActiveAttempt {
-    const item = JSON.parse(row.definition) as ItemDefinition;
+    const item = itemFromRow(row.definition, row);
     const attempt = row.attempts + 1;
     // On a fleet store the database numbers the attempt as it inserts it (one round trip).
     const attemptId = this.fleet ? this.fleet.store.insertAttempt(row.id, attempt, now) : ++this.lastAttemptId;

@@ -5,7 +5,7 @@
 import type { AttemptProblem, FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
 import type { AttemptResult } from './attemptProcess';
 import type { EngineEventBus } from './eventBus';
-import type { ItemDefinition } from './items';
+import { itemFromRow, type ItemDefinition } from './items';
 import { LOG_LEVELS } from '../shared/api';
 import { statsOverview } from './records';
 import type { FleetCounters, PgStore } from './store/pgStore';
@@ -70,14 +70,14 @@ export class FleetWork {
    */
   claimLostAttempts(): LostAttempt[] {
     return this.store
-      .query<{ id: number; attempt: number; started_at: number; definition: string; engine_id: string }>(
-        `SELECT a.id, a.attempt, a.started_at, i.definition, a.engine_id FROM attempts a JOIN items i ON i.id = a.item_id
+      .query<{ id: number; attempt: number; started_at: number; definition: string; engine_id: string; item_id: string; name: string; max_attempts: number; run_at: number | null }>(
+        `SELECT a.id, a.attempt, a.started_at, i.definition, a.engine_id, i.id AS item_id, i.name, i.max_attempts, i.run_at FROM attempts a JOIN items i ON i.id = a.item_id
          WHERE a.outcome = 'running' AND a.engine_id IS DISTINCT FROM $1
            AND NOT EXISTS (SELECT 1 FROM engines e WHERE e.engine_id = a.engine_id AND e.lease_until >= em_now())
          ORDER BY a.id LIMIT 100 FOR UPDATE OF a SKIP LOCKED`,
         [this.store.engineId],
       )
-      .map((r) => ({ id: r.id, attempt: r.attempt, startedAt: r.started_at, item: JSON.parse(r.definition) as ItemDefinition, engineId: r.engine_id }));
+      .map((r) => ({ id: r.id, attempt: r.attempt, startedAt: r.started_at, item: itemFromRow(r.definition, { ...r, id: r.item_id }), engineId: r.engine_id }));
   }
 
   /** Another engine committed a log entry: /events listeners get it as if it were ours. */

@@ -5,7 +5,7 @@
 // because a file whose fingerprint is recorded is not read again until it changes.
 import * as path from 'node:path';
 import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
-import { definitionHash, type ItemDefinition } from './items';
+import { definitionHash, itemFromRow, sameDefinitionHash, storedDefinition, type DefinitionColumns, type ItemDefinition } from './items';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import type { Store } from './store';
 
@@ -42,7 +42,7 @@ const INGEST_CHUNK = 100;
 const INGEST_SLICE_MS = 10;
 
 /** What ingestion reads of an item already known, to tell a re-read from a new definition. */
-interface KnownItem {
+interface KnownItem extends DefinitionColumns {
   def_hash: string;
   source: string;
   definition: string;
@@ -237,11 +237,11 @@ export class ItemIngestion {
         this.ingestTemplate(file, entry.index, item, hash, template);
         continue;
       }
-      const known = this.store.get<KnownItem>('SELECT def_hash, source, definition, outcome, running, attempts, due_at FROM items WHERE id = ?', [item.id]);
+      const known = this.store.get<KnownItem>('SELECT id, name, max_attempts, run_at, def_hash, source, definition, outcome, running, attempts, due_at FROM items WHERE id = ?', [item.id]);
       if (known) {
         // The same item read again: ingestion is idempotent. Another definition replaces the old
         // one while the item is pending and not running, or failed (section 8).
-        if (known.def_hash !== hash) this.redefine(file, entry.index, item, hash, known);
+        if (!sameDefinitionHash(known.def_hash, hash)) this.redefine(file, entry.index, item, hash, known);
         continue;
       }
       const now = Date.now();
@@ -263,7 +263,7 @@ export class ItemIngestion {
    * what the engine keeps with it (counters, priority, dependencies).
    */
   insertItem(item: ItemDefinition, source: string, now: number, hash = definitionHash(item)): void {
-    this.store.mutate('item_insert', [item.id, item.name, source, JSON.stringify(item), hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+    this.store.mutate('item_insert', [item.id, item.name, source, storedDefinition(item), hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
     if (this.knownPerSource) {
       const i = this.sourceIndexOf(source);
       if (i >= 0) this.knownPerSource[i]++;
@@ -291,7 +291,7 @@ export class ItemIngestion {
       this.reject(file.relPath, entry, `id "${item.id}" is already an item; a scheduled item needs an id of its own`, item.id, 'id');
       return;
     }
-    if (template?.def_hash === hash) return;
+    if (template && sameDefinitionHash(template.def_hash, hash)) return;
     const now = Date.now();
     // A new template's first occurrence is the first after its discovery (next_from).
     this.store.mutate('schedule_upsert', [item.id, item.name, file.relPath, JSON.stringify(item), hash, this.scheduleClock(), now, now]);
@@ -337,14 +337,14 @@ export class ItemIngestion {
       );
       return;
     }
-    const old = JSON.parse(known.definition) as ItemDefinition;
+    const old = itemFromRow(known.definition, known);
     const changed = changedFields(old, item);
     const now = Date.now();
     const pending = known.outcome === 'pending';
     this.store.mutate('item_update', [
       item.name,
       file.relPath,
-      JSON.stringify(item),
+      storedDefinition(item),
       hash,
       item.maxAttempts,
       item.runAt,

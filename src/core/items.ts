@@ -200,7 +200,45 @@ export function definitionHash(item: ItemDefinition): string {
     // Section 10's likewise (after a marker, so it cannot read as section 9's fields).
     ...(item.problemMatcher !== undefined ? ['problemMatcher', item.problemMatcher] : []),
   ]);
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
+  // 64 bits tell a re-read from a redefinition of the same id; the hex prefix of what older
+  // versions stored (32 or 64 digits), so sameDefinitionHash matches their rows and journals too.
+  return createHash('sha256').update(canonical).digest('hex').slice(0, DEFINITION_HASH_DIGITS);
+}
+
+/** Digits of definitionHash; schema 5 cut the rows written before it to these (schema.ts). */
+export const DEFINITION_HASH_DIGITS = 16;
+
+/** Whether a stored def_hash (this version's, or a longer one written before schema 5) is `hash`. */
+export function sameDefinitionHash(stored: string, hash: string): boolean {
+  return stored.length >= hash.length && stored.startsWith(hash);
+}
+
+/**
+ * The JSON an `items` row keeps of a definition: without the fields its columns hold (id, name,
+ * max_attempts, run_at), ~60 bytes an item of a database that lives in the engine's memory
+ * (docs/PERFORMANCE.md, memory round four). itemFromRow puts them back.
+ */
+export function storedDefinition(item: ItemDefinition): string {
+  const { id: _id, name: _name, maxAttempts: _maxAttempts, runAt: _runAt, ...rest } = item;
+  return JSON.stringify(rest);
+}
+
+/** The columns of an `items` row that storedDefinition leaves out of its JSON. */
+export interface DefinitionColumns {
+  id: string;
+  name: string;
+  max_attempts: number;
+  run_at: number | null;
+}
+
+/** The whole definition of an `items` row, whichever shape its JSON has. */
+export function itemFromRow(definition: string, row: DefinitionColumns): ItemDefinition {
+  const stored = JSON.parse(definition) as Partial<ItemDefinition>;
+  // Rows and journal records written before schema 5 hold the whole definition.
+  if (stored.id !== undefined) return stored as ItemDefinition;
+  // The fields in the order a definition has them, then the optional ones (their order kept).
+  const { command, args, shell, cwd, env, timeoutMs } = stored as ItemDefinition;
+  return { id: row.id, name: row.name, command, args, shell, cwd, env, timeoutMs, maxAttempts: row.max_attempts, runAt: row.run_at, ...stored };
 }
 
 const PROBLEM_MATCHER_SHAPE =

@@ -4,7 +4,7 @@ import type { SqlValue } from 'sql.js';
 import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
 import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
-import type { ItemDefinition } from './items';
+import { itemFromRow, type ItemDefinition } from './items';
 import { matchingItemSeqs } from './itemSearch';
 import { isFleetStore } from './store/backend';
 import type { ItemsPage } from './monitoredEngine';
@@ -20,6 +20,7 @@ export interface ItemRow {
   outcome: ItemOutcome;
   attempts: number;
   max_attempts: number;
+  run_at: number | null;
   due_at: number | null;
   running: number;
   last_error: string | null;
@@ -148,10 +149,10 @@ function readLastLaunch(store: Store): LaunchRecord | null {
 
 /** Attempts recorded as running: at startup, those the last engine left behind when it died. */
 export function readRunningAttempts(store: Store): { id: number; attempt: number; startedAt: number; item: ItemDefinition }[] {
-  const rows = store.all<{ id: number; item_id: string; attempt: number; started_at: number; definition: string }>(
-    "SELECT a.id, a.item_id, a.attempt, a.started_at, i.definition FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.outcome = 'running' ORDER BY a.id",
+  const rows = store.all<{ id: number; item_id: string; attempt: number; started_at: number; definition: string; name: string; max_attempts: number; run_at: number | null }>(
+    "SELECT a.id, a.item_id, a.attempt, a.started_at, i.definition, i.name, i.max_attempts, i.run_at FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.outcome = 'running' ORDER BY a.id",
   );
-  return rows.map((r) => ({ id: r.id, attempt: r.attempt, startedAt: r.started_at, item: JSON.parse(r.definition) as ItemDefinition }));
+  return rows.map((r) => ({ id: r.id, attempt: r.attempt, startedAt: r.started_at, item: itemFromRow(r.definition, { ...r, id: r.item_id }) }));
 }
 
 export function readItem(store: Store, itemId: string): ItemRow | undefined {
@@ -298,7 +299,7 @@ function whereClause(conditions: string[]): string {
 export function readItemDetail(store: Store, itemId: string, now: number): ItemDetail | undefined {
   const row = readItem(store, itemId);
   if (!row) return undefined;
-  const def = JSON.parse(row.definition) as ItemDefinition;
+  const def = itemFromRow(row.definition, row);
   // A store shared by a fleet (section 11) also says which engine ran each attempt.
   const fleet = isFleetStore(store);
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(

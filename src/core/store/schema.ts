@@ -4,7 +4,7 @@
 import type { Database } from 'sql.js';
 import type { SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** Exported for the migration test, which builds a database as version 1 wrote it. */
 export const SCHEMA_V1 = `
@@ -99,6 +99,22 @@ CREATE TABLE schedules (
 // output, as the JSON array GET /items/{id} serves; NULL when the item has no matcher.
 const SCHEMA_V4 = `
 ALTER TABLE attempts ADD COLUMN problems TEXT;
+`;
+
+// Smaller item rows (issue #19, memory): the database lives in the engine host's memory. An item's
+// definition JSON leaves out what the row's columns hold (items.ts, storedDefinition: id, name,
+// max_attempts, run_at), and def_hash keeps 16 hex digits (the prefix of the 32 written before).
+// Only rows whose JSON agrees with their columns lose those fields; a row that did not would keep
+// its whole definition, which itemFromRow reads as before. Journal records written before this
+// version carry whole definitions and longer hashes: they replay as they are, and read the same.
+const SCHEMA_V5 = `
+UPDATE items SET def_hash = substr(def_hash, 1, 16) WHERE length(def_hash) > 16;
+UPDATE schedules SET def_hash = substr(def_hash, 1, 16) WHERE length(def_hash) > 16;
+UPDATE items SET definition = json_remove(definition, '$.id', '$.name', '$.maxAttempts', '$.runAt')
+  WHERE json_valid(definition) AND json_type(definition) = 'object'
+    AND json_extract(definition, '$.id') IS id AND json_extract(definition, '$.name') IS name
+    AND json_extract(definition, '$.maxAttempts') IS max_attempts
+    AND json_type(definition, '$.runAt') IS NOT NULL AND json_extract(definition, '$.runAt') IS run_at;
 `;
 
 /** Every statement that changes state, by the name the journal records. */
@@ -224,6 +240,12 @@ export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
     db.run('BEGIN');
     db.run(SCHEMA_V4);
     db.run('PRAGMA user_version = 4');
+    db.run('COMMIT');
+  }
+  if (schemaVersion(db) === 4 && upTo >= 5) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V5);
+    db.run('PRAGMA user_version = 5');
     db.run('COMMIT');
   }
 }
