@@ -23,7 +23,7 @@
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
-import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
+import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launchHelperProtocol';
 import { retireOutputPacks } from '../core/outputCapture';
 import { groupAlive, signalGroup } from '../core/processGroup';
 
@@ -40,11 +40,26 @@ let ending = false;
 /** Checkpoint processes running for the engine (Store.snapshotInBackground). */
 const checkpoints = new Map<number, ChildProcess>();
 
+/**
+ * What this turn of the event loop has to tell the engine: sent as one packet when the turn ends,
+ * so the `started` of a batch of launches, and the `done` of attempts that ended together, cost the
+ * engine's main thread one read and one parse (docs/PERFORMANCE.md, #19 target 1, round four).
+ */
+let outbox: FromLaunchHelper[] = [];
+
 function send(message: FromLaunchHelper): void {
+  outbox.push(message);
+  if (outbox.length === 1) setImmediate(sendOutbox);
+}
+
+function sendOutbox(): void {
+  if (outbox.length === 0) return;
+  const packet: LaunchHelperPacket<FromLaunchHelper> = outbox.length === 1 ? outbox[0] : outbox;
+  outbox = [];
   // The callback matters: without one, a message to an engine that has just died (EPIPE) is thrown
   // as an 'error' event on process and kills this helper before its 'disconnect' handler below
   // ends the attempts it runs. The disconnect follows the failed write; that handler does the rest.
-  if (process.connected) process.send!(message, undefined, undefined, () => undefined);
+  if (process.connected) process.send!(packet, undefined, undefined, () => undefined);
 }
 
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {
@@ -119,6 +134,8 @@ function endAll(graceMs: number): void {
     leftoverSweeper.sweepAll('SIGKILL');
     // Its packs' own names (the attempts' links keep their output).
     retireOutputPacks();
+    // What ended during the grace, told as it would have been before the exit.
+    sendOutbox();
     process.exit(0);
   };
   // Leave as soon as everything is gone; the deadline holds the event loop open until then.
@@ -133,7 +150,12 @@ function endAll(graceMs: number): void {
   }, 25);
 }
 
-process.on('message', (message: ToLaunchHelper) => {
+process.on('message', (packet: LaunchHelperPacket<ToLaunchHelper>) => {
+  if (Array.isArray(packet)) for (const message of packet) receive(message);
+  else receive(packet);
+});
+
+function receive(message: ToLaunchHelper): void {
   switch (message.type) {
     case 'launch':
       launch(message.attemptId, message);
@@ -154,7 +176,7 @@ process.on('message', (message: ToLaunchHelper) => {
       send({ type: 'pong' });
       break;
   }
-});
+}
 // The engine is gone (exited, crashed, kill -9): its attempts must not outlive it.
 process.on('disconnect', () => endAll(ORPHAN_GRACE_MS));
 // Ctrl+C in a terminal reaches the engine and this helper alike (one process group); the engine
