@@ -34,6 +34,7 @@ export type FromLaunchHelper =
   /**
    * The attempt's process exists (pid null: the spawn failed, `done` follows). `spawnMs` is how
    * long the helper's thread was blocked in spawn() for it, so benchmarks can see where that cost went.
+   * Sent up to 20 ms late, with the attempt's `done` if it ends by then (launchHelperMain.ts).
    */
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
   | { type: 'done'; attemptId: number; result: AttemptResult }

@@ -41,18 +41,40 @@ let ending = false;
 const checkpoints = new Map<number, ChildProcess>();
 
 /**
- * What this turn of the event loop has to tell the engine: sent as one packet when the turn ends,
- * so the `started` of a batch of launches, and the `done` of attempts that ended together, cost the
- * engine's main thread one read and one parse (docs/PERFORMANCE.md, #19 target 1, round four).
+ * How long a `started` may wait for company. The engine needs an attempt's pid only if this helper
+ * dies while the attempt runs (to end its process group; its marker finds the processes anyway),
+ * so it need not cost a packet of its own: most attempts of a burst end within this, and their
+ * `started` rides with their `done`; a longer one's pid arrives this much later.
+ */
+const STARTED_DELAY_MS = 20;
+
+/**
+ * What this helper has to tell the engine, sent as one packet at the end of the turn of the event
+ * loop (or, for `started` alone, after STARTED_DELAY_MS), in the order it was said: every packet
+ * costs the engine's main thread a read, a parse and a wake-up of its event loop, about as much as
+ * the rest of its work on a launch (docs/PERFORMANCE.md, #19 target 1, round four).
  */
 let outbox: FromLaunchHelper[] = [];
+let flushAtTurnEnd = false;
+let flushTimer: NodeJS.Timeout | undefined;
 
-function send(message: FromLaunchHelper): void {
+/** `soon`: at the end of this turn; otherwise within STARTED_DELAY_MS, or with the next that is. */
+function send(message: FromLaunchHelper, soon = true): void {
   outbox.push(message);
-  if (outbox.length === 1) setImmediate(sendOutbox);
+  if (soon) {
+    if (!flushAtTurnEnd) {
+      flushAtTurnEnd = true;
+      setImmediate(sendOutbox);
+    }
+  } else if (!flushTimer) {
+    flushTimer = setTimeout(sendOutbox, STARTED_DELAY_MS);
+  }
 }
 
 function sendOutbox(): void {
+  flushAtTurnEnd = false;
+  clearTimeout(flushTimer);
+  flushTimer = undefined;
   if (outbox.length === 0) return;
   const packet: LaunchHelperPacket<FromLaunchHelper> = outbox.length === 1 ? outbox[0] : outbox;
   outbox = [];
@@ -74,7 +96,8 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
   const spawnMs = performance.now() - t0;
   runs.set(attemptId, run);
   if (run.pid !== null) groups.add(run.pid);
-  send({ type: 'started', attemptId, pid: run.pid, spawnMs });
+  // A failed spawn's `done` follows in this turn and takes it along.
+  send({ type: 'started', attemptId, pid: run.pid, spawnMs }, false);
   void run.done.then((result) => {
     runs.delete(attemptId);
     send({ type: 'done', attemptId, result });
