@@ -27,7 +27,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { ItemDefinition } from './items';
 import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
-import type { FromLaunchHelper, ToLaunchHelper } from './launchHelperProtocol';
+import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from './launchHelperProtocol';
 import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
 import { endGroup } from './processGroup';
 import type { OutputTarget } from './outputFiles';
@@ -111,6 +111,11 @@ interface Helper {
   watchdog?: NodeJS.Timeout;
   /** Why it was killed, when the engine killed it for not answering. */
   killedBecause?: string;
+  /**
+   * Messages said to it in this turn of the event loop, sent together as one packet when the turn
+   * ends (`post`): the launches of a dispatch round, and a terminate after the launch it targets.
+   */
+  outbox: ToLaunchHelper[];
 }
 
 /** One attempt as the engine sees it, wherever its process is spawned. */
@@ -208,9 +213,12 @@ export class AttemptLauncher {
    * the process-wide one, so that closing this launcher ends only what its own attempts left.
    */
   private readonly sweeper = new LeftoverSweeper({ graceMs: KILL_GRACE_MS });
+  /** The workspace folders every launch message carries (one copy, not one per launch). */
+  private readonly workspaceFolders: string[] | undefined;
 
   constructor(private readonly options: AttemptLauncherOptions = {}) {
     this.entry = options.entry ?? undefined;
+    this.workspaceFolders = options.workspaceFolders ? [...options.workspaceFolders] : undefined;
     if (options.entry === null) this.inProcess = true;
     const size = Math.min(MAX_LAUNCH_HELPERS, Math.max(1, Math.floor(options.helpers ?? DEFAULT_LAUNCH_HELPERS)));
     this.slots = Array.from({ length: size }, (_, i) => ({
@@ -317,8 +325,11 @@ export class AttemptLauncher {
 
   private async closeHelper(h: Helper, graceMs: number): Promise<void> {
     h.closing = true;
-    if (h.child.connected) h.child.send({ type: 'close', graceMs } satisfies ToLaunchHelper, () => undefined);
-    else h.child.kill('SIGTERM');
+    if (h.child.connected) {
+      // Now, after whatever this turn said to it before.
+      this.post(h, { type: 'close', graceMs });
+      this.sendOutbox(h);
+    } else h.child.kill('SIGTERM');
     // The helper exits on its own within the grace; a wedged one does not hold the engine.
     let timer: NodeJS.Timeout | undefined;
     const killed = new Promise<void>((resolve) => {
@@ -358,9 +369,27 @@ export class AttemptLauncher {
       return;
     }
     const h = a.helper;
-    if (h?.attempts.has(a.attemptId) && h.child.connected) {
-      h.child.send({ type: 'terminate', attemptId: a.attemptId, graceMs } satisfies ToLaunchHelper, () => undefined);
-    }
+    // Behind its launch in the same outbox, if that has not gone yet: the helper sees it second.
+    if (h?.attempts.has(a.attemptId) && h.child.connected) this.post(h, { type: 'terminate', attemptId: a.attemptId, graceMs });
+  }
+
+  /**
+   * Says `m` to helper `h` with everything else said to it in this turn of the event loop: one
+   * packet, sent once the turn's callbacks and their promises have run. Order is kept within the
+   * outbox, and every message to a helper goes through it.
+   */
+  private post(h: Helper, m: ToLaunchHelper): void {
+    h.outbox.push(m);
+    if (h.outbox.length === 1) setImmediate(() => this.sendOutbox(h));
+  }
+
+  private sendOutbox(h: Helper): void {
+    if (h.outbox.length === 0) return;
+    const packet: LaunchHelperPacket<ToLaunchHelper> = h.outbox.length === 1 ? h.outbox[0] : h.outbox;
+    h.outbox = [];
+    // A helper that is gone fails the attempts it was sent when its exit is seen; a failed send
+    // means it is dying, and the same holds.
+    if (h.child.connected) h.child.send(packet, () => undefined);
   }
 
   // ---- the helper processes -------------------------------------------------------------
@@ -418,9 +447,13 @@ export class AttemptLauncher {
       checkpoints: new Map(),
       exited: new Promise<void>((resolve) => (onExit = resolve)),
       lastHeardAt: performance.now(),
+      outbox: [],
     };
     slot.helper = h;
-    child.on('message', (m: FromLaunchHelper) => this.onMessage(h, m));
+    child.on('message', (packet: LaunchHelperPacket<FromLaunchHelper>) => {
+      if (Array.isArray(packet)) for (const m of packet) this.onMessage(h, m);
+      else this.onMessage(h, packet);
+    });
     // 'error' without 'exit' means it never ran (e.g. the Node binary is gone).
     child.on('error', (err) => {
       if (child.pid === undefined) {
@@ -459,9 +492,9 @@ export class AttemptLauncher {
       h.attempts.set(a.attemptId, a);
       // A failed send means the helper is dying: its exit fails the attempt like any it ran.
       const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
-      if (this.options.workspaceFolders) launch.workspaceFolders = [...this.options.workspaceFolders];
+      if (this.workspaceFolders) launch.workspaceFolders = this.workspaceFolders;
       if (a.output) launch.output = a.output;
-      h.child.send(launch, () => undefined);
+      this.post(h, launch);
     }
   }
 
@@ -517,7 +550,7 @@ export class AttemptLauncher {
         resolve(m);
       });
     });
-    h.child.send({ type: 'checkpoint', checkpointId, args } satisfies ToLaunchHelper, () => undefined);
+    this.post(h, { type: 'checkpoint', checkpointId, args });
     return {
       get where() {
         return where;
@@ -525,7 +558,7 @@ export class AttemptLauncher {
       done,
       cancel: () => {
         if (h.checkpoints.has(checkpointId) && h.child.connected) {
-          h.child.send({ type: 'checkpoint_cancel', checkpointId } satisfies ToLaunchHelper, () => undefined);
+          this.post(h, { type: 'checkpoint_cancel', checkpointId });
         }
       },
     };
@@ -558,7 +591,7 @@ export class AttemptLauncher {
       if (h.closing || !h.child.connected) return;
       const silentMs = now - h.lastHeardAt;
       if (silentMs < UNRESPONSIVE_MS) {
-        h.child.send({ type: 'ping' } satisfies ToLaunchHelper, () => undefined);
+        this.post(h, { type: 'ping' });
         return;
       }
       clearInterval(h.watchdog);
@@ -575,6 +608,8 @@ export class AttemptLauncher {
 
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
     clearInterval(h.watchdog);
+    // Never to be sent: its attempts among them fail below like those it had.
+    h.outbox = [];
     const slot = h.slot;
     if (slot.helper !== h) return;
     slot.helper = undefined;

@@ -1,5 +1,10 @@
 // Messages between the engine and its launch helper (src/host/launchHelperMain.ts) over the IPC
 // channel of child_process.fork. Types only: the helper's bundle must stay small.
+//
+// What one side has to say in one turn of its event loop travels as one packet (an array of
+// messages, in the order they were said): Node's IPC costs a stringify, a pipe write and, on the
+// other side, a read and a parse per packet, and the engine host's main thread paid that for each
+// launch and twice more for its `started` and `done` (docs/PERFORMANCE.md, #19 target 1, round four).
 import type { ItemDefinition } from './items';
 import type { AttemptResult } from './attemptProcess';
 import type { CheckpointMessage } from './store';
@@ -29,6 +34,7 @@ export type FromLaunchHelper =
   /**
    * The attempt's process exists (pid null: the spawn failed, `done` follows). `spawnMs` is how
    * long the helper's thread was blocked in spawn() for it, so benchmarks can see where that cost went.
+   * Sent up to 20 ms late, with the attempt's `done` if it ends by then (launchHelperMain.ts).
    */
   | { type: 'started'; attemptId: number; pid: number | null; spawnMs: number }
   | { type: 'done'; attemptId: number; result: AttemptResult }
@@ -37,3 +43,10 @@ export type FromLaunchHelper =
   /** The checkpoint process answered, or ended without answering (ok: false, with why). */
   | { type: 'checkpointed'; checkpointId: number; pid: number | null; message: CheckpointMessage }
   | { type: 'pong' };
+
+/**
+ * What goes over the channel: the messages of one turn, in order. A lone message is read the same,
+ * so that a packet of one need not be wrapped.
+ */
+export type LaunchHelperPacket<M> = M | M[];
+

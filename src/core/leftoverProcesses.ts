@@ -17,9 +17,19 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 /** The environment variable that carries an attempt's marker to every process it starts. */
 export const ATTEMPT_MARKER_VARIABLE = 'ENGINE_MONITOR_ATTEMPT';
 
-/** A marker no other attempt, engine or run shares. */
+/** This process's random part of every marker it makes; drawn at its first marker. */
+let markerPrefix: string | undefined;
+let markersMade = 0;
+
+/**
+ * A marker no other attempt, engine or run shares: 96 random bits drawn once per process, and a
+ * count of the markers it made. One draw per launch cost the engine host's main thread ~20 µs an
+ * item (randomBytes; docs/PERFORMANCE.md, #19 target 1, round four); a counter is free and just as
+ * unique within the process.
+ */
 export function newAttemptMarker(): string {
-  return randomBytes(12).toString('hex');
+  markerPrefix ??= randomBytes(12).toString('hex');
+  return `${markerPrefix}-${(++markersMade).toString(36)}`;
 }
 
 /**

@@ -23,7 +23,7 @@
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
-import type { FromLaunchHelper, ToLaunchHelper } from '../core/launchHelperProtocol';
+import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launchHelperProtocol';
 import { retireOutputPacks } from '../core/outputCapture';
 import { groupAlive, signalGroup } from '../core/processGroup';
 
@@ -40,11 +40,48 @@ let ending = false;
 /** Checkpoint processes running for the engine (Store.snapshotInBackground). */
 const checkpoints = new Map<number, ChildProcess>();
 
-function send(message: FromLaunchHelper): void {
+/**
+ * How long a `started` may wait for company. The engine needs an attempt's pid only if this helper
+ * dies while the attempt runs (to end its process group; its marker finds the processes anyway),
+ * so it need not cost a packet of its own: most attempts of a burst end within this, and their
+ * `started` rides with their `done`; a longer one's pid arrives this much later.
+ */
+const STARTED_DELAY_MS = 20;
+
+/**
+ * What this helper has to tell the engine, sent as one packet at the end of the turn of the event
+ * loop (or, for `started` alone, after STARTED_DELAY_MS), in the order it was said: every packet
+ * costs the engine's main thread a read, a parse and a wake-up of its event loop, about as much as
+ * the rest of its work on a launch (docs/PERFORMANCE.md, #19 target 1, round four).
+ */
+let outbox: FromLaunchHelper[] = [];
+let flushAtTurnEnd = false;
+let flushTimer: NodeJS.Timeout | undefined;
+
+/** `soon`: at the end of this turn; otherwise within STARTED_DELAY_MS, or with the next that is. */
+function send(message: FromLaunchHelper, soon = true): void {
+  outbox.push(message);
+  if (soon) {
+    if (!flushAtTurnEnd) {
+      flushAtTurnEnd = true;
+      setImmediate(sendOutbox);
+    }
+  } else if (!flushTimer) {
+    flushTimer = setTimeout(sendOutbox, STARTED_DELAY_MS);
+  }
+}
+
+function sendOutbox(): void {
+  flushAtTurnEnd = false;
+  clearTimeout(flushTimer);
+  flushTimer = undefined;
+  if (outbox.length === 0) return;
+  const packet: LaunchHelperPacket<FromLaunchHelper> = outbox.length === 1 ? outbox[0] : outbox;
+  outbox = [];
   // The callback matters: without one, a message to an engine that has just died (EPIPE) is thrown
   // as an 'error' event on process and kills this helper before its 'disconnect' handler below
   // ends the attempts it runs. The disconnect follows the failed write; that handler does the rest.
-  if (process.connected) process.send!(message, undefined, undefined, () => undefined);
+  if (process.connected) process.send!(packet, undefined, undefined, () => undefined);
 }
 
 function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'launch' }>): void {
@@ -59,7 +96,8 @@ function launch(attemptId: number, message: Extract<ToLaunchHelper, { type: 'lau
   const spawnMs = performance.now() - t0;
   runs.set(attemptId, run);
   if (run.pid !== null) groups.add(run.pid);
-  send({ type: 'started', attemptId, pid: run.pid, spawnMs });
+  // A failed spawn's `done` follows in this turn and takes it along.
+  send({ type: 'started', attemptId, pid: run.pid, spawnMs }, false);
   void run.done.then((result) => {
     runs.delete(attemptId);
     send({ type: 'done', attemptId, result });
@@ -119,6 +157,8 @@ function endAll(graceMs: number): void {
     leftoverSweeper.sweepAll('SIGKILL');
     // Its packs' own names (the attempts' links keep their output).
     retireOutputPacks();
+    // What ended during the grace, told as it would have been before the exit.
+    sendOutbox();
     process.exit(0);
   };
   // Leave as soon as everything is gone; the deadline holds the event loop open until then.
@@ -133,7 +173,12 @@ function endAll(graceMs: number): void {
   }, 25);
 }
 
-process.on('message', (message: ToLaunchHelper) => {
+process.on('message', (packet: LaunchHelperPacket<ToLaunchHelper>) => {
+  if (Array.isArray(packet)) for (const message of packet) receive(message);
+  else receive(packet);
+});
+
+function receive(message: ToLaunchHelper): void {
   switch (message.type) {
     case 'launch':
       launch(message.attemptId, message);
@@ -154,7 +199,7 @@ process.on('message', (message: ToLaunchHelper) => {
       send({ type: 'pong' });
       break;
   }
-});
+}
 // The engine is gone (exited, crashed, kill -9): its attempts must not outlive it.
 process.on('disconnect', () => endAll(ORPHAN_GRACE_MS));
 // Ctrl+C in a terminal reaches the engine and this helper alike (one process group); the engine

@@ -5,10 +5,11 @@
 // attempt runs.
 import assert from 'node:assert/strict';
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/engine';
+import type { RunningAttempt } from '../../src/core/attemptProcess';
 import { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { serve } from './support/cli';
@@ -147,6 +148,105 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(processAlive(onFirst.pid!), true, 'the other attempt runs on');
       onFirst.terminate(2000);
       assert.equal((await onFirst.done).signal, 'SIGTERM');
+    });
+
+    // The channel carries what one side says in one turn of its event loop as one packet (the
+    // launches of a turn; the started/done reports of a turn, a `started` held back a little to
+    // ride with its `done`): these prove nothing is lost, reordered or crossed between attempts.
+    it('bursts launched in one turn, with output, one helper killed right after the second: every attempt ends once, with its own result or its helper\'s death', async () => {
+      launcher = await readyPool();
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'burst-'));
+      const gate = path.join(dir, 'gate');
+      // Half the attempts print and exit at once (exit code id % 3); the others print, leave their
+      // pid, and wait for the gate, so the kill finds them running. (Launches of one turn alternate
+      // between the two helpers: ids 1, 2 | 3, 4 | … wait, quick, so each helper gets some of both.)
+      const waits = (id: number) => id % 4 < 2;
+      const command = (id: number) =>
+        waits(id)
+          ? `echo out-${id}; echo $$ > "${dir}/${id}"; while [ ! -e "${gate}" ]; do sleep 0.05; done`
+          : `echo out-${id}; echo err-${id} >&2; exit ${id % 3}`;
+      const launchAll = (ids: number[]) => ids.map((id) => ({ id, run: launcher!.launch(id, itemDefinition({ command: 'sh', args: ['-c', command(id)] }), 1) }));
+      const ends = new Map<number, number>();
+      const watch = (runs: { id: number; run: RunningAttempt }[]) => runs.map(({ id, run }) => run.done.then((r) => (ends.set(id, (ends.get(id) ?? 0) + 1), r)));
+      const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+      try {
+        // The first burst: 40 launches in one turn, two packets, one to each helper.
+        const first = launchAll(range(1, 40));
+        const firstResults = watch(first);
+        const waiting = first.filter(({ id }) => waits(id));
+        const pidOf = (id: number) => (existsSync(path.join(dir, String(id))) ? Number(readFileSync(path.join(dir, String(id)), 'utf8')) : 0);
+        await waitFor('every waiting attempt to run', () => waiting.every(({ id }) => pidOf(id) > 0));
+        const pids = new Map(waiting.map(({ id }) => [id, pidOf(id)]));
+        const [victim, survivor] = launcher.helperPids;
+        // The second burst, and in the same turn the kill: its launches to the victim are still in
+        // this turn's outbox when it dies.
+        const second = launchAll(range(41, 60));
+        const secondResults = watch(second);
+        const helperOf = new Map([...first, ...second].map(({ id, run }) => [id, launcher!.helperPidOf(run)]));
+        process.kill(victim, 'SIGKILL');
+        assert.deepEqual(new Set(helperOf.values()), new Set([victim, survivor]), 'both bursts spread over both helpers');
+
+        const died = "launch helper exited unexpectedly (signal SIGKILL); the attempt's processes were ended";
+        // The victim's waiting attempts fail with its death, and their processes are ended even if
+        // their `started` (the pid) had not reached the engine yet: their markers find them.
+        const victimWaiting = waiting.filter(({ id }) => helperOf.get(id) === victim);
+        assert.ok(victimWaiting.length > 0, 'the victim had attempts running');
+        for (const { id } of victimWaiting) {
+          const r = await first[id - 1].run.done;
+          assert.equal(r.error, died, `attempt ${id}`);
+        }
+        await waitFor('the victim\'s waiting attempts to be ended', () => victimWaiting.every(({ id }) => !processAlive(pids.get(id)!)), 5000);
+        // The survivor's run on until the gate opens.
+        const survivorWaiting = waiting.filter(({ id }) => helperOf.get(id) === survivor);
+        assert.ok(survivorWaiting.length > 0 && survivorWaiting.every(({ id }) => processAlive(pids.get(id)!)), 'the survivor\'s waiting attempts still run');
+        writeFileSync(gate, '');
+        const results = new Map([...first.map(({ id }, i) => [id, firstResults[i]] as const), ...second.map(({ id }, i) => [id, secondResults[i]] as const)]);
+        for (const [id, pending] of results) {
+          const r = await pending;
+          const own = r.error === undefined || r.error === null || !r.error.startsWith('launch helper exited');
+          if (helperOf.get(id) === survivor) assert.ok(own, `attempt ${id} on the surviving helper: ${r.error}`);
+          if (own) {
+            // Its own output and exit code, not another attempt's.
+            assert.equal(r.stdoutTail.trim(), `out-${id}`, `attempt ${id}`);
+            const code = waits(id) ? 0 : id % 3;
+            assert.deepEqual([r.exitCode, r.succeeded], [code, code === 0], `attempt ${id}`);
+            if (!waits(id)) assert.equal(r.stderrTail.trim(), `err-${id}`, `attempt ${id}`);
+          } else {
+            assert.equal(helperOf.get(id), victim);
+            assert.equal(r.error, died, `attempt ${id}`);
+          }
+        }
+        // The second burst's launches to the victim were sent to a dead helper (or never): they fail.
+        const lost = second.filter(({ id }) => helperOf.get(id) === victim);
+        for (const { id } of lost) assert.equal((await results.get(id)!).error, died, `attempt ${id}`);
+        // Once each: a report that came twice, or late, would have been counted here.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.deepEqual([...ends.keys()].sort((a, b) => a - b), range(1, 60), 'every attempt ended');
+        assert.ok([...ends.values()].every((n) => n === 1), 'each attempt ended once');
+        assert.ok(launcher.helperSpawnStats().spawns <= 60, 'no attempt was spawned twice');
+      } finally {
+        writeFileSync(gate, '');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('terminate() in the same turn as the launch reaches the helper after the launch, and ends only that attempt', async () => {
+      launcher = await readyPool();
+      const runs = [1, 2, 3, 4].map((id) => launcher!.launch(id, itemDefinition({ command: 'sleep', args: ['30'] }), 1));
+      // Before this turn ends, so before either packet is sent: each helper gets a launch, then a terminate.
+      runs[0].terminate(2000);
+      runs[1].terminate(2000);
+      assert.notEqual(launcher.helperPidOf(runs[0]), launcher.helperPidOf(runs[1]), 'one in each helper');
+      for (const run of runs.slice(0, 2)) {
+        const r = await run.done;
+        assert.equal(r.signal, 'SIGTERM', 'it was launched, then terminated');
+        assert.ok(r.pid !== null && r.pid > 0);
+        assert.equal(processAlive(r.pid), false);
+      }
+      const others = await waitFor('the other two to run', () => runs.slice(2).every((r) => r.pid !== null) && runs.slice(2).map((r) => r.pid!));
+      assert.ok(others.every((p) => processAlive(p)), 'the attempts launched beside them run on');
+      for (const run of runs.slice(2)) run.terminate(1000);
+      assert.deepEqual((await Promise.all(runs.slice(2).map((r) => r.done))).map((r) => r.signal), ['SIGTERM', 'SIGTERM']);
     });
 
     it('close() with both helpers busy ends every attempt in both and both helpers', async () => {
