@@ -3,7 +3,7 @@
 // before and after items are discovered or redefined while the index is kept.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { matchingItemSeqs, type ItemMatches } from '../../src/core/itemSearch';
+import { itemIndexCurrent, itemIndexReady, matchingItemSeqs, type BuildStep, type ItemMatches } from '../../src/core/itemSearch';
 import { definitionHash, type ItemDefinition } from '../../src/core/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';
@@ -19,6 +19,12 @@ const QUERIES = ['re', 'report', 'night', 'nightly', 'é', 'e', 'i', 'ı', '𝒜
 function all(found: ItemMatches): number[] {
   return found.seqs(0, found.count);
 }
+
+/** A turn of the event loop: a build in the background takes one step. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** One chunk of a few items per step: a build of a few dozen items takes many turns. */
+const SMALL_STEPS: BuildStep = { items: 3, ms: 0 };
 
 function definition(id: string, name: string, command: string, args: string[]): ItemDefinition {
   return { id, name, command, args, shell: false, cwd: '/tmp', env: {}, timeoutMs: 1000, maxAttempts: 1, runAt: null };
@@ -217,6 +223,102 @@ describe('item search index', () => {
       for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
         assert.deepEqual(all(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
       }
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a build in steps, while items are added and redefined between its steps, ends current and matches exactly wordsStartWords (property)', async () => {
+    const item = fc.record({ name: text, command: text, args: fc.array(text, { maxLength: 3 }) });
+    const change = fc.oneof(
+      fc.record({ add: item }),
+      fc.record({ redefine: fc.tuple(fc.nat(), item) }),
+      fc.constant({ turn: true as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { maxLength: 40 }), fc.array(change, { maxLength: 15 }), fc.constantFrom(...QUERIES), async (first, changes, q) => {
+        const { store } = await Store.open({ storageDir: null });
+        try {
+          const defs: ItemDefinition[] = [];
+          const insert = (i: { name: string; command: string; args: string[] }) => {
+            const def = definition(`item-${defs.length}`, i.name, i.command, i.args);
+            defs.push(def);
+            store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+          };
+          first.forEach(insert);
+          const build = itemIndexReady(store, SMALL_STEPS);
+          let settled = false;
+          let changedAfter = false;
+          void build?.then(() => (settled = true));
+          for (const c of changes) {
+            if ('turn' in c) {
+              await turn();
+              continue;
+            }
+            changedAfter ||= settled;
+            if ('add' in c) insert(c.add);
+            else if (defs.length > 0) {
+              const at = c.redefine[0] % defs.length;
+              const def = definition(defs[at].id, c.redefine[1].name, c.redefine[1].command, c.redefine[1].args);
+              defs[at] = def;
+              store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
+            }
+          }
+          await build;
+          // Changes made before the build ended are in the index the build leaves: no search reads the rest.
+          if (!changedAfter) assert.equal(itemIndexCurrent(store), true, 'current once the build is over');
+          const expected = defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
+          assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected);
+        } finally {
+          store.close();
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a build in steps reads items discovered and redefined meanwhile, and searches that come meanwhile wait for the same build', async () => {
+    const { store } = await Store.open({ storageDir: null });
+    try {
+      const insert = (id: string, name: string) => {
+        const def = definition(id, name, 'make', []);
+        store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+      };
+      for (let i = 0; i < 60; i++) insert(`item-${i}`, `nightly report ${i}`);
+      const build = itemIndexReady(store, SMALL_STEPS);
+      assert.ok(build, 'no index yet: a build');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), build, 'a second search waits for the same build');
+      let settled = false;
+      void build.then(() => (settled = true));
+      for (let t = 0; t < 5; t++) await turn();
+      assert.equal(settled, false, 'still building after 5 steps of 3 items');
+      assert.equal(itemIndexCurrent(store), false);
+      // Item 0 was read by the first step: redefined, it must not be found by its old words.
+      const def = definition('item-0', 'zeppelin', 'make', []);
+      store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
+      await turn();
+      insert('item-60', 'zebra nightly');
+      await turn();
+      assert.equal(settled, false);
+      await build;
+      assert.equal(itemIndexCurrent(store), true, 'the build ends current');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), undefined, 'nothing to wait for once built');
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [1]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['ze'])), [1, 61]);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, 60, 'item 0 no longer, item 60 too');
+      assert.deepEqual(all(matchingItemSeqs(store, ['report', '0'])), []);
+      // A few items discovered since: read by the search itself, no build to wait for.
+      insert('item-61', 'zeppelin two');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), undefined);
+      assert.equal(itemIndexCurrent(store), false);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [1, 62]);
+      // More than a step's worth: a build again, which extends the index.
+      for (let i = 62; i < 70; i++) insert(`item-${i}`, `zeppelin ${i}`);
+      const extend = itemIndexReady(store, SMALL_STEPS);
+      assert.ok(extend);
+      await extend;
+      assert.equal(itemIndexCurrent(store), true);
+      assert.equal(matchingItemSeqs(store, ['zeppelin']).count, 10);
     } finally {
       store.close();
     }
