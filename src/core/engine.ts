@@ -41,6 +41,9 @@ import { EngineEventBus } from './eventBus';
 import { backoffDelay } from './retryPolicy';
 import { describeFailure, launchEnd, outcomeDetails } from './attemptOutcome';
 import { queryLogs } from './logQuery';
+import { itemIndexReady } from './itemSearch';
+import { isFleetStore } from './store/backend';
+import { searchWords } from '../shared/logFilter';
 import { EngineLog } from './engineLog';
 import type { EngineMode, EngineOptions } from './engineOptions';
 import { engineState, engineStatus } from './engineStatus';
@@ -578,6 +581,13 @@ export class Engine implements ControllableEngine {
     if (total !== null) return { items, total };
     const stats = this.stats();
     return { items, total: query.filter?.outcome ? stats[query.filter.outcome] : stats.total };
+  }
+
+  itemSearchReady(query: ItemsPage): Promise<void> | undefined {
+    const q = query.filter?.q;
+    // A fleet's store is searched in SQL (records.ts): no index to build.
+    if (q === undefined || searchWords(q).length === 0 || isFleetStore(this.store)) return undefined;
+    return itemIndexReady(this.store);
   }
 
   subscribe(listener: (event: EngineEvent) => void): () => void {

@@ -68,6 +68,12 @@ export const MAX_LAUNCH_HELPERS = 16;
 
 /** A helper that started but never became ready this many times in a row: its place in the pool gives up. */
 const MAX_START_FAILURES = 3;
+/**
+ * A helper not ready this long after its fork is hung (its start takes ~50-300 ms on a loaded
+ * machine): it is killed and counts as a failed start. Helpers start one at a time, so one that
+ * hung before its ready message kept the rest of the pool from starting.
+ */
+const READY_TIMEOUT_MS = 10_000;
 /** A helper that dies sooner than this after its start counts towards the restart backoff. */
 const HEALTHY_LIFETIME_MS = 10_000;
 const RESTART_BACKOFF_BASE_MS = 500;
@@ -109,6 +115,8 @@ interface Helper {
   /** performance.now() of its last message, whatever it was. */
   lastHeardAt: number;
   watchdog?: NodeJS.Timeout;
+  /** Kills it if it is not ready by READY_TIMEOUT_MS. */
+  readyTimer?: NodeJS.Timeout;
   /** Why it was killed, when the engine killed it for not answering. */
   killedBecause?: string;
   /**
@@ -450,6 +458,13 @@ export class AttemptLauncher {
       outbox: [],
     };
     slot.helper = h;
+    h.readyTimer = setTimeout(() => {
+      if (h.ready || h.closing || slot.helper !== h) return;
+      // Its exit ('close') is the failed start: backoff, and the next helper of the pool starts.
+      h.killedBecause = `killed: not ready ${READY_TIMEOUT_MS / 1000} s after it was started`;
+      child.kill('SIGKILL');
+    }, READY_TIMEOUT_MS);
+    h.readyTimer.unref();
     child.on('message', (packet: LaunchHelperPacket<FromLaunchHelper>) => {
       if (Array.isArray(packet)) for (const m of packet) this.onMessage(h, m);
       else this.onMessage(h, packet);
@@ -503,6 +518,7 @@ export class AttemptLauncher {
     switch (m.type) {
       case 'ready':
         h.ready = true;
+        clearTimeout(h.readyTimer);
         h.slot.startFailures = 0;
         this.watch(h);
         this.flush();
@@ -608,6 +624,7 @@ export class AttemptLauncher {
 
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
     clearInterval(h.watchdog);
+    clearTimeout(h.readyTimer);
     // Never to be sent: its attempts among them fail below like those it had.
     h.outbox = [];
     const slot = h.slot;

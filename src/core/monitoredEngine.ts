@@ -99,6 +99,11 @@ export interface MonitoredEngine {
   queryLogs(query: LogQuery): LogPage;
   /** A page of the items the filter selects, in discovery order, and how many it selects in all. */
   listItems(query: ItemsPage): { items: ItemSummary[]; total: number };
+  /**
+   * undefined when listItems(query) can answer now; else a promise of when it can without holding
+   * the event loop long (the word index of /items?q= is built in steps, src/core/itemSearch.ts).
+   */
+  itemSearchReady?(query: ItemsPage): Promise<void> | undefined;
   /** GET /items/{id}; undefined for an unknown id. */
   itemDetail(itemId: string): ItemDetail | undefined;
   subscribe(listener: (event: EngineEvent) => void): () => void;

@@ -155,7 +155,14 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
 
   app.get('/items', (req: IncomingMessage, res: ServerResponse, next: NextFunction) => {
     const query = parseItemsQuery(queryStringOf(req.url));
-    pages.run(res, next, () => {
+    // A word search waits (not holding the loop) while the items' word index is built; checked
+    // again in the page's own turn, as items may have been redefined since.
+    const answer = (): void => {
+      const building = engine.itemSearchReady?.(query);
+      if (building) {
+        building.then(() => pages.run(res, next, answer), next);
+        return;
+      }
       const { items, total } = engine.listItems(query);
       const nextOffset = query.offset + items.length;
       const headers =
@@ -165,7 +172,8 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
       // JSON.stringify of { items, total, limit, offset }, written in parts (src/shared/jsonParts.ts).
       const texts = items.map((item) => JSON.stringify(item));
       sendJsonParts(res, 200, jsonArrayParts(texts, '{"items":', `,"total":${total},"limit":${query.limit},"offset":${query.offset}}`), headers);
-    });
+    };
+    pages.run(res, next, answer);
   });
 }
 

@@ -3,7 +3,7 @@
 // before and after items are discovered or redefined while the index is kept.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { matchingItemSeqs, type ItemMatches } from '../../src/core/itemSearch';
+import { itemIndexCurrent, itemIndexReady, matchingItemSeqs, type BuildStep, type ItemMatches } from '../../src/core/itemSearch';
 import { definitionHash, type ItemDefinition } from '../../src/core/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';
@@ -20,8 +20,57 @@ function all(found: ItemMatches): number[] {
   return found.seqs(0, found.count);
 }
 
+/** A turn of the event loop: a build in the background takes one step. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** One chunk of a few items per step: a build of a few dozen items takes many turns. */
+const SMALL_STEPS: BuildStep = { items: 3, ms: 0 };
+
 function definition(id: string, name: string, command: string, args: string[]): ItemDefinition {
   return { id, name, command, args, shell: false, cwd: '/tmp', env: {}, timeoutMs: 1000, maxAttempts: 1, runAt: null };
+}
+
+/** What a test varies of an item. */
+interface ItemText {
+  name: string;
+  command: string;
+  args: string[];
+}
+
+/** An in-memory store and the items written to it, as a queue file's ingest writes them. */
+interface ItemStore {
+  store: Store;
+  /** Each item's definition as it is now, by seq - 1. */
+  defs: ItemDefinition[];
+  /** Discovers an item: the next seq, id `item-<n>` unless given. */
+  add: (i: ItemText, id?: string) => void;
+  /** Redefines the item of seq `at` + 1. */
+  redefine: (at: number, i: ItemText) => void;
+}
+
+/** Runs `fn` with a new in-memory store of items, closed afterwards whether `fn` throws or not. */
+async function itemStore(fn: (items: ItemStore) => void | Promise<void>): Promise<void> {
+  const { store } = await Store.open({ storageDir: null });
+  const defs: ItemDefinition[] = [];
+  const items: ItemStore = {
+    store,
+    defs,
+    add: (i, id = `item-${defs.length}`) => {
+      const def = definition(id, i.name, i.command, i.args);
+      defs.push(def);
+      store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
+    },
+    redefine: (at, i) => {
+      const def = definition(defs[at].id, i.name, i.command, i.args);
+      defs[at] = def;
+      store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
+    },
+  };
+  try {
+    await fn(items);
+  } finally {
+    store.close();
+  }
 }
 
 describe('item search index', () => {
@@ -33,32 +82,16 @@ describe('item search index', () => {
         fc.array(item, { maxLength: 10 }),
         fc.array(fc.tuple(fc.nat(), item), { maxLength: 5 }),
         fc.constantFrom(...QUERIES),
-        async (first, added, redefined, q) => {
-          const { store } = await Store.open({ storageDir: null });
-          try {
-            const defs: ItemDefinition[] = [];
-            const insert = (i: { name: string; command: string; args: string[] }) => {
-              const def = definition(`item-${defs.length}`, i.name, i.command, i.args);
-              defs.push(def);
-              store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-            };
+        (first, added, redefined, q) =>
+          itemStore(({ store, defs, add, redefine }) => {
             const expected = () => defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
-            first.forEach(insert);
+            first.forEach((i) => add(i));
             assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected());
-            added.forEach(insert);
+            added.forEach((i) => add(i));
             assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were added');
-            for (const [n, i] of redefined) {
-              if (defs.length === 0) break;
-              const at = n % defs.length;
-              const def = definition(defs[at].id, i.name, i.command, i.args);
-              defs[at] = def;
-              store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
-            }
+            for (const [n, i] of redefined) if (defs.length > 0) redefine(n % defs.length, i);
             assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected(), 'after items were redefined');
-          } finally {
-            store.close();
-          }
-        },
+          }),
       ),
       { numRuns: 300 },
     );
@@ -86,15 +119,8 @@ describe('item search index', () => {
         fc.array(item, { maxLength: 10 }),
         fc.array(fc.tuple(fc.nat(), item), { maxLength: 5 }),
         fc.array(word, { minLength: 1, maxLength: 3 }),
-        async (first, added, redefined, spec) => {
-          const { store } = await Store.open({ storageDir: null });
-          try {
-            const defs: ItemDefinition[] = [];
-            const insert = (i: { name: string; command: string; args: string[] }) => {
-              const def = definition(`item-${defs.length}`, i.name, i.command, i.args);
-              defs.push(def);
-              store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-            };
+        (first, added, redefined, spec) =>
+          itemStore(({ store, defs, add, redefine }) => {
             const check = (when: string) => {
               const texts = defs.map(itemSearchText);
               const words = spec.map((w) => {
@@ -113,22 +139,13 @@ describe('item search index', () => {
               const split = texts.flatMap((t, k) => (wordsStartWords(searchWords(q), t) ? [k + 1] : []));
               assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), split, `${when}: searchWords(${JSON.stringify(q)})`);
             };
-            first.forEach(insert);
+            first.forEach((i) => add(i));
             check('first items');
-            added.forEach(insert);
+            added.forEach((i) => add(i));
             check('after items were added');
-            for (const [n, i] of redefined) {
-              if (defs.length === 0) break;
-              const at = n % defs.length;
-              const def = definition(defs[at].id, i.name, i.command, i.args);
-              defs[at] = def;
-              store.mutate('item_update', [def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 0, 1, 2, def.id]);
-            }
+            for (const [n, i] of redefined) if (defs.length > 0) redefine(n % defs.length, i);
             check('after items were redefined');
-          } finally {
-            store.close();
-          }
-        },
+          }),
       ),
       { numRuns: 300 },
     );
@@ -149,20 +166,16 @@ describe('item search index', () => {
       maxLength: 3,
     });
     await fc.assert(
-      fc.asyncProperty(items, fc.array(query, { minLength: 1, maxLength: 5 }), async (list, queries) => {
-        const { store } = await Store.open({ storageDir: null });
-        try {
-          const defs = list.map((i, k) => definition(`it-${k}`, i.words.map(wordOf).join(i.sep), 'run', []));
+      fc.asyncProperty(items, fc.array(query, { minLength: 1, maxLength: 5 }), (list, queries) =>
+        itemStore(({ store, defs, add }) => {
           const insert = (from: number, to: number) =>
-            store.batch(() => {
-              for (const def of defs.slice(from, to)) store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-            });
+            store.batch(() => list.slice(from, to).forEach((i, k) => add({ name: i.words.map(wordOf).join(i.sep), command: 'run', args: [] }, `it-${from + k}`)));
           // Most items, searched; then the rest, whose new tokens the index keeps apart until there are many.
-          const most = Math.floor(defs.length * 0.9);
-          for (const [known, when] of [[most, 'most items'], [defs.length, 'all items']] as const) {
+          const most = Math.floor(list.length * 0.9);
+          for (const [known, when] of [[most, 'most items'], [list.length, 'all items']] as const) {
             insert(known === most ? 0 : most, known);
             for (const words of queries) {
-              const expected = defs.slice(0, known).flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
+              const expected = defs.flatMap((d, k) => (wordsStartWords(words, itemSearchText(d)) ? [k + 1] : []));
               const found = matchingItemSeqs(store, words);
               assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(words)}`);
               // A page, as /items reads one, past the end included.
@@ -170,22 +183,16 @@ describe('item search index', () => {
               assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(words)}`);
             }
           }
-        } finally {
-          store.close();
-        }
-      }),
+        }),
+      ),
       { numRuns: 60 },
     );
   });
 
-  it('finds a word first seen since the last search, by a prefix or whole, one such word or several', async () => {
-    const { store } = await Store.open({ storageDir: null });
-    try {
-      const insert = (name: string) => {
-        // The id's words are the name's first word and `item`: an item adds no other new word.
-        const def = definition(`item-${name.split(' ')[0]}`, name, 'make', []);
-        store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-      };
+  it('finds a word first seen since the last search, by a prefix or whole, one such word or several', () =>
+    itemStore(({ store, add }) => {
+      // The id's words are the name's first word and `item`: an item adds no other new word.
+      const insert = (name: string) => add({ name, command: 'make', args: [] }, `item-${name.split(' ')[0]}`);
       for (let i = 0; i < 40; i++) insert(`${i} nightly report`);
       assert.equal(matchingItemSeqs(store, ['nightly']).count, 40);
       // One new word (the index keeps it apart from the others until there are many), then two more.
@@ -196,29 +203,93 @@ describe('item search index', () => {
       assert.deepEqual(all(matchingItemSeqs(store, ['ze'])), [41, 42]);
       assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [41, 42]);
       assert.deepEqual(all(matchingItemSeqs(store, ['zeb', 'item'])), [42]);
-    } finally {
-      store.close();
-    }
-  });
+    }));
 
-  it('read in several chunks, finds every item and each one alone', async () => {
-    const { store } = await Store.open({ storageDir: null });
-    try {
+  it('read in several chunks, finds every item and each one alone', () =>
+    itemStore(({ store, add }) => {
       // More items than one chunk of reading holds (2,000), and not a multiple of it.
       const count = 4_321;
       store.batch(() => {
-        for (let i = 0; i < count; i++) {
-          const def = definition(`build-${i}`, `nightly report ${i}`, 'make', ['--part', String(i)]);
-          store.mutate('item_insert', [def.id, def.name, 'queue/q.json', JSON.stringify(def), definitionHash(def), 1, null, 1, 1, 1]);
-        }
+        for (let i = 0; i < count; i++) add({ name: `nightly report ${i}`, command: 'make', args: ['--part', String(i)] }, `build-${i}`);
       });
       assert.equal(matchingItemSeqs(store, ['nightly']).count, count);
       assert.deepEqual(matchingItemSeqs(store, ['nightly']).seqs(4_000, 4_400), Array.from({ length: 321 }, (_, i) => 4_001 + i), 'a page at the end');
       for (const i of [0, 1_999, 2_000, 2_001, 4_000, count - 1]) {
         assert.deepEqual(all(matchingItemSeqs(store, searchWords(`build-${i} report`))), [i + 1], `item ${i}`);
       }
-    } finally {
-      store.close();
-    }
+    }));
+
+  it('a build in steps, while items are added and redefined between its steps, ends current and matches exactly wordsStartWords (property)', async () => {
+    const item = fc.record({ name: text, command: text, args: fc.array(text, { maxLength: 3 }) });
+    const change = fc.oneof(
+      fc.record({ add: item }),
+      fc.record({ redefine: fc.tuple(fc.nat(), item) }),
+      fc.constant({ turn: true as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { maxLength: 40 }), fc.array(change, { maxLength: 15 }), fc.constantFrom(...QUERIES), (first, changes, q) =>
+        itemStore(async ({ store, defs, add, redefine }) => {
+          first.forEach((i) => add(i));
+          const build = itemIndexReady(store, SMALL_STEPS);
+          let settled = false;
+          let changedAfter = false;
+          void build?.then(() => (settled = true));
+          for (const c of changes) {
+            if ('turn' in c) {
+              await turn();
+              continue;
+            }
+            changedAfter ||= settled;
+            if ('add' in c) add(c.add);
+            else if (defs.length > 0) redefine(c.redefine[0] % defs.length, c.redefine[1]);
+          }
+          await build;
+          // Changes made before the build ended are in the index the build leaves: no search reads the rest.
+          if (!changedAfter) assert.equal(itemIndexCurrent(store), true, 'current once the build is over');
+          const expected = defs.flatMap((d, seq) => (wordsStartWords(searchWords(q), itemSearchText(d)) ? [seq + 1] : []));
+          assert.deepEqual(all(matchingItemSeqs(store, searchWords(q))), expected);
+        }),
+      ),
+      { numRuns: 300 },
+    );
   });
+
+  it('a build in steps reads items discovered and redefined meanwhile, and searches that come meanwhile wait for the same build', () =>
+    itemStore(async ({ store, add, redefine }) => {
+      const insert = (id: string, name: string) => add({ name, command: 'make', args: [] }, id);
+      for (let i = 0; i < 60; i++) insert(`item-${i}`, `nightly report ${i}`);
+      const build = itemIndexReady(store, SMALL_STEPS);
+      assert.ok(build, 'no index yet: a build');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), build, 'a second search waits for the same build');
+      let settled = false;
+      void build.then(() => (settled = true));
+      for (let t = 0; t < 5; t++) await turn();
+      assert.equal(settled, false, 'still building after 5 steps of 3 items');
+      assert.equal(itemIndexCurrent(store), false);
+      // Item 0 was read by the first step: redefined, it must not be found by its old words.
+      redefine(0, { name: 'zeppelin', command: 'make', args: [] });
+      await turn();
+      insert('item-60', 'zebra nightly');
+      await turn();
+      assert.equal(settled, false);
+      await build;
+      assert.equal(itemIndexCurrent(store), true, 'the build ends current');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), undefined, 'nothing to wait for once built');
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [1]);
+      assert.deepEqual(all(matchingItemSeqs(store, ['ze'])), [1, 61]);
+      assert.equal(matchingItemSeqs(store, ['nightly']).count, 60, 'item 0 no longer, item 60 too');
+      assert.deepEqual(all(matchingItemSeqs(store, ['report', '0'])), []);
+      // A few items discovered since: read by the search itself, no build to wait for.
+      insert('item-61', 'zeppelin two');
+      assert.equal(itemIndexReady(store, SMALL_STEPS), undefined);
+      assert.equal(itemIndexCurrent(store), false);
+      assert.deepEqual(all(matchingItemSeqs(store, ['zeppelin'])), [1, 62]);
+      // More than a step's worth: a build again, which extends the index.
+      for (let i = 62; i < 70; i++) insert(`item-${i}`, `zeppelin ${i}`);
+      const extend = itemIndexReady(store, SMALL_STEPS);
+      assert.ok(extend);
+      await extend;
+      assert.equal(itemIndexCurrent(store), true);
+      assert.equal(matchingItemSeqs(store, ['zeppelin']).count, 10);
+    }));
 });

@@ -371,6 +371,42 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.match(warnings[0], /launch helper unavailable: .*no-such-launch-helper\.js is missing; launching in the engine's own process/);
     });
 
+    it('a helper that hangs before it is ready is killed after the ready timeout and counts as a failed start; the next helper of the pool starts and runs the launch', async function () {
+      this.timeout(40_000);
+      const real = locateLaunchHelper()!;
+      // The first helper forked hangs before its ready message (and says its pid); the others are the real helper.
+      const marker = path.join(os.tmpdir(), `hung-launch-helper-${process.pid}.pid`);
+      const entry = path.join(os.tmpdir(), `hung-launch-helper-${process.pid}.js`);
+      rmSync(marker, { force: true });
+      writeFileSync(
+        entry,
+        `try { require('node:fs').writeFileSync(${JSON.stringify(marker)}, String(process.pid), { flag: 'wx' }); } catch { require(${JSON.stringify(real.file)}); return; }\nsetInterval(() => {}, 1000);`,
+      );
+      const warnings: string[] = [];
+      launcher = new AttemptLauncher({ entry: { file: entry, execArgv: real.execArgv }, helpers: 2, warn: (m) => warnings.push(m) });
+      let hung: number | undefined;
+      try {
+        const run = launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1);
+        hung = await waitFor('the first helper to hang', () => (existsSync(marker) ? Number(readFileSync(marker, 'utf8')) || undefined : undefined));
+        const r = await Promise.race([run.done, new Promise<undefined>((resolve) => setTimeout(resolve, 25_000))]);
+        assert.ok(r, 'the launch ran although the first helper never became ready');
+        assert.equal(r.succeeded, true, r.error ?? undefined);
+        const ranIn = Number(r.stdoutTail.trim());
+        assert.notEqual(ranIn, process.pid, 'in a helper, not in-process');
+        assert.notEqual(ranIn, hung, 'not in the hung helper');
+        assert.equal(launcher.mode, 'helper');
+        await waitFor('the hung helper to be killed', () => !processAlive(hung!), 3000);
+        // Its place in the pool starts again after its backoff, now with a helper that gets ready.
+        const pool = await waitFor('two helpers ready', () => launcher!.helperPids.length === 2 && launcher!.helperPids, 10_000);
+        assert.ok(!pool.includes(hung), `pool ${pool}`);
+        assert.deepEqual(warnings, [], 'one failed start is no reason to warn');
+      } finally {
+        if (hung !== undefined && processAlive(hung)) process.kill(hung, 'SIGKILL');
+        rmSync(marker, { force: true });
+        rmSync(entry, { force: true });
+      }
+    });
+
     it('falls back to in-process launching when the helper crashes before it is ready', async function () {
       this.timeout(20_000);
       const broken = path.join(os.tmpdir(), `broken-launch-helper-${process.pid}.js`);

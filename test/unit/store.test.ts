@@ -31,6 +31,16 @@ function countSyncFdatasyncs(): { readonly calls: number; restore: () => void } 
   };
 }
 
+/** Opens a store (`null`: in memory), runs `fn` on it and closes it, whether `fn` throws or not. */
+async function withStore<T>(storageDir: string | null, fn: (store: Store) => T | Promise<T>): Promise<T> {
+  const { store } = await Store.open({ storageDir });
+  try {
+    return await fn(store);
+  } finally {
+    store.close();
+  }
+}
+
 /** Records when the engine's persist tick starts each background snapshot. */
 function recordSnapshotStarts(store: Store): number[] {
   const started: number[] = [];
@@ -112,12 +122,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
     store.close();
 
     for (const storageDir of [crashed, ws.storage]) {
-      const { store: reopened } = await Store.open({ storageDir });
-      try {
-        assert.deepEqual({ ...read(reopened) }, expected, storageDir === crashed ? 'replayed from the journal' : 'loaded from the snapshot');
-      } finally {
-        reopened.close();
-      }
+      await withStore(storageDir, (reopened) => assert.deepEqual({ ...read(reopened) }, expected, storageDir === crashed ? 'replayed from the journal' : 'loaded from the snapshot'));
     }
   });
 
@@ -151,8 +156,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
       copyAsCrashed(ws.storage, crashed);
       store.close();
 
-      const { store: recovered } = await Store.open({ storageDir: crashed });
-      try {
+      await withStore(crashed, (recovered) => {
         assert.equal(fts(recovered, 'exit'), 0, 'the snapshot indexed 1-50 and the prune removed them');
         assert.equal(recovered.indexLogs(), 80, 'the 80 entries left, all unindexed, are added');
         assert.equal(recovered.indexLogs(), 0);
@@ -161,14 +165,11 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
         assert.doesNotThrow(() => intact(recovered), 'replay and catch-up left the index consistent with the log');
         assert.equal(fts(recovered, 'exit'), 80);
         assert.equal(fts(recovered, 'rareword'), 8);
-      } finally {
-        recovered.close();
-      }
+      });
     });
 
     it('a word search reads the index only once it holds the entries just written, rare words included', async () => {
-      const { store } = await Store.open({ storageDir: null });
-      try {
+      await withStore(null, (store) => {
         writeEntries(store, 1, 20_000);
         assert.equal(fts(store, 'rareword'), 0, 'nothing indexed yet');
         // 2,000 entries in 20,000: the search walks the newest and then turns to the index.
@@ -183,14 +184,11 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
         store.mutate('log_insert', [20_002, 1_700_000_020_002, 'launch_failed', 3, 'entry 20002 café', null, null]);
         assert.deepEqual(queryLogs(store, { order: 'asc', limit: 10, words: ['café'] }).entries.map((e) => e.id), [20_002]);
         assert.doesNotThrow(() => intact(store));
-      } finally {
-        store.close();
-      }
+      });
     });
 
     it('pruning past the entries the index holds removes only those; the rest are indexed afterwards', async () => {
-      const { store } = await Store.open({ storageDir: null });
-      try {
+      await withStore(null, (store) => {
         writeEntries(store, 1, 100);
         assert.equal(store.indexLogs(60), 60);
         store.batch(() => {
@@ -202,9 +200,7 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
         assert.doesNotThrow(() => intact(store));
         assert.equal(fts(store, 'exit'), 20);
         assert.equal(fts(store, 'rareword'), 2);
-      } finally {
-        store.close();
-      }
+      });
     });
 
     it('the engine indexes its entries every second and before a search; close() leaves the snapshot\'s index complete', async () => {
@@ -217,15 +213,12 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
       assert.ok(engine.queryLogs({ order: 'asc', limit: 100, words: ['succeeded'] }).entries.length >= 2);
       await engine.shutdown(0);
       engine = undefined;
-      const { store: reopened } = await Store.open({ storageDir: ws.storage });
-      try {
+      await withStore(ws.storage, (reopened) => {
         const logs = reopened.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs')!.n;
         assert.equal(reopened.indexLogs(), 0, 'nothing left to index after a clean stop');
         assert.equal(reopened.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs_fts_docsize')!.n, logs);
         assert.doesNotThrow(() => intact(reopened));
-      } finally {
-        reopened.close();
-      }
+      });
     });
   });
 
