@@ -6,11 +6,10 @@
 // (a regexp cannot be interrupted any other way), the attempt gets no problems and the engine says
 // why; the next attempt gets a fresh thread. The built-in matchers' regexps are ours, linear on
 // the lines they get, and stay on the main thread.
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { AttemptProblem } from '../shared/api';
 import type { ProblemMatcherInput } from './problemMatchers';
+import { startWorker, workerCode } from './workerCode';
 
 /** How long one attempt's output may take to match, from the moment the thread starts on it. */
 export const MATCH_TIME_BUDGET_MS = 5_000;
@@ -103,10 +102,8 @@ export class MatcherThread {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const code = matcherWorkerCode();
-    const worker = code.fromSource
-      ? new Worker(`require('tsx/cjs'); require(${JSON.stringify(code.file)});`, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: 4 } })
-      : new Worker(code.file, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    // dist/matcher-worker.js beside the bundle, or matcherWorker.ts through tsx (unit tests).
+    const worker = startWorker(workerCode(__dirname, 'matcher-worker.js', 'matcherWorker.ts'), { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     // Never what keeps the engine's process alive; a match under way holds its budget timer.
     worker.unref();
     this.worker = worker;
@@ -149,16 +146,4 @@ export class MatcherThread {
     this.online = false;
     if (worker) await worker.terminate();
   }
-}
-
-/**
- * dist/matcher-worker.js beside the bundle running this code, or matcherWorker.ts through tsx when
- * running from sources (unit tests).
- */
-function matcherWorkerCode(): { file: string; fromSource: boolean } {
-  const bundled = path.join(__dirname, 'matcher-worker.js');
-  if (existsSync(bundled)) return { file: bundled, fromSource: false };
-  const source = path.join(__dirname, 'matcherWorker.ts');
-  if (existsSync(source)) return { file: source, fromSource: true };
-  throw new Error(`matcher-worker.js is missing from ${__dirname}`);
 }

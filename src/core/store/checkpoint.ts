@@ -3,10 +3,10 @@
 // databases: a few milliseconds of the event loop), in a process the launch helper starts, or on a
 // worker thread of this process when no helper can. The last two load the snapshot on disk and
 // replay engine.journal into it (checkpointWorker.ts). The store installs the result.
-import { existsSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { startWorker, workerCode, type WorkerCode } from '../workerCode';
 import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE } from './files';
 import { installSnapshot, removeSnapshotTemporary, writeSnapshotFilesInBackground } from './snapshotFiles';
 
@@ -125,10 +125,7 @@ const CHECKPOINT_WORKER_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /** The checkpoint on a worker thread of this process: the fallback when no checkpoint process can be started. */
 export function startCheckpointThread(job: CheckpointJob): CheckpointRun {
-  const code = checkpointBuilderCode();
-  const worker = code.fromSource
-    ? new Worker(`require('tsx/cjs'); require(${JSON.stringify(code.file)});`, { eval: true, workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS })
-    : new Worker(code.file, { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
+  const worker = startWorker(checkpointBuilderCode(), { workerData: job, resourceLimits: CHECKPOINT_WORKER_LIMITS });
   // A checkpoint never keeps the process alive: one cut short leaves only a temporary file.
   worker.unref();
   const done = new Promise<CheckpointMessage>((resolve) => {
@@ -143,10 +140,6 @@ export function startCheckpointThread(job: CheckpointJob): CheckpointRun {
  * Where the checkpoint builder's code is: dist/checkpoint-worker.js beside the bundle running this
  * code, or, when running from TypeScript sources (unit tests), checkpointWorker.ts, loaded through tsx.
  */
-function checkpointBuilderCode(): { file: string; fromSource: boolean } {
-  const bundled = path.join(__dirname, 'checkpoint-worker.js');
-  if (existsSync(bundled)) return { file: bundled, fromSource: false };
-  const source = path.join(__dirname, 'checkpointWorker.ts');
-  if (existsSync(source)) return { file: source, fromSource: true };
-  throw new Error(`checkpoint-worker.js is missing from ${__dirname}`);
+function checkpointBuilderCode(): WorkerCode {
+  return workerCode(__dirname, 'checkpoint-worker.js', 'checkpointWorker.ts');
 }

@@ -11,10 +11,9 @@
 // recorded once the database is back, a log entry written outside a transaction waits in memory.
 // Nothing committed is lost: PostgreSQL's commit is durable before it answers.
 import os from 'node:os';
-import path from 'node:path';
-import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
+import { startWorker, workerCode } from '../workerCode';
 import type { StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
 import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
@@ -98,10 +97,8 @@ export class PgStore implements StoreBackend {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     const data: PgWorkerData = { url: options.url, port: port2, shared, engineId: this.engineId, leaseMs: options.leaseMs };
-    const code = workerCode();
-    this.worker = code.fromSource
-      ? new Worker(`require('tsx/cjs'); require(${JSON.stringify(code.file)});`, { eval: true, workerData: data, transferList: [port2] })
-      : new Worker(code.file, { workerData: data, transferList: [port2] });
+    // dist/pg-worker.js beside the bundle, or pgWorker.ts through tsx (unit tests).
+    this.worker = startWorker(workerCode(__dirname, 'pg-worker.js', 'pgWorker.ts'), { workerData: data, transferList: [port2] });
     this.worker.unref();
     this.worker.on('message', (m: PgNotice) => this.onNotice(m));
   }
@@ -388,11 +385,3 @@ export class PgStore implements StoreBackend {
   }
 }
 
-/** dist/pg-worker.js beside the bundle, or pgWorker.ts through tsx when running from sources (unit tests). */
-function workerCode(): { file: string; fromSource: boolean } {
-  const bundled = path.join(__dirname, 'pg-worker.js');
-  if (existsSync(bundled)) return { file: bundled, fromSource: false };
-  const source = path.join(__dirname, 'pgWorker.ts');
-  if (existsSync(source)) return { file: source, fromSource: true };
-  throw new Error(`pg-worker.js is missing from ${__dirname}`);
-}
