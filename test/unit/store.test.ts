@@ -865,6 +865,21 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       return store;
     }
 
+    /**
+     * A pool of two real launch helpers not started yet, a store beside it with `entries` log
+     * entries, and a background checkpoint asked for: it starts the helpers and waits for one.
+     */
+    async function checkpointWaitingForHelpers(entries: number): Promise<{ l: AttemptLauncher; store: Store }> {
+      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
+      const l = launcher;
+      const store = await openBeside(l);
+      addLogs(store, 1, entries);
+      assert.equal(l.helperPid, undefined, 'no helper before any launch');
+      assert.equal(store.snapshotInBackground(), true);
+      assert.equal(l.helperPids.length, 0, 'none ready yet: the checkpoint waits');
+      return { l, store };
+    }
+
     /** Processes whose command line names `text` (a checkpoint process carries its job's storage folder). */
     function processesNaming(text: string): string[] {
       return execFileSync('ps', ['-e', '-o', 'args=']).toString().split('\n').filter((l) => l.includes(text));
@@ -872,14 +887,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     it('a checkpoint asked for while the helpers start waits for one and runs in a process it starts, not on a thread here', async function () {
       if (process.platform !== 'linux') this.skip(); // /proc
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
-      const l = launcher;
-      const store = await openBeside(l);
-      addLogs(store, 1, 3000);
-      assert.equal(l.helperPid, undefined, 'no helper before any launch');
-      assert.equal(store.snapshotInBackground(), true);
+      const { l, store } = await checkpointWaitingForHelpers(3000);
       assert.notEqual(l.helperPid, undefined, 'the checkpoint started the helpers');
-      assert.equal(l.helperPids.length, 0, 'none ready yet: the checkpoint waits');
       // Once a helper is ready, the checkpoint process is its child.
       const [child] = await waitFor('the checkpoint process', () => {
         const c = l.helperPids.flatMap((h) => childrenOf(h));
@@ -896,12 +905,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     it('a checkpoint cancelled while it waits for the helpers never starts, and leaves no temporary file', async function () {
       if (process.platform !== 'linux') this.skip(); // ps
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
-      const l = launcher;
-      const store = await openBeside(l);
-      addLogs(store, 1, 3000);
-      assert.equal(store.snapshotInBackground(), true);
-      assert.equal(l.helperPids.length, 0, 'it waits');
+      const { l, store } = await checkpointWaitingForHelpers(3000);
       const done = store.whenCheckpointed();
       // What the engine's shutdown does first: give the checkpoint up.
       store.abandonCheckpoint();
@@ -919,12 +923,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     it('a checkpoint that waited for a helper can be cancelled once it runs there: its process ends', async function () {
       if (process.platform !== 'linux') this.skip(); // /proc
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
-      const l = launcher;
-      const store = await openBeside(l);
-      addLogs(store, 1, 3000);
-      assert.equal(store.snapshotInBackground(), true);
-      assert.equal(l.helperPids.length, 0, 'it waits');
+      const { l, store } = await checkpointWaitingForHelpers(3000);
       const [child] = await waitFor('the checkpoint process', () => {
         const c = l.helperPids.flatMap((h) => childrenOf(h));
         return c.length > 0 && c;
@@ -958,12 +957,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     });
 
     it('a checkpoint waiting for the helpers when the launcher closes runs on a worker thread', async () => {
-      launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 2 });
-      const l = launcher;
-      const store = await openBeside(l);
-      addLogs(store, 1, 200);
-      assert.equal(store.snapshotInBackground(), true);
-      assert.equal(l.helperPids.length, 0, 'it waits');
+      const { l, store } = await checkpointWaitingForHelpers(200);
       launcher = undefined;
       await l.close(0);
       assert.equal(await store.whenCheckpointed(), true);
