@@ -187,11 +187,13 @@ async function refreshOverview(): Promise<void> {
     if (!connection.connected) return;
     overview.setStatus(o.status);
     overview.setHealth(o.health);
+    // The buttons follow the engine check shown above at once: the two reads below take their
+    // time, and a Start button still on beside "running" invites a click that does nothing.
+    engineState = o.health.checks.engine;
+    updateButtons();
     overview.setStats(o.status.stats);
     attention.set(await query('attention', {}));
     upcoming.set(await query('upcoming', {}));
-    engineState = o.health.checks.engine;
-    updateButtons();
     if (statusLine.classList.contains('error-text')) announce('');
   } catch (err) {
     announce(`Could not read the engine status: ${(err as Error).message}`, true);

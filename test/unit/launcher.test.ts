@@ -122,18 +122,16 @@ describe('launcher: one attempt as a real process', () => {
   });
 
   it('on timeout kills the whole process tree, grandchildren included', async function () {
-    // The child starts a grandchild that would outlive it, prints its pid, then hangs.
-    const code = `
-      const { spawn } = require('child_process');
-      const g = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-      console.log(g.pid);
-      setInterval(() => {}, 1000);`;
+    // A shell starts a grandchild that would outlive it, prints its pid, then waits. A shell and
+    // sleep start in a few milliseconds even on a loaded machine, where a second Node could still
+    // be starting when the timeout fires and leave nothing to check.
+    const timeoutMs = 2000;
     const started = Date.now();
-    const r = await launchAttempt(itemDefinition({ args: ['-e', code], timeoutMs: 500 }), 1).done;
+    const r = await launchAttempt(itemDefinition({ command: 'sleep 301 & echo $!; sleep 302', shell: true, args: [], timeoutMs }), 1).done;
     assert.equal(r.succeeded, false);
     assert.equal(r.timedOut, true);
-    assert.match(r.error ?? '', /timed out after 500 ms/);
-    assert.ok(Date.now() - started < 4000, 'SIGTERM ended it well before the SIGKILL grace');
+    assert.match(r.error ?? '', /timed out after 2000 ms/);
+    assert.ok(Date.now() - started < timeoutMs + 4000, 'SIGTERM ended it well before the SIGKILL grace');
     const grandchild = Number(r.stdoutTail.trim());
     assert.ok(grandchild > 0, `grandchild pid printed: ${r.stdoutTail}`);
     await waitFor('the grandchild to die', () => !isAlive(grandchild), 3000);
