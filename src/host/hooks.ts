@@ -225,13 +225,24 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
           const waited = await sleep(base * (0.8 + 0.4 * Math.random()), abort.signal);
           if (!waited) return;
         }
+        // One controller per try, aborted by a timer this code owns: on Node 20 a signal from
+        // AbortSignal.timeout() combined through AbortSignal.any() can be garbage-collected before
+        // it fires, and a POST to a server that never answers then holds its slot for ever.
+        const attemptAbort = new AbortController();
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          attemptAbort.abort();
+        }, NOTIFY_TIMEOUT_MS);
+        const stop = () => attemptAbort.abort();
+        abort.signal.addEventListener('abort', stop);
         try {
           const res = await fetch(d.url, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'user-agent': `engine-monitor/${engine.version}` },
             body: job.json,
             redirect: 'manual',
-            signal: AbortSignal.any([abort.signal, AbortSignal.timeout(NOTIFY_TIMEOUT_MS)]),
+            signal: attemptAbort.signal,
           });
           status = res.status;
           await res.body?.cancel().catch(() => undefined);
@@ -241,7 +252,10 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
           if (abort.signal.aborted) return;
           const e = err as Error & { cause?: Error };
           status = null;
-          errors.push(e.name === 'TimeoutError' ? `no answer within ${NOTIFY_TIMEOUT_MS} ms` : (e.cause?.message ?? e.message));
+          errors.push(timedOut ? `no answer within ${NOTIFY_TIMEOUT_MS} ms` : (e.cause?.message ?? e.message));
+        } finally {
+          clearTimeout(timer);
+          abort.signal.removeEventListener('abort', stop);
         }
       }
       failed(job, `notify-url ${shown} failed ${errors.length} times (${job.event} event): ${errors[errors.length - 1]}`, {
