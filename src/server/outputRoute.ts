@@ -53,7 +53,9 @@ export function openFollowers(): number {
 }
 
 export function addOutputRoute(app: Router, engine: MonitoredEngine): void {
-  app.get(OUTPUT_PATH, (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
+  // Matched without capture groups: Express percent-decodes captured groups itself and throws on
+  // broken encoding before this handler can answer 400; serveOutput decodes the path instead.
+  app.get(/^\/items\/[^/?]+\/attempts\/[^/?]+\/output$/, (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
     serveOutput(engine, req, res).catch(next);
   });
 }
@@ -63,8 +65,11 @@ async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: S
   const m = OUTPUT_PATH.exec(pathOf(req.url))!;
   const itemId = decodeSegment(m[1]);
   const attempt = /^[1-9][0-9]{0,8}$/.test(m[2]) ? Number(m[2]) : undefined;
-  const output = itemId === undefined ? ({ found: 'no_item' } as const) : attempt === undefined ? ({ found: 'no_attempt' } as const) : engine.attemptOutput(itemId, attempt);
-  if (output.found === 'no_item') throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId ?? m[1])}.`);
+  if (itemId === undefined) {
+    throw badRequest(`The item id in the path, ${JSON.stringify(m[1])}, is not valid percent-encoding; encode the id with encodeURIComponent.`);
+  }
+  const output = attempt === undefined ? ({ found: 'no_attempt' } as const) : engine.attemptOutput(itemId, attempt);
+  if (output.found === 'no_item') throw new HttpError(404, 'not_found', `No item with id ${JSON.stringify(itemId)}.`);
   if (output.found === 'no_attempt') {
     throw new HttpError(404, 'not_found', `Item ${JSON.stringify(itemId)} has no attempt ${JSON.stringify(m[2])}; attempts are numbered from 1.`);
   }

@@ -311,6 +311,11 @@ function addNotFoundAndErrors(app: Router): void {
 
   // The Router routes thrown errors (and rejected promises) here: the process never crashes.
   app.use((error: unknown, _req: IncomingMessage, res: ServerResponse, _next: NextFunction) => {
+    // Express's router throws a URIError (status 400) for a path parameter it cannot decode: that
+    // is the client's mistake, not a bug to log with a stack trace.
+    if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) {
+      error = badRequest('The path is not valid percent-encoding; encode each path segment with encodeURIComponent.');
+    }
     if (!(error instanceof HttpError)) {
       console.error('engine-monitor: unexpected error while handling a request', error);
     }

@@ -186,6 +186,7 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
       ['/items/ok/attempts/2/output', 'attempt never made'],
       ['/items/ok/attempts/0/output', 'attempt 0'],
       ['/items/ok/attempts/x/output', 'not a number'],
+      ['/items/ok/attempts/%/output', 'a broken encoding where the attempt number goes'],
       [`/items/${encodeURIComponent('missing:cmd')}/attempts/1/output`, 'never spawned'],
     ]) {
       const res = await request(url, p);
@@ -196,6 +197,13 @@ describe('attempt output: capture and GET /items/{id}/attempts/{n}/output', func
     assert.equal(bad.status, 400);
     const unknown = await request(url, '/items/ok/attempts/1/output?tail=5');
     assert.equal(unknown.status, 400);
+    // Broken percent-encoding is the client's mistake: a 400 that says so, and no stack trace.
+    for (const p of ['/items/%zz/attempts/1/output', '/items/%E0%A4%A/attempts/1/output']) {
+      const res = await request(url, p);
+      assert.equal(res.status, 400, `${p}: ${res.text}`);
+      assert.match((res.json as { error: { message: string } }).error.message, /not valid percent-encoding; encode the id with encodeURIComponent/);
+    }
+    assert.doesNotMatch(run!.stderr(), /unexpected error|URIError/);
   });
 
   it('follow=true streams a running attempt as it prints and closes when it ends', async () => {
