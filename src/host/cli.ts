@@ -33,7 +33,7 @@ async function main(argv: string[]): Promise<number> {
   if (options.tokenFromEnv) delete process.env[TOKEN_ENV];
   // A password in --store would show in ps for as long as the engine runs: the process title
   // (which on Linux and macOS replaces the command line ps reads) shows it redacted.
-  if (options.storeUrl && new URL(options.storeUrl).password) {
+  if (options.storeUrl && redactStoreUrl(options.storeUrl) !== options.storeUrl) {
     process.title = ['engine-monitor', ...argv.map((a) => (a === options.storeUrl ? redactStoreUrl(a) : a.startsWith('--store=') ? `--store=${redactStoreUrl(a.slice(8))}` : a))].join(' ');
   }
 

@@ -18,6 +18,7 @@ import type { StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
 import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
+import { redactStoreUrl } from '../../shared/storeUrl';
 
 /** The longest the main thread waits for one statement before calling the database unavailable. */
 const CALL_TIMEOUT_MS = 5000;
@@ -35,16 +36,7 @@ export function isStoreUnavailable(err: unknown): boolean {
   return err instanceof StoreUnavailableError;
 }
 
-/** The URL with its password replaced: what /status, logs and errors may show. */
-export function redactStoreUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparsable URL)';
-  }
-}
+export { redactStoreUrl };
 
 export interface PgStoreOptions {
   url: string;
