@@ -70,8 +70,9 @@ export function hostArgsFor(config: EngineMonitorConfig, trusted: boolean): stri
 /** An http(s) URL `engine-monitor serve --notify-url` accepts. */
 export function isNotifyUrl(value: string): boolean {
   try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
+    const { protocol, username, password } = new URL(value);
+    // The CLI refuses credentials in the URL (fetch() cannot send them): leave such a URL out.
+    return (protocol === 'http:' || protocol === 'https:') && !username && !password;
   } catch {
     return false;
   }

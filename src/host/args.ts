@@ -220,6 +220,11 @@ function checkNotifyUrl(raw: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new UsageError(`--notify-url must be an http:// or https:// URL, got ${JSON.stringify(raw)} (scheme ${url.protocol})`);
   }
+  if (url.username || url.password) {
+    // Not repeated: the URL holds a secret. fetch() refuses such URLs, so every POST would fail
+    // and each failure would be logged.
+    throw new UsageError(`--notify-url must not hold a user name or password (the one for ${url.origin}); fetch() refuses such URLs. Put the secret in the URL's path or query instead, as chat webhooks do.`);
+  }
   return raw;
 }
 

@@ -365,6 +365,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     const cases: [string[], RegExp][] = [
       [['--notify-url', 'hooks.example.test/alert'], /--notify-url must be an absolute http:\/\/ or https:\/\/ URL, got "hooks\.example\.test\/alert"/],
       [['--notify-url', 'ftp://hooks.example.test/alert'], /--notify-url must be an http:\/\/ or https:\/\/ URL, got "ftp:\/\/hooks\.example\.test\/alert" \(scheme ftp:\)/],
+      [['--notify-url', 'http://bot:s3cret-hook@hooks.example.test/alert?key=abc'], /--notify-url must not hold a user name or password \(the one for http:\/\/hooks\.example\.test\); fetch\(\) refuses such URLs\. Put the secret in the URL's path or query instead/],
       [['--on-item-failed', '  '], /--on-item-failed must be a command line, got an empty one; leave the flag out for no hook/],
       [['--on-health-change', ''], /--on-health-change must be a command line, got an empty one/],
       [['--hook-timeout', '50'], /--hook-timeout must be a whole number from 100 to 600000, got "50"/],
@@ -376,6 +377,7 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
         assert.equal(code, 2);
         assert.match(run.stderr(), message);
         assert.equal(run.stdout(), '');
+        assert.ok(!run.stderr().includes('s3cret-hook'), 'a secret in a refused URL is not repeated');
       });
     }
   });

@@ -66,6 +66,10 @@ describe('Extension: the engine host gets its token through the environment', fu
     assert.equal(args[args.indexOf('--output-max-total-mb') + 1], '5');
     assert.equal(args[args.indexOf('--on-item-failed') + 1], 'echo failed >> hook.log');
     assert.equal(args[args.indexOf('--notify-url') + 1], 'https://hooks.example.test/alert');
+    // A URL with credentials would keep the host from starting (the CLI refuses it): left out.
+    const withCredentials = config(TOKEN);
+    withCredentials.hooks.notifyUrl = 'https://bot:pw@hooks.example.test/alert';
+    assert.ok(!hostArgsFor(withCredentials, true).includes('--notify-url'));
   });
 
   it('hooks reach a trusted host only: an untrusted workspace cannot make the engine run a command or send data out', () => {
