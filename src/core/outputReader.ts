@@ -211,7 +211,7 @@ export async function outputView(layout: OutputLayout, stream: StreamFilter): Pr
   for (let i = 0; i < ranges.length; i++) {
     if (i > 0) pieces.push({ bytes: droppedMarker(dropped), stream: 'm' });
     const got = await rangePieces(layout, ranges[i][0], ranges[i][1], stream);
-    pieces.push(...got.pieces);
+    appendAll(pieces, got.pieces);
     end = got.end;
   }
   return { pieces, end };
@@ -233,8 +233,16 @@ export async function outputSince(layout: OutputLayout, from: number, stream: St
   }
   if (start >= layout.total) return { pieces, end: Math.max(start, from) };
   const got = await rangePieces(layout, start, layout.total, stream);
-  pieces.push(...got.pieces);
+  appendAll(pieces, got.pieces);
   return { pieces, end: got.end };
+}
+
+/**
+ * push(...source) passes every element as an argument: finely interleaved output (one run per
+ * byte) has more runs than a call may take, and overflowed the stack.
+ */
+function appendAll<T>(target: T[], source: readonly T[]): void {
+  for (const x of source) target.push(x);
 }
 
 /**

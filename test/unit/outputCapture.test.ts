@@ -53,6 +53,24 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.equal(await served(dir, t.attemptId, 'stderr'), 'err 1\nerr 2\n');
   });
 
+  it('serves one stream of finely interleaved output: hundreds of thousands of runs', async function () {
+    this.timeout(60_000);
+    // A program alternating stdout and stderr a byte at a time: every byte is a run of its own, far
+    // more runs than a function call may take as arguments.
+    const t = target();
+    const capture = new OutputCapture(t);
+    const runs = 500_000;
+    const o = Buffer.from('o');
+    const e = Buffer.from('e');
+    for (let i = 0; i < runs / 2; i++) {
+      capture.push('o', o);
+      capture.push('e', e);
+    }
+    assert.deepEqual(await capture.close(), { bytes: runs, error: null });
+    assert.equal(await served(dir, t.attemptId, 'stdout'), 'o'.repeat(runs / 2));
+    assert.equal(await served(dir, t.attemptId, 'stderr'), 'e'.repeat(runs / 2));
+  });
+
   it('short outputs share a pack: each attempt\'s <id>.o is a hard link to it, and its bytes go with the last link', async () => {
     const a = target();
     const b = target();
