@@ -12,7 +12,10 @@ export interface SseEvent {
 }
 
 export class SseParser {
-  private buffer = '';
+  /** The unfinished line's text, in the chunks it came in (joined once it ends). */
+  private partial: string[] = [];
+  /** The last chunk ended with CR: a LF at the start of the next one is the rest of that CRLF. */
+  private afterCR = false;
   private eventName = '';
   private data: string[] = [];
   private id: string | undefined;
@@ -22,34 +25,34 @@ export class SseParser {
   /** Last `retry:` in milliseconds, if the server sent one. */
   retryMs: number | undefined;
 
+  /**
+   * Only the new chunk is scanned, and an unfinished line is kept as its pieces: a server that
+   * sends one very long line in many chunks costs time in proportion to its length (rescanning a
+   * growing buffer on every chunk took 13 s of CPU for a 16 MiB line).
+   */
   push(chunk: string): SseEvent[] {
-    this.buffer += chunk;
     const out: SseEvent[] = [];
     let start = 0;
-    for (;;) {
-      // A line ends at CRLF, LF or CR. A trailing CR may be the first half of a CRLF: wait.
-      let end = -1;
-      let next = -1;
-      for (let i = start; i < this.buffer.length; i++) {
-        const ch = this.buffer.charCodeAt(i);
-        if (ch === 10) {
-          end = i;
-          next = i + 1;
-          break;
-        }
-        if (ch === 13) {
-          if (i + 1 >= this.buffer.length) break;
-          end = i;
-          next = this.buffer.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
-          break;
-        }
-      }
-      if (end < 0) break;
-      const ev = this.line(this.buffer.slice(start, end));
-      if (ev) out.push(ev);
-      start = next;
+    if (this.afterCR) {
+      this.afterCR = false;
+      if (chunk.charCodeAt(0) === 10) start = 1;
     }
-    this.buffer = this.buffer.slice(start);
+    // A line ends at CRLF, LF or CR.
+    for (let i = start; i < chunk.length; i++) {
+      const ch = chunk.charCodeAt(i);
+      if (ch !== 10 && ch !== 13) continue;
+      const tail = chunk.slice(start, i);
+      const text = this.partial.length === 0 ? tail : this.partial.join('') + tail;
+      this.partial = [];
+      const ev = this.line(text);
+      if (ev) out.push(ev);
+      if (ch === 13) {
+        if (i + 1 >= chunk.length) this.afterCR = true;
+        else if (chunk.charCodeAt(i + 1) === 10) i++;
+      }
+      start = i + 1;
+    }
+    if (start < chunk.length) this.partial.push(chunk.slice(start));
     return out;
   }
 

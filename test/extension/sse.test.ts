@@ -31,6 +31,23 @@ describe('SseParser', () => {
     assert.deepEqual(p.push('\n\r\n'), [{ event: 'message', data: 'a' }]);
   });
 
+  it('reads one 32 MiB line sent in 16 KiB chunks in one pass, not a rescan per chunk', function () {
+    // Rescanning the growing buffer on every chunk made this quadratic: about a minute of CPU for
+    // this line; one pass is well under a second, far inside the timeout even on a loaded machine.
+    this.timeout(20_000);
+    const p = new SseParser();
+    const piece = 'x'.repeat(16 * 1024);
+    const pieces = 2048;
+    assert.deepEqual(p.push('event: log\ndata: '), []);
+    for (let i = 0; i < pieces; i++) assert.deepEqual(p.push(piece), []);
+    const [ev] = p.push('\r');
+    assert.equal(ev, undefined, 'the line ended; the event ends at the blank line');
+    const events = p.push('\n\n');
+    assert.equal(events.length, 1);
+    assert.equal(events[0].event, 'log');
+    assert.equal(events[0].data.length, piece.length * pieces);
+  });
+
   it('drops events without data', () => {
     const p = new SseParser();
     assert.deepEqual(p.push('event: log\n\nid: 3\n\n'), []);
