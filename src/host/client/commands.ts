@@ -184,7 +184,9 @@ async function logs(endpoint: Endpoint, io: Io, asJson: boolean, filter: LogFilt
 
 /** One log entry on one line, for following (no table: rows come one by one). */
 function logLine(term: Terminal, e: LogEntry): string {
-  const line = `${e.timestamp} ${e.level.padEnd(5)} ${e.action.padEnd(18)} ${escapeControls(e.itemId ?? '-')} ${escapeControls(e.message)}`;
+  // Every field is the server's text: a hostile or broken server must not reach the terminal's
+  // control sequences through any of them.
+  const line = `${escapeControls(String(e.timestamp))} ${escapeControls(String(e.level)).padEnd(5)} ${escapeControls(String(e.action)).padEnd(18)} ${escapeControls(e.itemId ?? '-')} ${escapeControls(String(e.message))}`;
   const cut = term.columns !== undefined ? truncate(line, term.columns) : line;
   const colour = LEVEL_COLOUR[e.level];
   return `${paint(term, cut, colour)}\n`;
@@ -283,7 +285,7 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
   if (follow && wanted === undefined && detail.attempts.length === 0 && detail.outcome === 'pending') {
     // Following an item that has not run yet (just enqueued, scheduled, held): wait for its
     // first attempt, so a script can enqueue and follow in two lines.
-    io.err(`engine-monitor: waiting for the first attempt of ${escapeControls(itemId)} (state ${detail.state})\n`);
+    io.err(`engine-monitor: waiting for the first attempt of ${escapeControls(itemId)} (state ${escapeControls(String(detail.state))})\n`);
     while (detail.attempts.length === 0 && detail.outcome === 'pending') {
       await sleep(FIRST_ATTEMPT_POLL_MS, io.stop);
       if (io.stop.aborted) return EXIT_OK;
@@ -292,7 +294,7 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
   }
   const numbers = detail.attempts.map((a) => a.attempt);
   const attempt = wanted ?? (numbers.length ? Math.max(...numbers) : undefined);
-  if (attempt === undefined) throw new EngineError(`item ${JSON.stringify(itemId)} has no attempt yet (state ${detail.state}); its output exists once it is launched`, 404);
+  if (attempt === undefined) throw new EngineError(`item ${JSON.stringify(itemId)} has no attempt yet (state ${escapeControls(String(detail.state))}); its output exists once it is launched`, 404);
   if (!numbers.includes(attempt)) throw new EngineError(`item ${JSON.stringify(itemId)} has no attempt ${attempt}; its attempts: ${numbers.join(', ') || 'none'}`, 404);
   const params = new URLSearchParams();
   if (stream) params.set('stream', stream);
@@ -340,7 +342,7 @@ async function control(endpoint: Endpoint, io: Io, asJson: boolean, action: Cont
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
   const d = parse<ItemDetail>(endpoint, path, text);
   const name = d.item.name !== d.item.id ? ` (${d.item.name})` : '';
-  await io.out(`${DONE[action]} ${escapeControls(d.item.id)}${escapeControls(name)}: now ${paint(io.term, d.state, STATE_COLOUR[d.state])}\n`);
+  await io.out(`${DONE[action]} ${escapeControls(d.item.id)}${escapeControls(name)}: now ${paint(io.term, escapeControls(String(d.state)), STATE_COLOUR[d.state])}\n`);
   return EXIT_OK;
 }
 
