@@ -300,7 +300,7 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
   if (stream) params.set('stream', stream);
   if (follow) params.set('follow', 'true');
   const path = `${itemPath(itemId)}/attempts/${attempt}/output${params.size ? `?${params}` : ''}`;
-  const res = await request(endpoint, path, { accept: 'text/plain', stream: follow, signal: io.stop });
+  const res = await request(endpoint, path, { accept: 'text/plain', stream: follow, pacedByReader: true, signal: io.stop });
   const kept: Uint8Array[] = [];
   try {
     for await (const chunk of chunks(res)) {

@@ -87,6 +87,11 @@ export interface RequestOptions {
   accept?: string;
   /** Streams (follow) have no overall timeout: they end when the engine closes them, or on Ctrl+C. */
   stream?: boolean;
+  /**
+   * The body is read as fast as its reader takes it (output into `less` or a slow pipe): the
+   * timeout covers the engine's answer, not how long the reader takes to read it all.
+   */
+  pacedByReader?: boolean;
   /** Statuses that are answers, not errors (health's 503). */
   okStatuses?: number[];
   headers?: Record<string, string>;
@@ -98,13 +103,23 @@ export async function request(endpoint: Endpoint, pathAndQuery: string, options:
   const method = options.method ?? 'GET';
   const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...options.headers };
   if (endpoint.token) headers.Authorization = `Bearer ${endpoint.token}`;
-  const signals = [options.signal, options.stream ? undefined : AbortSignal.timeout(REQUEST_TIMEOUT_MS)].filter((s): s is AbortSignal => s !== undefined);
+  // A timer this code owns rather than AbortSignal.timeout() inside AbortSignal.any(), which Node
+  // 20 can garbage-collect before it fires. unref: a finished request never holds the exit.
+  const abort = new AbortController();
+  const outer = options.signal;
+  const forward = () => abort.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener('abort', forward, { once: true });
+  const timer = options.stream ? undefined : setTimeout(() => abort.abort(new DOMException(`no answer within ${REQUEST_TIMEOUT_MS} ms`, 'TimeoutError')), REQUEST_TIMEOUT_MS);
+  timer?.unref();
   let res: Response;
   try {
-    res = await fetch(`${endpoint.url}${pathAndQuery}`, { method, headers, signal: signals.length ? AbortSignal.any(signals) : undefined });
+    res = await fetch(`${endpoint.url}${pathAndQuery}`, { method, headers, signal: abort.signal });
   } catch (err) {
+    clearTimeout(timer);
     throw unreachable(endpoint, err);
   }
+  if (options.pacedByReader) clearTimeout(timer);
   if (res.ok || options.okStatuses?.includes(res.status)) return res;
   throw await engineError(endpoint, method, pathAndQuery, res);
 }
