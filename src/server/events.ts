@@ -32,7 +32,7 @@ export interface EventHubOptions {
   stallTimeoutMs: number;
   /** Log entries fetched per query while replaying after Last-Event-ID (at most one page per turn). */
   replayPageSize: number;
-  /** Bytes of log frames a replay writes to one client in one event-loop turn, at most. */
+  /** Bytes of log frames replays write in one event-loop turn, all clients together, at most. */
   replayTurnBytes: number;
 }
 
@@ -67,6 +67,9 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 
 export class EventHub {
   private readonly clients = new Set<Client>();
+  /** Replay bytes written in this event-loop turn, by all clients together (spendReplayBytes). */
+  private replaySpent = 0;
+  private replayBudgetRenewal = false;
   private unsubscribe?: () => void;
   private healthTimer?: NodeJS.Timeout;
   private heartbeatTimer?: NodeJS.Timeout;
@@ -248,7 +251,7 @@ export class EventHub {
 
   /**
    * Sends every entry after client.lastLogId, oldest first, then goes live. Paced: at most one page
-   * (replayPageSize entries, replayTurnBytes of frames) per client per event-loop turn, and nothing
+   * (replayPageSize entries, replayTurnBytes of frames) per event-loop turn, shared by every replaying client, and nothing
    * more while the socket needs draining. A loopback socket accepts megabytes without pushing back,
    * so backpressure alone let one replay of 100,000 entries hold the engine's thread for seconds.
    */
@@ -257,12 +260,14 @@ export class EventHub {
       if (client.res.writableNeedDrain) await this.drained(client);
       else await nextTurn();
       if (client.closed) return;
+      // The turn's budget is shared by every replaying client: paced per client alone, twenty-five
+      // clients replaying at once did twenty-five pages of work a turn and /health went unanswered.
+      if (this.replaySpent >= this.options.replayTurnBytes) continue;
       const page = this.engine.queryLogs({ order: 'asc', afterId: client.lastLogId, limit: this.options.replayPageSize });
-      let written = 0;
       let complete = true;
       for (const entry of page.entries) {
-        // The rest of the page is fetched again next turn, after the last id sent.
-        if (written >= this.options.replayTurnBytes || client.res.writableNeedDrain) {
+        // The rest of the page is fetched again in a later turn, after the last id sent.
+        if (this.replaySpent >= this.options.replayTurnBytes || client.res.writableNeedDrain) {
           complete = false;
           break;
         }
@@ -270,7 +275,7 @@ export class EventHub {
         client.lastLogId = entry.id;
         this.write(client, text);
         if (client.closed) return;
-        written += text.length;
+        this.spendReplayBytes(text.length);
       }
       // Live only if nothing could have been logged since the query: the whole page was sent in
       // this turn and it was the last one. (Entries logged between turns were skipped live, and the
@@ -280,6 +285,20 @@ export class EventHub {
         return;
       }
     }
+  }
+
+  /**
+   * Counts replay bytes against this event-loop turn's budget; the budget is renewed in the next
+   * turn. Clients waiting for it queue behind the ones served, so they take turns.
+   */
+  private spendReplayBytes(n: number): void {
+    this.replaySpent += n;
+    if (this.replayBudgetRenewal) return;
+    this.replayBudgetRenewal = true;
+    setImmediate(() => {
+      this.replaySpent = 0;
+      this.replayBudgetRenewal = false;
+    });
   }
 
   private broadcast(text: string): void {

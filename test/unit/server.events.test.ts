@@ -190,6 +190,40 @@ describe('server: /events', () => {
     for (let i = 1; i < cursors.length; i++) assert.ok(cursors[i] - cursors[i - 1] <= 5, `turn ${i} sent ${cursors[i] - cursors[i - 1]} entries`);
   });
 
+  it('shares one replay budget per turn among clients replaying at once, and each still gets every entry once', async () => {
+    // Paced per client only, twenty-five clients replaying at once did twenty-five pages of work in
+    // one turn and the engine stopped answering.
+    await server.close();
+    server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, events: { replayPageSize: 50, replayTurnBytes: 4096 } });
+    for (let i = 0; i < 200; i++) engine.addLog({ message: 'x'.repeat(900), details: { i } }, false);
+    let turn = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const pagesPerTurn = new Map<number, number>();
+    const query = engine.queryLogs.bind(engine);
+    engine.queryLogs = (q) => {
+      if (q.order === 'asc') pagesPerTurn.set(turn, (pagesPerTurn.get(turn) ?? 0) + 1);
+      return query(q);
+    };
+    try {
+      const clients = await Promise.all(Array.from({ length: 5 }, () => events('/events', { 'Last-Event-ID': '0' })));
+      for (const client of clients) {
+        await client.waitFor((e) => e.filter((x) => x.event === 'log').length >= 200, 20_000, 'the replay');
+        assert.deepEqual(client.named('log').map((e) => Number(e.id)), Array.from({ length: 200 }, (_, i) => i + 1));
+      }
+    } finally {
+      ticking = false;
+    }
+    // ~1 KB frames, 4 KB a turn: the client served first uses the budget; at most one more page is
+    // read in the same turn (by a client that found a little left).
+    const most = Math.max(...pagesPerTurn.values());
+    assert.ok(most <= 2, `at most two pages were read in one turn, not one per client: ${JSON.stringify([...pagesPerTurn])}`);
+  });
+
   it('accepts lastEventId as a query parameter too; an empty Last-Event-ID starts live', async () => {
     engine.seedLogs(5);
     const byQuery = await events('/events?lastEventId=3');
