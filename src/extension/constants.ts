@@ -1,7 +1,8 @@
 // Every id the extension shares with package.json, in one place. test/unit/commands.test.ts
 // checks that Commands and Views are exactly what package.json contributes and that every command
-// link in it names one of them; commands.ts registers a handler for each (its map is keyed by
-// CommandId), and test/extension checks the registration at run time.
+// link in it names one of them; container.ts registers a handler for each, from the feature files
+// in commands/ (the map it joins is keyed by CommandId), and test/extension checks the
+// registration at run time.
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
 export { SETTINGS_SECTION as CONFIG_SECTION } from '../shared/settings';
