@@ -49,7 +49,7 @@ export function engineCommands({ context, controller, client, model, logs }: Eng
     },
     [Commands.pollNow]: async () => {
       // A stopped engine (here or remote) neither polls nor launches: a poll that seems to do
-      // nothing would leave the user guessing (#21 item 5).
+      // nothing would leave the user guessing.
       if (model.health?.checks.engine === 'stopped') {
         void vscode.window.showInformationMessage('The engine is stopped: start it to poll.', 'Start Engine').then((choice) => {
           if (choice) void vscode.commands.executeCommand(Commands.start);

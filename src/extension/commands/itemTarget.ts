@@ -26,7 +26,7 @@ export function targetOf(arg: unknown): OutputTarget | undefined {
   return undefined;
 }
 
-/** The state of an item, also from an engine of part one that does not send `state`. */
+/** The state of an item, also from an older engine that does not send `state`. */
 export function stateOf(item: ItemSummary): ItemState {
   return item.state ?? (item.phase === 'done' ? item.outcome : item.phase);
 }

@@ -32,7 +32,7 @@ async function setRemoteToken({ secrets, controller }: SecretCommandServices): P
 }
 
 /**
- * The PostgreSQL store's password (section 11), kept in SecretStorage: a settings file is plain
+ * The PostgreSQL store's password, kept in SecretStorage: a settings file is plain
  * text and often committed. Storing or removing it restarts this window's engine on the store
  * (EngineController listens to the secret).
  */
