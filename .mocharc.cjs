@@ -20,7 +20,8 @@ const SERIAL = [
   // Cancelled attempts' processes must be gone within 6 s, SIGKILL after a 5 s grace included.
   'test/unit/control.test.ts',
   // Two property tests that only compute, for 7 s on a quiet machine and 16-18 s at load 15, against
-  // mocha's 20 s timeout: one timed out beside the parallel workers at load 27.
+  // mocha's 20 s timeout: one timed out beside the parallel workers at load 27 (and alone at load
+  // 20, so it needs a longer timeout of its own as well).
   'test/unit/logQuery.test.ts',
   // Storage removed under a running engine: the test waits, by polling without a deadline of its
   // own, for states that last only until the engine's next check. It hung (90 s) once beside the
