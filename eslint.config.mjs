@@ -92,4 +92,32 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...importArrows,
+  {
+    // A room that grows past 500 lines is split, not stretched: the limit counts every line,
+    // comments and blank ones included, since they are what a reader scrolls through too. Tests
+    // and their harness are held to it as well: a 1,000-line test file is as hard to find one's
+    // way in as a 1,000-line module. bench/ is a tool run by hand, not a room, and stays outside.
+    files: ['src/**/*.ts', 'media/src/**/*.ts', 'test/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 500, skipBlankLines: false, skipComments: false }] },
+  },
+  {
+    // Data, not code: the OpenAPI document is one object literal that grows with the API.
+    files: ['src/server/openapi.ts'],
+    rules: { 'max-lines': 'off' },
+  },
+  // ---- TEMPORARY (redesign step two): the lead deletes this block at merge --------------------
+  // These four are past 500 lines and are being split right now; once the splits land they are
+  // under the limit and this block goes.
+  {
+    files: ['src/core/engine.ts', 'src/core/launchHelperClient.ts', 'src/core/itemSearch.ts', 'src/core/store/store.ts'],
+    rules: { 'max-lines': 'off' },
+  },
+  // ---- end of TEMPORARY block ----------------------------------------------------------------
+  {
+    // Still to split: past 500 lines when the limit came in, and nobody splits them this round.
+    // codeServer.ts is the harness every UI test imports, so its split touches all of them. An
+    // entry leaves this list with the split that brings its file under the limit.
+    files: ['test/unit/store.test.ts', 'test/unit/launchHelper.test.ts', 'test/vscode/codeServer.ts'],
+    rules: { 'max-lines': 'off' },
+  },
 );

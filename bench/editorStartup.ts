@@ -1,4 +1,5 @@
-// Scenario 4, part two: the editor's start-up timings of issue #19 target 5 (#21 item 9), in
+// Scenario 4, the editor's start-up timings (from a reload to the views showing data, with no
+// empty state in between), in
 // code-server + Chromium, each a median of BENCH_STARTUP_RUNS windows:
 //   start      — the extension starts the engine: from activation (our status-bar item appears) to
 //                the Stats view listing the engine's counters;

@@ -1,4 +1,4 @@
-// Cost of the problem matchers (contract section 10) on the largest output they read: 1 MiB (see
+// Cost of the problem matchers on the largest output they read: 1 MiB (see
 // SCAN_MAX_BYTES in src/core/attemptProblems.ts), as a ratio to splitting the same text into lines
 // (the least any line matcher must do), both measured in this run, medians of 7 after a warm-up.
 //   npx tsx bench/matchers.ts

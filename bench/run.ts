@@ -73,12 +73,12 @@ const CFG = {
   floodMB: int('BENCH_FLOOD_MB', 100, 100),
   /** /bin/true items launched beside the flood (and beside a sleeping attempt, the baseline). */
   outputBatch: int('BENCH_OUTPUT_BATCH', 100, 60),
-  /** Dispatch scenario (section 9): /bin/true items launched without, then with, dependencies and priorities. */
+  /** Dispatch scenario: /bin/true items launched without, then with, dependencies and priorities. */
   dispatchItems: int('BENCH_DISPATCH_ITEMS', 10_000, 2_000),
-  /** Fleet scenario (section 11): `sleep 0.05` items drained by 1 engine, then 3, on PostgreSQL, and by 1 on sql.js. */
+  /** Fleet scenario: `sleep 0.05` items drained by 1 engine, then 3, on PostgreSQL, and by 1 on sql.js. */
   fleetItems: int('BENCH_FLEET_ITEMS', 3_000, 300),
   fleetRuns: int('BENCH_FLEET_RUNS', 3, 1),
-  /** CodeLens scenario (section 10): lines of the .jsonl queue file, and timed runs of each path. */
+  /** CodeLens scenario: lines of the .jsonl queue file, and timed runs of each path. */
   codelensLines: int('BENCH_CODELENS_LINES', 10_000, 10_000),
   codelensRuns: int('BENCH_CODELENS_RUNS', 21, 7),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
@@ -789,7 +789,7 @@ async function scenarioLaunch(): Promise<void> {
     const xs2 = median(ss);
     const bare = median(ns.map((r) => r.wallMs));
     const e = median(es.map((r) => r.wallMs));
-    // Issue #19 target 1: against Node's own floor, the bare spawner (bench/child/spawner.ts).
+    // The launch target: against Node's own floor, the bare spawner (bench/child/spawner.ts).
     add({
       scenario: 'launch',
       measure: `${n} × ${c.label}, concurrency ${CFG.concurrency}, capture on: engine wall vs a bare Node spawner`,
@@ -824,7 +824,7 @@ async function scenarioLaunch(): Promise<void> {
     }
     add({ scenario: 'launch', measure: `${c.label}: extra wall per item vs xargs`, value: ((e - x) / n) * 1000, unit: 'µs' });
     const hostCpu = (median(es.map((r) => r.cpuMs)) / n) * 1000;
-    // #19 target 1 is the main thread's CPU; the process also runs V8's compiler and GC threads
+    // The launch target is the main thread's CPU; the process also runs V8's compiler and GC threads
     // and the thread pool's fdatasyncs, reported beside it.
     const mainCpus = es.map((r) => r.mainThreadCpuMs).filter((v): v is number => typeof v === 'number');
     const mainCpu = mainCpus.length === es.length ? (median(mainCpus) / n) * 1000 : null;
@@ -887,10 +887,10 @@ async function scenarioLaunch(): Promise<void> {
   loopRows('launch', 'engine host during launches (worst run)', worst, allSnapshots, allWorkerMs);
 }
 
-// ---- dispatch with dependencies and priorities (section 9) ----------------------------------------
+// ---- dispatch with dependencies and priorities ----------------------------------------------------
 
 /**
- * Section 11: the fleet. The same `sleep 0.05` items drained by one engine (concurrency 2) and by
+ * The fleet. The same `sleep 0.05` items drained by one engine (concurrency 2) and by
  * three (concurrency 2 each) on a real PostgreSQL server started for the run, and by one engine on
  * sql.js: scale-out efficiency is (time of one) / (3 × time of three), 1.0 being linear; per-item
  * overhead is the time an item costs beyond its sleep (wall time × concurrency / items − 50 ms),
@@ -1147,7 +1147,7 @@ async function scenarioOutput(): Promise<void> {
     met: p99(loaded) <= 5,
     note: 'baseline: the same engine idle',
   });
-  // Issue #19 target 2: ≥ 200 MB/s, or as fast as the child writes (to /dev/null, same run).
+  // The output target: ≥ 200 MB/s, or as fast as the child writes (to /dev/null, same run).
   const attemptMs = report.attemptMs ?? report.ms;
   const nullMs = median(toDevNull);
   const rate = (CFG.floodMB / attemptMs) * 1000;
@@ -1246,7 +1246,7 @@ export interface EditorBenchContext {
 }
 
 /**
- * CodeLens on a queue file (contract section 10): the provider's work for a 10,000-line .jsonl
+ * CodeLens on a queue file: the provider's work for a 10,000-line .jsonl
  * file read from disk, with every entry's item known (as after the one paged /items?source= read):
  * reading the entries (ranges, ids: derived ones hashed as the engine does) and making the lenses.
  * Baseline, same run: JSON.parse of each line, the least any reader of the file does. Also the

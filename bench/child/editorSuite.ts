@@ -93,7 +93,7 @@ export async function run(): Promise<void> {
   }
   const idle = h.read();
 
-  // Launches: N items in .jsonl files of 500 (the queue contract caps a file at 1 MiB), written
+  // Launches: N items in .jsonl files of 500 (the engine refuses a file over 1 MiB), written
   // as scripts enqueue (temp + rename). The workspace's queue directory is .engine/queue.
   const queue = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
   mkdirSync(queue, { recursive: true });

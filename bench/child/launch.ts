@@ -19,9 +19,9 @@ interface Config {
   /** false: the engine does not capture the attempts' output (the output scenario's baseline). */
   captureOutput?: boolean;
   /**
-   * Section 9's dispatch overhead: every item gets a priority (spread over −100…100) and depends
-   * on the item before it, in chains of ten, so most items are blocked until their predecessor
-   * launches and dispatch picks by priority among the rest.
+   * The dispatch overhead of dependencies and priorities: every item gets a priority (spread over
+   * −100…100) and depends on the item before it, in chains of ten, so most items are blocked
+   * until their predecessor launches and dispatch picks by priority among the rest.
    */
   dependencies?: boolean;
   /** EngineOptions.launchHelpers (BENCH_LAUNCH_HELPERS); undefined: the engine's default. */
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const ws = path.join(config.root, 'ws');
   const queue = path.join(ws, '.engine', 'queue');
   mkdirSync(queue, { recursive: true });
-  // Several files (the contract caps one at 1 MiB); written the way scripts enqueue: temp + rename.
+  // Several files (the engine refuses one over 1 MiB); written the way scripts enqueue: temp + rename.
   const perFile = 500;
   for (let f = 0; f * perFile < config.items; f++) {
     const lines: string[] = [];

@@ -1,4 +1,4 @@
-// Child: the bare Node.js spawner, issue #19's floor for launches. It only spawns the command N
+// Child: the bare Node.js spawner, the floor for launches. It only spawns the command N
 // times, `concurrency` at a time, each detached (its own process group and session, as the
 // engine's attempts) with stdio ignored, and prints the wall time from the first spawn to the last
 // exit. What Node's child_process.spawn() costs, with none of the engine's work around it.

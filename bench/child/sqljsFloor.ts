@@ -1,4 +1,4 @@
-// Child: the floor for the engine host's memory (issue #19 target 4), measured outside the engine.
+// Child: the floor for the engine host's memory, measured outside the engine.
 // A bare Node.js process, with the engine host's Node options, that does only what any process
 // serving this database through sql.js must: load sql.js's WebAssembly and open the same snapshot
 // in memory with the store's own loader (sql.js keeps the database as a file in its in-memory file

@@ -1,4 +1,4 @@
-// Problems an item's problem matcher found (contract §10) in the Problems panel: for each item, the
+// Problems an item's problem matcher found, in the Problems panel: for each item, the
 // problems of its latest failed attempt, as diagnostics whose source is the item's name, at the
 // file, line and column the engine stored (GET /items/{id}). Driven by the live log:
 // - launch_failed / launch_interrupted: the engine records the attempt's problems before it logs

@@ -16,16 +16,16 @@ export interface EngineMonitorConfig {
   };
   queue: { directory: string };
   logs: { maxEntries: number; maxAgeDays: number };
-  /** What is kept of attempts' output (contract section 8). */
+  /** What is kept of attempts' output. */
   output: { maxBytesPerAttempt: number; maxTotalMB: number };
   /** A headless engine to monitor instead of starting one (its token lives in SecretStorage). */
   remote: { url: string };
   /**
-   * Hooks (contract section 12): commands and a URL the engine host runs and POSTs to. Restricted
+   * Hooks: commands and a URL the engine host runs and POSTs to. Restricted
    * settings: never passed to the host while the workspace is untrusted (hostArgsFor).
    */
   hooks: { onItemFailed: string; onHealthChange: string; notifyUrl: string; timeoutMs: number };
-  /** Section 11: a PostgreSQL database shared with a fleet; its password lives in SecretStorage. */
+  /** A PostgreSQL database shared with a fleet; its password lives in SecretStorage. */
   store: { url: string };
 }
 

@@ -1,7 +1,8 @@
 // Every id the extension shares with package.json, in one place. test/unit/commands.test.ts
 // checks that Commands and Views are exactly what package.json contributes and that every command
-// link in it names one of them; commands.ts registers a handler for each (its map is keyed by
-// CommandId), and test/extension checks the registration at run time.
+// link in it names one of them; container.ts registers a handler for each, from the feature files
+// in commands/ (the map it joins is keyed by CommandId), and test/extension checks the
+// registration at run time.
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
 export { SETTINGS_SECTION as CONFIG_SECTION } from '../shared/settings';
@@ -54,7 +55,7 @@ export const ContextKeys = {
   /**
    * The views know what to show: connected with the engine's first answers in (see
    * EngineModel.loaded), or settled without an engine (off, failed, remote). Until then every
-   * view's welcome says "Loading…", never an empty state (#21 item 9).
+   * view's welcome says "Loading…", never an empty state that the data would replace a moment later.
    */
   loaded: 'engineMonitor.loaded',
   /** checks.engine of /health, or '' while unknown */
@@ -63,13 +64,13 @@ export const ContextKeys = {
   hasFailedItems: 'engineMonitor.hasFailedItems',
   /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
   hasItems: 'engineMonitor.hasItems',
-  /** /status lists more than one engine (section 11): shows the Fleet view. */
+  /** /status lists more than one engine: shows the Fleet view. */
   fleet: 'engineMonitor.fleet',
   /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */
   connectionProblem: 'engineMonitor.connectionProblem',
 } as const;
 
-/** SecretStorage key of the PostgreSQL store's password (section 11; never a setting). */
+/** SecretStorage key of the PostgreSQL store's password (never a setting: settings files are plain text). */
 export const STORE_PASSWORD_SECRET = 'engineMonitor.store.password';
 
 /** SecretStorage key of the remote engine's token (never a setting: settings files are plain text). */

@@ -1,7 +1,13 @@
 // The composition root: builds every part once, in dependency order, and disposes them in
 // reverse. activate() only creates this; deactivate() awaits shutdown().
 import * as vscode from 'vscode';
-import { registerCommands } from './commands';
+import { engineCommands } from './commands/engineCommands';
+import { itemCommands, OpenItemPick } from './commands/itemCommands';
+import { logCommands } from './commands/logCommands';
+import { terminalCommands } from './commands/openInTerminal';
+import { queueCommands } from './commands/queueCommands';
+import { registerCommands } from './commands/register';
+import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
 import { registerDashboard } from './dashboard/dashboard';
 import { Disposable } from './dispose';
@@ -34,8 +40,7 @@ export class Container extends Disposable {
   readonly diagnostics: QueueDiagnostics;
   readonly lenses: QueueLenses;
   readonly attemptDiagnostics: AttemptDiagnostics;
-  /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
-  itemPick: vscode.QuickPick<vscode.QuickPickItem> | undefined;
+  readonly openItemPick = new OpenItemPick();
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
   activationMs = 0;
 
@@ -65,8 +70,28 @@ export class Container extends Disposable {
     this._register(this.logs.onDidChange(updateLoaded));
     this._register(this.controller.onDidChangeState(updateLoaded));
     this._register(this.client.onDidChangeConnection(updateLoaded));
-    for (const d of registerCommands(this)) this._register(d);
+    this.registerCommands(context);
     this._register(registerDashboard(context, this.client));
+  }
+
+  /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
+  get itemPick(): vscode.QuickPick<vscode.QuickPickItem> | undefined {
+    return this.openItemPick.current;
+  }
+
+  /** Each feature's commands, given only the services they use. */
+  private registerCommands(context: vscode.ExtensionContext): void {
+    const { controller, client, model, logs, queue, views, outputTerminals, openItemPick: openPick } = this;
+    const items = { client, controller, model, outputTerminals, views, openPick };
+    const handlers = {
+      ...engineCommands({ context, controller, client, model, logs }),
+      ...itemCommands(items),
+      ...terminalCommands(items),
+      ...logCommands({ logs }),
+      ...queueCommands({ queue, controller }),
+      ...secretCommands({ secrets: context.secrets, controller }),
+    };
+    for (const d of registerCommands(handlers, this.output)) this._register(d);
   }
 
   private loaded: boolean | undefined;

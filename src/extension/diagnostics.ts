@@ -1,4 +1,4 @@
-// Queue-file rejections in the Problems panel (contract §10): each item_rejected log entry becomes a
+// Queue-file rejections in the Problems panel: each item_rejected log entry becomes a
 // diagnostic, source "Engine Monitor", at the rejected entry (at its field when the engine names
 // one). These are the checks JSON Schema cannot make in the editor: a changed definition of a
 // launched or running item, cwd leaving the workspace, an invalid cron expression, an id clash

@@ -23,7 +23,7 @@ export interface HostLaunchSpec {
   args: string[];
   /** The API token (hostTokenFor); empty or undefined: none. */
   token?: string;
-  /** The PostgreSQL store's password from SecretStorage (section 11): the host's PGPASSWORD. */
+  /** The PostgreSQL store's password from SecretStorage: the host's PGPASSWORD, never a flag (ps shows flags). */
   storePassword?: string;
   restricted: boolean;
   stopped: boolean;

@@ -52,7 +52,7 @@ export class LiveLog extends Disposable {
 
   /**
    * One channel call per entry, in the engine's order: the channel stamps each call with a time and
-   * a level, so lines joined into one call lost both (#21 item 11).
+   * a level, so lines joined into one call lost both.
    */
   private flush(): void {
     clearTimeout(this.mirrorTimer);

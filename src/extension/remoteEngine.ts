@@ -1,7 +1,7 @@
 // Remote mode: with engineMonitor.remote.url set, this window forks no engine host of its own and
 // monitors a headless engine started elsewhere, through the same client, so the views, the status
 // bar and the terminals' environment follow that engine. Its token lives in SecretStorage.
-// Control commands travel over the engine's HTTP control endpoints (contract section 8), which
+// Control commands travel over the engine's HTTP control endpoints, which
 // answer only when that engine has a token; without one they are refused with what to do.
 import * as vscode from 'vscode';
 import type { ItemSummary } from '../shared/api';

@@ -1,5 +1,5 @@
-// An item's command as a line to type into the user's shell (Open Attempt in Terminal, contract
-// section 10): what the shell reads back must be exactly the argv the engine spawns. No `vscode`
+// An item's command as a line to type into the user's shell (Open Attempt in Terminal): what
+// the shell reads back must be exactly the argv the engine spawns. No `vscode`
 // import: the unit tests run every argv through a real /bin/sh.
 
 export type ShellKind = 'posix' | 'powershell' | 'cmd';

@@ -1,5 +1,5 @@
-// GET /metrics: the engine's counters in Prometheus's text exposition format 0.0.4 (contract
-// section 12), written by prom-client.
+// GET /metrics: the engine's counters in Prometheus's text exposition format 0.0.4, written by
+// prom-client.
 //
 // Nothing here counts anything itself. The item and launch figures are read from engine.stats()
 // and engine.health() once per scrape, the same calls /stats and /health answer from, so a scrape

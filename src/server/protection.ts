@@ -15,7 +15,7 @@ import { HttpError } from './respond';
 export interface Guard {
   /** Undefined when the request may proceed, else the error to answer with. */
   check(req: IncomingMessage): HttpError | undefined;
-  /** Whether a token is configured: control over HTTP (POST) is served only then (contract section 8). */
+  /** Whether a token is configured: control over HTTP (POST) is served only then. */
   readonly tokenConfigured: boolean;
 }
 

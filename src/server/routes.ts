@@ -45,7 +45,7 @@ export interface RouteContext {
 
 const READ_METHODS = 'GET, HEAD';
 const CONTROL_METHODS = 'POST';
-/** Control paths (contract section 8): POST only, and only with a token configured. */
+/** Control paths: POST only, and only with a token configured (no token, no way to control over HTTP). */
 const CONTROL_PATH = /^\/(?:items\/[^/]*\/(?:cancel|retry|hold|release)|engine\/(?:start|stop|poll))$/;
 
 /**
@@ -199,7 +199,7 @@ function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContex
     const itemId = itemIdOf(path.slice(0, path.lastIndexOf('/')));
     const control = await controlRequest(engine, req);
     await runControl(() => itemActions[action](control, itemId));
-    // Hold and release also apply to a schedule template (section 9), which is not an item.
+    // Hold and release also apply to a schedule template, which is not an item.
     const template = engine.itemDetail(itemId) ? undefined : engine.listSchedules?.().find((s) => s.id === itemId);
     sendJson(res, 202, template ?? requireItem(engine, itemId));
   });

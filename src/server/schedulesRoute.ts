@@ -1,4 +1,4 @@
-// GET /schedules (contract section 9): every schedule template with its next and last run. A
+// GET /schedules: every schedule template with its next and last run. A
 // handful of rows, computed from the templates (croner's next occurrence), so it is answered at once.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';

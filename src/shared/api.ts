@@ -19,17 +19,17 @@ export const LOG_ACTIONS = [
   'source_error',
   'database_error',
   'database_recovered',
-  // Part two, section 8: output and control.
+  // Attempt output and the control of items (cancel, hold, release, edits).
   'launch_cancelled',
   'item_held',
   'item_released',
   'item_updated',
-  // Part two, section 9: schedules and dependencies.
+  // Schedules and dependencies.
   'schedule_fired',
   'schedule_skipped',
   'item_blocked',
   'dependency_failed',
-  // Part two, section 12: a hook command or notify URL failed (never itself a hook's event).
+  // A hook command or notify URL failed (never itself a hook's event, so a failing hook cannot loop).
   'hook_failed',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
@@ -112,10 +112,10 @@ export interface StatusResponse {
     concurrency: number;
     running: number;
     polls: number;
-    /** On a PostgreSQL store (section 11): this engine's id in `fleet`. */
+    /** On a PostgreSQL store shared by a fleet: this engine's id in `fleet`. */
     engineId?: string;
   };
-  /** On a PostgreSQL store (section 11): every engine sharing it. */
+  /** On a PostgreSQL store shared by a fleet: every engine sharing it. */
   fleet?: FleetEngine[];
   scanner: {
     sources: SourceStatus[];
@@ -147,11 +147,11 @@ export interface LogEntry {
   message: string;
   itemId: string | null;
   details: Record<string, unknown> | null;
-  /** On a PostgreSQL store (section 11): the engine that wrote it. */
+  /** On a PostgreSQL store shared by a fleet: the engine that wrote it. */
   engineId?: string | null;
 }
 
-/** One engine of a fleet on a PostgreSQL store, as /status.fleet lists it (section 11). */
+/** One engine of a fleet on a PostgreSQL store, as /status.fleet lists it. */
 export interface FleetEngine {
   engineId: string;
   host: string;
@@ -178,11 +178,14 @@ export interface ItemSummary {
   source: string;
   updatedAt: IsoTime;
   lastError: string | null;
-  /** When its latest finished attempt finished (section 10's CodeLens); null when none has. Absent from engines before it. */
+  /**
+   * When its latest finished attempt finished (the queue file's CodeLens shows it); null when none
+   * has. Absent from engines before it.
+   */
   lastFinishedAt?: IsoTime | null;
-  /** The item's state (contract section 8): what `/items?state=` filters by. */
+  /** The item's state: what `/items?state=` filters by. */
   state: ItemState;
-  /** Only on a blocked item (section 9): the ids it still waits for (not launched, or unknown). */
+  /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */
   waitingFor?: string[];
 }
 
@@ -205,12 +208,12 @@ export interface ItemDefinitionBody {
   schedule: unknown;
   dependsOn: string[];
   priority: number;
-  /** Section 10: the item's problem matcher as its queue file wrote it; absent when it has none. */
+  /** The item's problem matcher as its queue file wrote it; absent when it has none. */
   problemMatcher?: unknown;
   source: string;
 }
 
-/** A problem found in an attempt's output by the item's problem matcher (section 10). */
+/** A problem found in an attempt's output by the item's problem matcher. */
 export interface AttemptProblem {
   file: string;
   line: number;
@@ -236,7 +239,7 @@ export interface AttemptDetail {
    */
   outputBytes: number | null;
   problems: AttemptProblem[];
-  /** On a PostgreSQL store (section 11): the engine that ran it. */
+  /** On a PostgreSQL store shared by a fleet: the engine that ran it. */
   engineId?: string | null;
 }
 
@@ -248,7 +251,7 @@ export interface ItemDetail {
   /** Why a failed item failed for good (`cancelled`, `dependency failed: b`…); null otherwise. */
   error: string | null;
   attempts: AttemptDetail[];
-  /** Only on a blocked item (section 9): the ids it still waits for, as `/items` gives them. */
+  /** Only on a blocked item: the ids it still waits for, as `/items` gives them. */
   waitingFor?: string[];
 }
 
@@ -259,7 +262,7 @@ export interface ErrorBody {
 /** Server-sent event names on `/events`. */
 export type EngineEventName = 'log' | 'stats' | 'health';
 
-/** The events hooks receive (contract section 12): `--on-item-failed`, `--on-health-change`, `--notify-url`. */
+/** The events hooks receive: `--on-item-failed`, `--on-health-change`, `--notify-url`. */
 export type HookEventName = 'item_failed' | 'health_changed';
 
 /** The engine that sent a hook event. */
@@ -295,7 +298,7 @@ export interface HealthChangedHookEvent {
 
 export type HookEvent = ItemFailedHookEvent | HealthChangedHookEvent;
 
-/** GET /schedules: one schedule template (contract section 9). */
+/** GET /schedules: one schedule template. */
 export interface ScheduleSummary {
   /** The template's id; its occurrences are `<id>@<ISO minute>Z`. */
   id: string;

@@ -41,7 +41,8 @@ export function escapeControls(text: string): string {
 }
 
 // One time format for the sidebar (extension host) and the dashboard (webview), following the
-// runtime's locale: 12- or 24-hour as the user's locale says, the same in both (#21 item 12).
+// runtime's locale: 12- or 24-hour as the user's locale says, and the same in both, so one log
+// entry never shows two different times.
 const clockFormat = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' });
 const dateTimeFormat = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' });
 

@@ -1,7 +1,7 @@
 // Messages between the VS Code extension and the engine host it forks (node IPC channel, as a
 // language client talks to its server). Reads go over the HTTP API like any script's; control
 // (start, stop, retry, cancel, hold…) goes over this channel, token or not: HTTP takes control only
-// when a token is configured (contract section 8).
+// when a token is configured, since without one any local process could control the engine.
 
 export type ControlCommand =
   | { command: 'start' }
@@ -9,7 +9,7 @@ export type ControlCommand =
   | { command: 'pollNow' }
   | { command: 'retryItem'; itemId: string }
   | { command: 'retryAllFailed' }
-  /** Contract section 8: end a running attempt (or a pending item) and fail the item; no retry. */
+  /** End a running attempt (or a pending item) and fail the item; no retry. */
   | { command: 'cancelItem'; itemId: string }
   | { command: 'holdItem'; itemId: string }
   | { command: 'releaseItem'; itemId: string }

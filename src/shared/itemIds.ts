@@ -1,4 +1,4 @@
-// How an item without an `id` is named (contract section 2): the engine when it ingests a queue
+// How an item without an `id` is named: the engine when it ingests a queue
 // file, and the editor's CodeLens when it finds that entry in the file, must derive the same id.
 import { createHash } from 'node:crypto';
 

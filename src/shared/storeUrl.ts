@@ -1,8 +1,8 @@
-// The PostgreSQL store's URL as the extension's setting gives it (contract section 11). Apart
+// The PostgreSQL store's URL as the extension's setting gives it. Apart
 // from the VS Code API, so the host launch (and its plain-Node tests) can check it too.
 
 /**
- * `engineMonitor.store.url` checked (section 11): undefined when empty (the embedded database), an
+ * `engineMonitor.store.url` checked: undefined when empty (the embedded database), an
  * error message when it is not a postgres:// URL or carries a password, which a settings file (plain
  * text, often committed) must never hold.
  */

@@ -1,4 +1,4 @@
-// CodeLens on queue files and Open Attempt in Terminal (contract §10), in the real editor with
+// CodeLens on queue files and Open Attempt in Terminal, in the real editor with
 // this window's real engine: lenses on a .json array and a .jsonl file say what the engine says
 // about each entry's item; a lens's Cancel ends a running attempt; Open Attempt in Terminal opens
 // a terminal in the item's cwd with its env and the command typed, which, run, does what the

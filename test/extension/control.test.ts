@@ -1,4 +1,4 @@
-// Cancel, Hold and Release (contract section 8) from the Items view and the palette's commands,
+// Cancel, Hold and Release from the Items view and the palette's commands,
 // in this window's own engine (the private channel); the outcome is read over HTTP, as a script
 // would.
 import * as assert from 'node:assert/strict';

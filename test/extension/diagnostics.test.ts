@@ -1,4 +1,4 @@
-// Rejected queue-file entries in the Problems panel (contract §10): the engine's item_rejected log
+// Rejected queue-file entries in the Problems panel: the engine's item_rejected log
 // entry becomes a diagnostic at the rejected entry's field, source "Engine Monitor", with the
 // engine's reason; writing the corrected file clears it. The engine is this window's own, real one.
 import * as assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Show Output and Find Item (contract section 8) against the real engine of this window: the
+// Show Output and Find Item against the real engine of this window: the
 // terminal is a vscode.Pseudoterminal, and what it wrote is read back from its session (the
 // extension keeps the first and the last 64 KiB written; `window.onDidWriteTerminalData` is a
 // proposed API that an extension cannot use in code-server 4.100 / VS Code 1.100).

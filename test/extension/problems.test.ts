@@ -1,4 +1,4 @@
-// Problem matchers in the Problems panel (contract §10): an item running the project's own tsc on a
+// Problem matchers in the Problems panel: an item running the project's own tsc on a
 // broken file fails, and its `$tsc` problems are diagnostics with the item's name as source at the
 // right line and column; after the file is fixed and the item retried, the successful attempt
 // clears them. The engine is this window's own, real one; tsc is real. A remote engine's paths

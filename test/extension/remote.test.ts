@@ -1,8 +1,8 @@
-// Remote mode (issue 6, item 5): with engineMonitor.remote.url set, this window stops forking its
+// Remote mode: with engineMonitor.remote.url set, this window stops forking its
 // own engine host and monitors a headless engine started elsewhere, through the same client, so
 // the views, the status bar and the terminals' environment follow that engine. Its token lives in
 // SecretStorage and is really required: a wrong one is a clear error state. Control commands go
-// over HTTP (contract section 8), which an engine without a token refuses with a clear message.
+// over HTTP, which an engine without a token refuses with a clear message.
 // Clearing the setting brings this window's own engine back, without a reload.
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';

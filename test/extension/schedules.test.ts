@@ -1,4 +1,4 @@
-// The Schedules view (contract section 9) against the real engine: a schedule template written
+// The Schedules view against the real engine: a schedule template written
 // into the queue folder shows as a row with its next run and its cron expression, and Hold and
 // Release (the same commands as for items, given the row) disable and enable it.
 import * as assert from 'node:assert/strict';

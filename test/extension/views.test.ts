@@ -124,7 +124,7 @@ describe('Tree views', () => {
     for (const child of failed.children) {
       if (child.item) assert.equal(child.contextValue, 'item.failed', 'failed items offer Retry');
     }
-    // Expanded by default (#21 item 7).
+    // Expanded by default: the failed items are what the user opens the view for.
     assert.equal(api._testing.views.providers.items.getTreeItem(failed).collapsibleState, vscode.TreeItemCollapsibleState.Expanded);
   });
 

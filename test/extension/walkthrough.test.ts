@@ -1,4 +1,4 @@
-// The "Get Started with Engine Monitor" walkthrough (issue 6, item 6): contributed, every step has
+// The "Get Started with Engine Monitor" walkthrough: contributed, every step has
 // its Markdown media in the extension, and every command its links run or its completion events
 // wait for exists, so a new user never clicks a dead link or a step that cannot complete.
 import * as assert from 'node:assert/strict';

@@ -72,7 +72,7 @@ const FORBIDDEN = [
   /\.engine\//,
   /\.sqlite/,
   /\.vsix$/,
-  /(^|\/)(tsconfig\.json|build\.mjs|package-lock\.json|\.vscodeignore|\.gitignore|\.mocharc\.json)$/,
+  /(^|\/)(tsconfig\.json|build\.mjs|package-lock\.json|\.vscodeignore|\.gitignore|\.mocharc\.(json|cjs))$/,
 ];
 
 /** The .vsix is built once, in a staging copy, and shared by both suites below. */

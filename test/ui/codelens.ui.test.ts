@@ -1,4 +1,4 @@
-// CodeLens in queue files (contract section 10) in a real VS Code (code-server + Chromium, see
+// CodeLens in queue files in a real VS Code (code-server + Chromium, see
 // test/vscode/codeServer.ts): a .json array and a .jsonl file open in the editor show each
 // entry's state as the engine has it, and clicking a lens's Cancel ends a running `sleep`.
 //

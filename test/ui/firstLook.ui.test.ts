@@ -1,9 +1,9 @@
-// What a new user hit in the editor (issue #21, items 8, 10 and 13), in a real VS Code
+// What a new user hit in the editor on a first look, in a real VS Code
 // (code-server + Chromium, see test/vscode/codeServer.ts): an empty workspace shows one welcome
 // with one Create Queue Folder, none of it clipped; the Scanner card counts the queue's items after
 // a restart (from the store) and says which counters are per process; the dashboard's disabled
 // Start is quiet in light, dark and high-contrast themes; the walkthrough's script fits its pane.
-// (The port toast of item 13 is answered in README, Troubleshooting: see the report of #21.)
+// (The toast about a taken port is answered in README, Troubleshooting.)
 // Screenshots land in test-results/screenshots/firstlook-*.png.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).

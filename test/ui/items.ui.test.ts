@@ -1,4 +1,4 @@
-// Section 8's UI in a real VS Code (code-server + Chromium, see test/vscode/codeServer.ts): the
+// The item states' UI in a real VS Code (code-server + Chromium, see test/vscode/codeServer.ts): the
 // status bar counts failed items while the engine is healthy, the Items view shows a running item
 // first with its elapsed time and the Failed group open, and the dashboard's item detail panel
 // shows an item's attempts and output, also in a narrow editor. Screenshots land in

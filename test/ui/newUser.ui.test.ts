@@ -1,4 +1,4 @@
-// What a new user hit in the editor (issue #21, items 5, 6, 11 and 12), in a real VS Code
+// What a new user hit in the editor, in a real VS Code
 // (code-server + Chromium, see test/vscode/codeServer.ts): the walkthrough's "Add your first item"
 // ticks when the engine discovers an item written by hand; every entry of the output channel has its
 // own timestamp and level; Poll Now is not offered while the engine is stopped, and says why from the

@@ -1,4 +1,4 @@
-// Start-up without flicker (issue #21 item 9, issue #19 target 5), in a real VS Code (code-server +
+// Start-up without flicker, in a real VS Code (code-server +
 // Chromium, see test/vscode/codeServer.ts): from a window reload until the views show the engine's
 // data, the side bar is read every ~100 ms; no sample may show VS Code's "There is no data provider
 // registered" message once the extension's contributions are in, nor an empty state ("No items yet",

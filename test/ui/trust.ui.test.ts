@@ -1,4 +1,4 @@
-// Workspace Trust in a real window (issue 5, item 10): code-server runs WITHOUT
+// Workspace Trust in a real window: code-server runs WITHOUT
 // --disable-workspace-trust, so the folder opens in Restricted Mode. Its queue holds one item
 // that would create a marker file outside the workspace. While the workspace is untrusted the
 // engine serves (status bar "Engine restricted") but the marker never appears; after trust is

@@ -1,7 +1,7 @@
 // The HTTP API over the real engine (real processes, real store on disk), every body checked
 // against the served OpenAPI document. The server's own edge cases are in server*.test.ts.
 // The same suite runs on both stores (the one parameter is the store): sql.js on disk, and a real
-// PostgreSQL server started for it (contract section 11), so the fleet store keeps the API's promises.
+// PostgreSQL server started for it, so the fleet store keeps the API's promises.
 import assert from 'node:assert/strict';
 import { Engine } from '../../src/core/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
@@ -28,9 +28,8 @@ for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js'
       nodeItem('sleepy', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
       { id: 'bad id with spaces', command: 'x' },
     ]);
-    // /health says "stalled" once the last poll started more than 3 poll intervals ago (contract
-    // section 4); at the tests' usual 100 ms a loaded machine let a poll slip past 300 ms (CI, load
-    // 12). This suite checks shapes, not stall detection (health.test and server.endpoints.test do):
+    // /health says "stalled" once the last poll started more than 3 poll intervals ago; at the
+    // tests' usual 100 ms a loaded machine let a poll slip past 300 ms (CI, load 12). This suite checks shapes, not stall detection (health.test and server.endpoints.test do):
     // 2 s intervals; every item is in the first poll, and retries run on their own timers.
     const pollIntervalMs = 2000;
     engine = await Engine.create(ws.options(pg ? { storeUrl: pg.createDatabase('api'), leaseMs: 10_000, pollIntervalMs } : { pollIntervalMs }));

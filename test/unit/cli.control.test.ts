@@ -1,5 +1,5 @@
 // Control and items over real HTTP, black-box: the built CLI (`serve`) as users run it, real queue
-// files, real processes, responses checked against the served OpenAPI document (contract section 8).
+// files, real processes, responses checked against the served OpenAPI document.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The command-line client (contract section 12) black-box: the built dist/cli.js run as a user
+// The command-line client black-box: the built dist/cli.js run as a user
 // runs it, against a real headless engine (`serve` on port 0) with real queue files and real
 // processes. Every command in text and --json, follow modes, discovery, exit codes, and the
 // safety of what it prints (no colour off a terminal or with NO_COLOR, engine strings escaped).

@@ -1,4 +1,4 @@
-// Control of items in the real engine (contract section 8): cancel, hold and release, edited
+// Control of items in the real engine: cancel, hold and release, edited
 // definitions, with real processes, real queue files and a real database on disk.
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The dashboard's Upcoming list (section 9) from a real engine's GET /schedules over real HTTP:
+// The dashboard's Upcoming list from a real engine's GET /schedules over real HTTP:
 // the next occurrence of each enabled template, soonest first, five at most; a held template has
 // none. The engine's schedule clock is fixed, so the expected times do not depend on when it runs.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Dependencies and priority (contract section 9) in the real engine: real queue files, real
+// Dependencies and priority in the real engine: real queue files, real
 // processes that record their own start, a real database on disk.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -123,7 +123,8 @@ describe('engine: polling, launching, retries, outcomes', function () {
     engine = await Engine.create(ws.options());
     await engine.start();
     await settled(engine);
-    // "same" has launched by now: another definition of it is rejected (section 8).
+    // "same" has launched by now: another definition of it is rejected (a launched item's command
+    // is history, not something to edit).
     ws.enqueue('c.json', [nodeItem('same', 'process.exit(1)')]);
     for (let i = 0; i < 3; i++) await engine.pollNow();
     const rejected = allLogs(engine).filter((e) => e.action === 'item_rejected');

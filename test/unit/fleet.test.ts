@@ -1,4 +1,4 @@
-// The fleet (contract section 11): several headless engines (`node dist/cli.js serve --store
+// The fleet: several headless engines (`node dist/cli.js serve --store
 // postgres://…`) on one real PostgreSQL server started by the test. Every claim is checked in the
 // database itself: attempts per item, which engine ran each, what was interrupted.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Hooks (contract section 12), black-box: the built CLI (`serve`) with --on-item-failed,
+// Hooks, black-box: the built CLI (`serve`) with --on-item-failed,
 // --on-health-change and --notify-url, real queue files, real hook processes run by /bin/sh, and a
 // real HTTP receiver on loopback (port 0). The hooks write what they read on stdin to files the
 // tests parse.

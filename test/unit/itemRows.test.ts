@@ -1,4 +1,4 @@
-// Smaller item rows (schema 5, issue #19's memory target): an items row's definition JSON leaves out
+// Smaller item rows (schema 5, for the engine host's memory): an items row's definition JSON leaves out
 // what its columns hold, and def_hash keeps 16 hex digits. These run a real engine on a real
 // storage folder: one written as schema 4 wrote it (whole definitions, 32-digit hashes, in the
 // snapshot and in the journal) must open, read the same and re-read its queue files without

@@ -1,4 +1,4 @@
-// Problem matchers in the engine (section 10): the headless CLI runs the project's own tsc on a
+// Problem matchers in the engine: the headless CLI runs the project's own tsc on a
 // broken file and GET /items/{id} carries the problem at its absolute file, line and column; a
 // queue file's own matcher; a bad matcher rejected with the field named; output cut at the
 // per-attempt cap matched as far as it is kept; and a database written by schema version 3.

@@ -1,4 +1,4 @@
-// GET /metrics, black-box (contract section 12): the built CLI (`serve`) with real queue files and
+// GET /metrics, black-box: the built CLI (`serve`) with real queue files and
 // real attempts that succeed and fail; the exposition checked against /stats, by Debian's
 // `promtool check metrics`, and scraped by a real Prometheus server that then answers PromQL.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Attempt output (contract section 8) end to end: the headless CLI (dist/cli.js) launching real
+// Attempt output end to end: the headless CLI (dist/cli.js) launching real
 // processes through its launch helper, real files under <storage>/output, real HTTP on loopback.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';

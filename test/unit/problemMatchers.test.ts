@@ -1,4 +1,4 @@
-// Problem matchers (section 10): every built-in against real output of its tool captured in
+// Problem matchers: every built-in against real output of its tool captured in
 // test/unit/fixtures/matchers (see the README there for how each was made), the project's own tsc
 // run live, a queue file's own single-line matcher, and what parseItem rejects in a matcher.
 import * as assert from 'node:assert/strict';

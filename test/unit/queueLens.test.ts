@@ -1,4 +1,4 @@
-// The CodeLens model of queue files (contract section 10): which item each entry is (the engine's
+// The CodeLens model of queue files: which item each entry is (the engine's
 // own id rules), and what its lens says and offers for each state, in trusted and restricted mode.
 import * as assert from 'node:assert/strict';
 import type { ItemState, ItemSummary } from '../../src/shared/api';

@@ -1,4 +1,5 @@
-// Issue 5's promises under abuse: crashes at random moments, and a corpus of bad queue files.
+// What the engine promises under abuse: no item lost or run twice across crashes at random
+// moments, and a clear rejection for every bad queue file in a corpus of them.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { symlinkSync, writeFileSync } from 'node:fs';

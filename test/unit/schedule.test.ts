@@ -1,4 +1,4 @@
-// Schedules (contract section 9) in the real engine: real queue files, real processes, a real
+// Schedules in the real engine: real queue files, real processes, a real
 // database on disk, real HTTP. The occurrences are computed against a clock the test steps
 // (EngineOptions.scheduleClock, test-only), so minute boundaries, downtime and DST days are crossed
 // without waiting for them; one test waits for one real minute boundary with the real clock.

@@ -40,7 +40,7 @@ const TOKEN = 'fuzz-token';
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
 const RUNS_PER_OPERATION = 250;
 
-// Run on both stores (the one parameter): the PostgreSQL store (section 11) must answer the same
+// Run on both stores (the one parameter): the PostgreSQL store must answer the same
 // generated requests as sql.js, its own dialect (text search, paging) included.
 for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js' ? 'server: schema-driven fuzzing against the OpenAPI document' : 'server: schema-driven fuzzing against the OpenAPI document (PostgreSQL store)', function () {
   this.timeout(store === 'sql.js' ? 120_000 : 240_000);

@@ -1,8 +1,8 @@
 // package.json's welcome views: VS Code takes one view per entry, so the six states shown while
 // no engine is connected (no queue folder, not running, starting, remote refused, remote
-// connecting, failed) and the "Loading…" of #21 item 9 are written out once per view, six times. Keeping the copies in the
-// manifest keeps package.json the one checked-in source of what users see; this test keeps them
-// from drifting apart instead.
+// connecting, failed) and the "Loading…" shown until the first data are written out once per
+// view, six times. Keeping the copies in the manifest keeps package.json the one checked-in source
+// of what users see; this test keeps them from drifting apart instead.
 import assert from 'node:assert/strict';
 import manifest from '../../package.json';
 import { Views } from '../../src/extension/constants';

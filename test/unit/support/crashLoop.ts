@@ -1,4 +1,4 @@
-// The crash loop of issue 5: a headless engine on a mixed queue, killed with SIGKILL at random
+// The crash loop: a headless engine on a mixed queue, killed with SIGKILL at random
 // moments and restarted on the same storage, then left to finish. Shared by the quick variant in
 // the unit suite and the long one in test:soak.
 import assert from 'node:assert/strict';

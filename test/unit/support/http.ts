@@ -180,7 +180,7 @@ export function sleep(ms: number): Promise<void> {
  * Validates values against the served OpenAPI document with Ajv (JSON Schema 2020-12, as OpenAPI
  * 3.1 uses). `strict` additionally forbids properties the document does not describe, so a field
  * the server sends undocumented fails the tests (the served document itself stays open to
- * additions, as the contract allows).
+ * additions, so clients must ignore fields they do not know).
  */
 export class OpenApiChecker {
   private readonly ajv: InstanceType<typeof Ajv2020>;

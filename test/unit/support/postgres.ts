@@ -1,4 +1,4 @@
-// A real PostgreSQL server for the fleet tests (contract section 11): initdb and pg_ctl from
+// A real PostgreSQL server for the fleet tests: initdb and pg_ctl from
 // Debian's postgresql package, in a temporary folder, on a free loopback port, with its unix socket
 // in that folder. PostgreSQL refuses to run as root, so as root (here and in CI) the server runs as
 // the `postgres` user the package creates. Missing binaries fail the tests under CI=true and skip

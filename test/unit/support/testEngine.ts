@@ -35,7 +35,7 @@ const MESSAGES = [
 ];
 
 /**
- * The actions of part one: the generated log stays the same when the contract adds actions, so
+ * The first actions the engine had: the generated log stays the same when new actions come, so
  * tests that rely on what a seed produces keep their data.
  */
 const GENERATED_ACTIONS = LOG_ACTIONS.slice(0, LOG_ACTIONS.indexOf('database_recovered') + 1);

@@ -1,9 +1,9 @@
 // "Filter Logs…": three short steps (actions, minimum level, text); Escape at any step cancels
 // and keeps the current filter.
 import * as vscode from 'vscode';
-import { LOG_ACTIONS, LOG_LEVELS, type LogLevel } from '../shared/api';
-import type { LogFilter } from '../shared/logFilter';
-import { actionIcon } from './views/format';
+import { LOG_ACTIONS, LOG_LEVELS, type LogLevel } from '../../shared/api';
+import type { LogFilter } from '../../shared/logFilter';
+import { actionIcon } from '../views/format';
 
 export async function pickLogFilter(current: LogFilter): Promise<LogFilter | undefined> {
   const actionItems = LOG_ACTIONS.map((a) => ({

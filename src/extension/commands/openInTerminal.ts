@@ -1,25 +1,32 @@
-// Open Attempt in Terminal (contract section 10): reproduce an item by hand. An integrated terminal
+// Open Attempt in Terminal: reproduce an item by hand. An integrated terminal
 // in the item's cwd, with the item's env plus ENGINE_ITEM_ID / ENGINE_ATTEMPT / ENGINE_MAX_ATTEMPTS
 // as the engine gives its processes, and the command typed but not run: the user reads it, edits
 // it if they like, and presses Enter.
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ItemDetail } from '../shared/api';
-import type { Container } from './container';
-import { findItem, latestAttempt, targetOf } from './itemCommands';
-import { itemPath } from './output/outputTerminal';
-import { commandLine, shellKindOf } from './shellQuote';
+import type { ItemDetail } from '../../shared/api';
+import { itemPath } from '../output/outputTerminal';
+import { commandLine, shellKindOf } from '../shellQuote';
+import { Commands } from '../constants';
+import { findItem, type ItemCommandServices } from './itemCommands';
+import { latestAttempt, targetOf } from './itemTarget';
+import type { CommandHandlers } from './register';
 
-export async function openInTerminal(c: Container, arg: unknown): Promise<vscode.Terminal | undefined> {
+/** Finding the item asks with the same pick as Find Item, so it takes the item commands' services. */
+export function terminalCommands(s: ItemCommandServices): CommandHandlers<typeof Commands.openInTerminal> {
+  return { [Commands.openInTerminal]: (arg) => openInTerminal(s, arg) };
+}
+
+async function openInTerminal(s: ItemCommandServices, arg: unknown): Promise<vscode.Terminal | undefined> {
   if (!vscode.workspace.isTrusted) {
     // The palette hides the command in restricted mode; a lens or a stale menu may still call it.
     void vscode.window.showInformationMessage('Open Attempt in Terminal runs an item\'s command in this workspace: trust the workspace first.');
     return undefined;
   }
-  const target = targetOf(arg) ?? (await findItem(c, 'Open which item\'s command in a terminal?', false));
+  const target = targetOf(arg) ?? (await findItem(s, 'Open which item\'s command in a terminal?', false));
   if (!target) return undefined;
-  const detail = await c.client.get<ItemDetail>(itemPath(target.itemId));
+  const detail = await s.client.get<ItemDetail>(itemPath(target.itemId));
   const attempt = target.attempt ?? latestAttempt(detail)?.attempt ?? 1;
   const cwd = localCwd(detail);
   const kind = shellKindOf(vscode.env.shell);

@@ -1,0 +1,22 @@
+// The queue folder's commands: Open Queue Folder, Create Queue Folder and Add Item…. They write
+// files; the engine finds them on its next poll, which Add Item asks for at once when this window
+// runs the engine.
+import { Commands } from '../constants';
+import type { EngineController } from '../engineController';
+import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand, type QueueFolders } from '../queue';
+import type { CommandHandlers } from './register';
+
+export interface QueueCommandServices {
+  queue: QueueFolders;
+  controller: Pick<EngineController, 'isOwner' | 'control'>;
+}
+
+type QueueCommandId = (typeof Commands)['openQueueFolder' | 'createQueueFolder' | 'addItem'];
+
+export function queueCommands({ queue, controller }: QueueCommandServices): CommandHandlers<QueueCommandId> {
+  return {
+    [Commands.openQueueFolder]: () => openQueueFolderCommand(queue),
+    [Commands.createQueueFolder]: () => createQueueFolderCommand(queue),
+    [Commands.addItem]: () => addItemCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
+  };
+}
