@@ -10,7 +10,9 @@ import { Store } from '../../src/core/store';
 import { LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 
 describe('log pages: the JSON written from stored rows', () => {
-  it('equals JSON.stringify(entries) for arbitrary messages, item ids and details (property)', async () => {
+  it('equals JSON.stringify(entries) for arbitrary messages, item ids and details (property)', async function () {
+    // Pure computation, 7 s on a quiet machine and up to 18 s on a loaded one: mocha's 20 s default is too close.
+    this.timeout(120_000);
     const { store } = await Store.open({ storageDir: null });
     try {
       const entry = fc.record({
@@ -128,7 +130,8 @@ describe('log pages: word search (q)', () => {
     };
   }
 
-  it('pages through exactly the entries the full-text index matches, in order (property)', async () => {
+  it('pages through exactly the entries the full-text index matches, in order (property)', async function () {
+    this.timeout(120_000);
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 2 ** 31 - 1 }),
