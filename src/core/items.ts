@@ -178,7 +178,50 @@ export function scheduleProblem(cron: string, timezone: string): string | undefi
   } catch (e) {
     return `"schedule" "${cron}" is not a valid cron expression: ${(e as Error).message.replace(/^CronPattern: /, '')}`;
   }
+  if (neverFires(fields)) {
+    return `"schedule" "${cron}" can never fire: no month it names has a day of the month it names (February has at most 29 days; April, June, September and November 30); fix the day or the month`;
+  }
   return undefined;
+}
+
+const MONTH_NAMES = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+/** The most days each month can have (February in a leap year). */
+const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * True when the day-of-month and month fields together name no date that exists ("0 0 31 2 *"),
+ * and the day of the week does not widen them. Such a template is a mistake, and croner searches
+ * years ahead for its next occurrence on every check (~10 ms each), which stalled the engine with
+ * a thousand of them. Only plain numbers, ranges, steps and month names are judged; anything else
+ * (L, W, #) is taken to be able to fire.
+ */
+function neverFires([, , dayField, monthField, weekdayField]: string[]): boolean {
+  if (weekdayField !== '*' && weekdayField !== '?') return false;
+  const days = fieldValues(dayField, 1, 31, []);
+  const months = fieldValues(monthField, 1, 12, MONTH_NAMES);
+  if (!days || !months) return false;
+  return !months.some((m) => days.some((d) => d <= MONTH_DAYS[m - 1]));
+}
+
+/** The values a cron field names, or undefined when it uses syntax this check does not judge. */
+function fieldValues(field: string, min: number, max: number, names: string[]): number[] | undefined {
+  const value = (text: string): number | undefined => {
+    const byName = names.indexOf(text.toLowerCase());
+    if (byName >= 0) return byName + 1;
+    return /^\d+$/.test(text) ? Number(text) : undefined;
+  };
+  const out: number[] = [];
+  for (const part of field.split(',')) {
+    const m = /^([^/-]+)(?:-([^/]+))?(?:\/(\d+))?$/.exec(part);
+    if (!m) return undefined;
+    const all = m[1] === '*' || m[1] === '?';
+    const from = all ? min : value(m[1]);
+    const to = all ? max : m[2] !== undefined ? value(m[2]) : m[3] !== undefined ? max : from;
+    const step = m[3] !== undefined ? Number(m[3]) : 1;
+    if (from === undefined || to === undefined || step < 1) return undefined;
+    for (let v = from; v <= to; v += step) out.push(v);
+  }
+  return out;
 }
 
 /** A stable fingerprint of what the item would do, to tell a re-read from a conflicting redefinition. */

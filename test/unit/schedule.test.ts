@@ -229,6 +229,13 @@ describe('schedules (section 9)', function () {
       return (r as { reason: string }).reason;
     };
     assert.match(reason({ schedule: '61 * * * *' }), /^"schedule" "61 \* \* \* \*" is not a valid cron expression/);
+    // A date that never exists is a mistake, and croner would search years ahead on every check.
+    for (const never of ['0 0 31 2 *', '0 0 30 feb *', '0 0 31 4,6,9,11 *', '0 0 30-31 2 *', '0 0 31 apr-jun/2 *']) {
+      assert.match(reason({ schedule: never }), new RegExp(`^"schedule" "${never.replace(/[*]/g, '\\*')}" can never fire: no month it names has a day of the month it names`), never);
+    }
+    for (const possible of ['0 0 29 2 *', '0 0 31 2,3 *', '0 0 31 2 1', '0 0 L 2 *', '0 0 31 * *', '0 0 */15 2 *']) {
+      assert.ok(parseItem({ command: 'true', schedule: possible }, ctx).ok, `${possible} can fire`);
+    }
     assert.match(reason({ schedule: '* * * *' }), /"schedule" must be a 5-field cron expression/);
     assert.match(reason({ schedule: '0 * * * * *' }), /"schedule" must be a 5-field cron expression/);
     assert.match(reason({ schedule: { cron: '0 2 * * *', timezone: 'Mars/Olympus' } }), /"schedule.timezone" "Mars\/Olympus" is not a known IANA time zone/);
