@@ -15,9 +15,9 @@
 //   its poll timer and its end listener go with its response's 'close'.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AttemptOutput, MonitoredEngine } from '../core/monitoredEngine';
-import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type OutputPiece, type StreamFilter } from '../core/outputReader';
-import type { OutputStreamTag } from '../core/outputFiles';
+import type { AttemptOutput, MonitoredEngine } from '../core/kernel/monitoredEngine';
+import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type OutputPiece, type StreamFilter } from '../core/features/output/outputReader';
+import type { OutputStreamTag } from '../core/features/output/outputFiles';
 import { oneOf } from '../shared/queryParams';
 import { parseParams, queryStringOf } from './params';
 import { HttpError, badRequest } from './respond';

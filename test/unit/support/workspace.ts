@@ -3,8 +3,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine, type EngineOptions } from '../../../src/core/engine';
-import type { ItemDefinition } from '../../../src/core/items';
+import { Engine, type EngineOptions } from '../../../src/core/kernel/engine';
+import type { ItemDefinition } from '../../../src/core/intake/items';
 import { locateLaunchHelper } from '../../../src/host/launchHelperEntry';
 import type { LogEntry } from '../../../src/shared/api';
 

@@ -4,10 +4,11 @@
 // and is rejected when it is running or launched. Each update or rejection is logged once,
 // because a file whose fingerprint is recorded is not read again until it changes.
 import * as path from 'node:path';
-import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
+import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../../shared/api';
 import { definitionHash, itemFromRow, sameDefinitionHash, storedDefinition, type DefinitionColumns, type ItemDefinition } from './items';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
-import type { Store } from './store';
+import type { EngineHooks } from '../kernel/hooks';
+import type { StoreBackend } from '../store/backend';
 
 /** The engine's log: an entry in the store, and an event for its listeners. */
 export type LogWriter = (action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null) => void;
@@ -24,13 +25,8 @@ export interface IngestionOptions {
 
 export interface IngestionHooks {
   log: LogWriter;
-  /**
-   * A new item was recorded as pending, in the same batch (the engine keeps its counters in step
-   * and records the item's priority and dependencies).
-   */
-  onItemDiscovered(item: ItemDefinition): void;
-  /** A known item took a new definition (`before`), in the same batch. */
-  onItemRedefined(item: ItemDefinition, before: ItemDefinition): void;
+  /** Where a new or redefined item is announced (itemDiscovered, itemRedefined), in the batch that records it. */
+  hooks: EngineHooks;
   /** True once the engine has closed: ingestion stops where it is. */
   isClosed(): boolean;
 }
@@ -81,7 +77,7 @@ export class ItemIngestion {
   private readonly scheduleClock: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     options: IngestionOptions,
     private readonly hooks: IngestionHooks,
   ) {
@@ -259,8 +255,8 @@ export class ItemIngestion {
   }
 
   /**
-   * Records a new pending item (from a queue file, or a schedule's occurrence): the row, then
-   * what the engine keeps with it (counters, priority, dependencies).
+   * Records a new pending item (from a queue file, or a schedule's occurrence): the row and its
+   * priority, then what the features keep with it (itemDiscovered: counters, dependencies).
    */
   insertItem(item: ItemDefinition, source: string, now: number, hash = definitionHash(item)): void {
     this.store.mutate('item_insert', [item.id, item.name, source, storedDefinition(item), hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
@@ -268,7 +264,8 @@ export class ItemIngestion {
       const i = this.sourceIndexOf(source);
       if (i >= 0) this.knownPerSource[i]++;
     }
-    this.hooks.onItemDiscovered(item);
+    if (item.priority) this.store.mutate('item_priority', [item.priority, item.id]);
+    this.hooks.hooks.emit('itemDiscovered', item);
   }
 
   /**
@@ -353,7 +350,8 @@ export class ItemIngestion {
       now,
       item.id,
     ]);
-    this.hooks.onItemRedefined(item, old);
+    if ((item.priority ?? 0) !== (old.priority ?? 0)) this.store.mutate('item_priority', [item.priority ?? 0, item.id]);
+    this.hooks.hooks.emit('itemRedefined', item, old);
     const after = pending ? 'it starts over with its attempts reset' : 'it stays failed until retried, and Retry runs the new definition';
     this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed); ${after}`, item.id, {
       changed,

@@ -2,8 +2,8 @@
 // demand. One poll runs at a time; a poll under way serves whoever asks for one meanwhile.
 import type { ItemIngestion } from './ingest';
 import { WallClockWatch } from './wallClock';
-import type { Store } from './store';
-import { isStoreUnavailable } from './store/pgStore';
+import type { StoreBackend } from '../store/backend';
+import { isStoreUnavailable } from '../store/pgStore';
 
 export interface PollerHooks {
   /** True once the engine has closed: no poll starts, and one under way stops. */
@@ -28,7 +28,7 @@ export class Poller {
   private polling: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly ingestion: ItemIngestion,
     private readonly intervalMs: number,
     private readonly hooks: PollerHooks,

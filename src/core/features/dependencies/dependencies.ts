@@ -5,13 +5,17 @@
 // an attempt, transitively; a cycle among known items fails every item on it. The rows of the
 // `dependencies` table name ids, known or not: an unknown dependency keeps the item blocked until
 // an item with that id is discovered.
-import type { LogWriter } from './ingest';
-import type { Store } from './store';
+import type { LogWriter } from '../../intake/ingest';
+import type { EngineHooks } from '../../kernel/hooks';
+import type { Transitions } from '../../kernel/transitions';
+import type { StoreBackend } from '../../store/backend';
 
-export interface DependencyHooks {
+export interface DependencyParts {
   log: LogWriter;
-  /** Records a pending item as failed without an attempt, with `error` (the engine keeps its counters). */
-  failWithoutAttempt(itemId: string, error: string): void;
+  /** Where a failed dependency fails its dependents (failedWithoutAttempt). */
+  transitions: Pick<Transitions, 'failedWithoutAttempt'>;
+  /** What it follows: items discovered and redefined, outcomes, and each change's settle. */
+  hooks: EngineHooks;
 }
 
 interface DependencyRow {
@@ -30,13 +34,33 @@ export class Dependencies {
    * a fleet, other engines add dependencies this one never sees recorded: always true there.
    */
   private any: boolean;
+  /** Items discovered or redefined since dependencies were last settled (after each poll and firing). */
+  private readonly unsettled = new Set<string>();
 
   constructor(
-    private readonly store: Store,
-    private readonly hooks: DependencyHooks,
+    private readonly store: StoreBackend,
+    private readonly hooks: DependencyParts,
     shared = false,
   ) {
     this.any = shared || store.get('SELECT 1 AS x FROM dependencies LIMIT 1') !== undefined;
+    hooks.hooks.on('itemDiscovered', (item) => {
+      if (item.dependsOn) this.record(item.id, item.dependsOn, false);
+      this.unsettled.add(item.id);
+    });
+    hooks.hooks.on('itemRedefined', (item, before) => {
+      this.record(item.id, item.dependsOn ?? [], (before.dependsOn?.length ?? 0) > 0);
+      this.unsettled.add(item.id);
+    });
+    hooks.hooks.on('outcome', (itemId, outcome) => (outcome === 'launched' ? this.launched(itemId) : this.failed(itemId)));
+    hooks.hooks.on('settle', () => this.settleDiscovered());
+  }
+
+  /** Judges the dependencies of what was discovered since the last time, in one batch. */
+  private settleDiscovered(): void {
+    if (this.unsettled.size === 0) return;
+    const ids = [...this.unsettled];
+    this.unsettled.clear();
+    this.store.batch(() => this.settle(ids));
   }
 
   /**
@@ -145,7 +169,7 @@ export class Dependencies {
   }
 
   private failOne(itemId: string, error: string, details: Record<string, unknown>): void {
-    this.hooks.failWithoutAttempt(itemId, error);
+    this.hooks.transitions.failedWithoutAttempt(itemId, error);
     this.loggedMissing.delete(itemId);
     // A cycle is the queue files' doing: the entry's file and field, so the editor can point at
     // its dependsOn (section 10's diagnostics), as item_rejected does.

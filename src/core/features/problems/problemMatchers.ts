@@ -9,7 +9,7 @@
 // innermost frame. `$eslint-stylish` and `$python` span several lines, so they are line scanners
 // here rather than one regexp; a queue file's own matcher is a single-line one.
 import path from 'node:path';
-import type { AttemptProblem } from '../shared/api';
+import type { AttemptProblem } from '../../../shared/api';
 
 export type ProblemSeverity = AttemptProblem['severity'];
 

@@ -16,10 +16,10 @@
 // Expressions with a wildcard hour (`*/30 * * * *`) follow real time and run in both instances of
 // the repeated hour, which are distinct instants, with distinct occurrence ids.
 import { Cron } from 'croner';
-import type { ItemOutcome, ScheduleSummary } from '../shared/api';
-import type { LogWriter } from './ingest';
-import type { ItemDefinition } from './items';
-import type { Store } from './store';
+import type { ItemOutcome, ScheduleSummary } from '../../../shared/api';
+import type { LogWriter } from '../../intake/ingest';
+import type { ItemDefinition } from '../../intake/items';
+import type { StoreBackend } from '../../store/backend';
 
 export interface SchedulerHooks {
   log: LogWriter;
@@ -62,7 +62,7 @@ export class Scheduler {
   private armed = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly hooks: SchedulerHooks,
   ) {}
 
