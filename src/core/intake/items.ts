@@ -32,7 +32,7 @@ export interface ItemInput {
   problemMatcher?: ProblemMatcherInput;
 }
 
-/** A template's schedule with its zone resolved (section 9). */
+/** A template's schedule with its zone resolved. */
 export interface ItemSchedule {
   cron: string;
   /** IANA zone; the engine's local zone when the queue file named none. */
@@ -53,7 +53,7 @@ export interface ItemDefinition {
   maxAttempts: number;
   /** Epoch milliseconds, or null to launch as soon as possible. */
   runAt: number | null;
-  // Section 9. Absent when the queue file left them out, so definitions (and their hashes)
+  // Scheduling, dependencies and priority. Absent when the queue file left them out, so definitions (and their hashes)
   // written before they existed read the same.
   /** Makes the item a template whose occurrences become items (src/core/schedules.ts). */
   schedule?: ItemSchedule;
@@ -63,7 +63,7 @@ export interface ItemDefinition {
   dependsOn?: string[];
   /** −100…100, default 0: among due items, higher first. */
   priority?: number;
-  /** Section 10: as the queue file wrote it (checked); applied to each finished attempt's output. */
+  /** The problem matcher as the queue file wrote it (checked); applied to each finished attempt's output. */
   problemMatcher?: ProblemMatcherInput;
 }
 
@@ -193,11 +193,11 @@ export function definitionHash(item: ItemDefinition): string {
     item.timeoutMs,
     item.maxAttempts,
     item.runAt,
-    // Section 9's fields join only when set, so an item written before them keeps its hash.
+    // The scheduling fields join only when set, so an item written before them keeps its hash.
     ...(item.schedule || item.overlap || item.dependsOn || item.priority
       ? [item.schedule ?? null, item.overlap ?? null, item.dependsOn ?? [], item.priority ?? 0]
       : []),
-    // Section 10's likewise (after a marker, so it cannot read as section 9's fields).
+    // The problem matcher likewise (after a marker, so it cannot read as the scheduling fields).
     ...(item.problemMatcher !== undefined ? ['problemMatcher', item.problemMatcher] : []),
   ]);
   // 64 bits tell a re-read from a redefinition of the same id; the hex prefix of what older

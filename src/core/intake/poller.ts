@@ -86,7 +86,7 @@ export class Poller {
       if (!(await this.ingestion.scanSources(started, everyFile))) return;
       this.hooks.onPolled();
     } catch (err) {
-      // A fleet's database that cannot be reached (section 11): the next poll tries again, and
+      // A fleet's database that cannot be reached: the next poll tries again, and
       // /health says why meanwhile. The sql.js store never throws here.
       if (!isStoreUnavailable(err)) throw err;
     }

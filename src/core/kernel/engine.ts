@@ -73,7 +73,6 @@ export class Engine implements ControllableEngine {
     const log: LogWriter = (action, level, message, itemId, details) => this.log(action, level, message, itemId, details);
     const isClosed = () => this.closed;
     this.transitions = new Transitions(store, options, log, this.hooks);
-    this.hooks.on('itemDiscovered', () => this.transitions.discovered());
     const k: KernelContext = {
       store,
       options,
@@ -100,7 +99,7 @@ export class Engine implements ControllableEngine {
     this.attempts.useClaimer(this.claimer);
     this.entries = new EngineLog(store, this.events, this.claimer.insertLog);
     this.dispatcher = new Dispatcher(k, this.attempts, this.claimer, () => ({ mode: this.mode, storageLost: this.storageLost }));
-    this.ingestion = new ItemIngestion(store, options, { log, hooks: this.hooks, isClosed });
+    this.ingestion = new ItemIngestion(store, options, { log, transitions: this.transitions, isClosed });
     const dependencies = new Dependencies(store, { log, transitions: this.transitions, hooks: this.hooks }, this.claimer.shared);
     this.scheduler = new Scheduler(store, {
       log,

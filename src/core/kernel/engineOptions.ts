@@ -7,7 +7,7 @@ import type { LaunchHelperEntry } from '../launchHelperClient';
 export interface EngineOptions {
   workspaceFolders: string[];
   /**
-   * A PostgreSQL store shared by a fleet of engines (contract section 11), e.g.
+   * A PostgreSQL store shared by a fleet of engines, e.g.
    * `postgres://user@host:5432/db`; undefined: the sql.js store in `storageDir`. The folder still
    * holds this engine's lock and attempts' output.
    */

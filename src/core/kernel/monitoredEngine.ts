@@ -115,7 +115,7 @@ export interface MonitoredEngine {
   onAttemptFinished(listener: (attempt: FinishedAttempt) => void): () => void;
   /** Attempt `attempt` (1-based, the latest of that number after a retry by hand) of the item. */
   attemptOutput(itemId: string, attempt: number): AttemptOutput;
-  /** GET /schedules (section 9); absent: an engine with no schedules. */
+  /** GET /schedules; absent: an engine with no schedules. */
   listSchedules?(): ScheduleSummary[];
 }
 
@@ -142,7 +142,7 @@ export class ControlError extends Error {
 
 /**
  * What control over HTTP (with a token) and over the extension's private channel may ask of an
- * engine (contract section 8). Each throws ControlError when refused; the server answers with the
+ * engine. Each throws ControlError when refused; the server answers with the
  * item as itemDetail() then reports it, or with the /status body.
  */
 export interface ControllableEngine extends MonitoredEngine {

@@ -128,7 +128,7 @@ export class PersistencePolicy {
     try {
       this.pruneStep();
     } catch (err) {
-      // A fleet's database that cannot be reached (section 11): the next minute tries again.
+      // A fleet's database that cannot be reached: the next minute tries again.
       if (!isStoreUnavailable(err)) throw err;
     }
   }

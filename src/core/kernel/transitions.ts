@@ -14,6 +14,7 @@
 //               cycle). Final until retried by hand.
 //
 //   discovered()            (new)            → pending
+//   redefined()             pending          → pending, attempts reset (failed stays failed)
 //   attemptStarted()        pending          → running
 //   launched()              running          → launched
 //   retryLater()            running          → pending, due after a backoff
@@ -67,9 +68,24 @@ export class Transitions {
     this.lastLaunch = state.lastLaunch;
   }
 
-  /** A new item was recorded pending (its row is ingestion's). */
-  discovered(): void {
+  /** (new) → pending: its row and priority; then the features keep what they need of it (itemDiscovered). */
+  discovered(item: ItemDefinition, source: string, stored: string, hash: string, now: number): void {
+    this.store.mutate('item_insert', [item.id, item.name, source, stored, hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+    if (item.priority) this.store.mutate('item_priority', [item.priority, item.id]);
     this.counts.pending++;
+    this.hooks.emit('itemDiscovered', item);
+  }
+
+  /**
+   * A known item (not running, not launched) took a new definition from `source`: a pending one
+   * starts over, attempts reset and due at its runAt; a failed one stays failed until retried.
+   */
+  redefined(item: ItemDefinition, before: ItemDefinition, source: string, stored: string, hash: string, known: Pick<ItemRow, 'outcome' | 'attempts' | 'due_at'>, now: number): void {
+    const pending = known.outcome === 'pending';
+    const [attempts, dueAt] = pending ? [0, item.runAt ?? 0] : [known.attempts, known.due_at];
+    this.store.mutate('item_update', [item.name, source, stored, hash, item.maxAttempts, item.runAt, attempts, dueAt, now, item.id]);
+    if ((item.priority ?? 0) !== (before.priority ?? 0)) this.store.mutate('item_priority', [item.priority ?? 0, item.id]);
+    this.hooks.emit('itemRedefined', item, before);
   }
 
   /** An attempt was recorded (its row by the claimer, which numbers it) and the item is running. */

@@ -24,7 +24,7 @@ let markersMade = 0;
 /**
  * A marker no other attempt, engine or run shares: 96 random bits drawn once per process, and a
  * count of the markers it made. One draw per launch cost the engine host's main thread ~20 µs an
- * item (randomBytes; docs/PERFORMANCE.md, #19 target 1, round four); a counter is free and just as
+ * item (randomBytes; measured in docs/PERFORMANCE.md); a counter is free and just as
  * unique within the process.
  */
 export function newAttemptMarker(): string {

@@ -1,4 +1,4 @@
-// Dependencies between items (contract section 9). An item with `dependsOn` is blocked until every
+// Dependencies between items. An item with `dependsOn` is blocked until every
 // dependency has launched; the `blocked` flag on its row is kept on every transition (insert, a
 // dependency launching, failing or appearing), so dispatch skips blocked items through an index
 // and never joins. A dependency that fails for good (or is cancelled) fails its dependents without
@@ -172,7 +172,7 @@ export class Dependencies {
     this.hooks.transitions.failedWithoutAttempt(itemId, error);
     this.loggedMissing.delete(itemId);
     // A cycle is the queue files' doing: the entry's file and field, so the editor can point at
-    // its dependsOn (section 10's diagnostics), as item_rejected does.
+    // its dependsOn in the queue file's diagnostics, as item_rejected does.
     const source = 'cycle' in details ? this.store.get<{ source: string }>('SELECT source FROM items WHERE id = ?', [itemId])?.source : undefined;
     this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, {
       error,

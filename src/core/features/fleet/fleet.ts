@@ -1,4 +1,4 @@
-// What an engine does only on a PostgreSQL store shared by a fleet (contract section 11): fleet-wide
+// What an engine does only on a PostgreSQL store shared by a fleet: fleet-wide
 // counters and /status.fleet from the shared database, taking over the attempts of engines whose
 // lease expired, other engines' log entries for /events (LISTEN/NOTIFY), and the work that waits
 // in memory while the database is unreachable (outcomes of attempts that ended, log entries).

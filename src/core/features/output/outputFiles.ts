@@ -1,4 +1,4 @@
-// Where an attempt's captured output lives and how its files are laid out (contract section 8).
+// Where an attempt's captured output lives and how its files are laid out.
 // Written by the launch helper (outputCapture.ts), read by the server (outputReader.ts); this file
 // holds what both must agree on, and imports only Node, so the helper's bundle stays small.
 //

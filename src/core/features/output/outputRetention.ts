@@ -1,4 +1,4 @@
-// The engine's side of captured output (contract section 8): where it lives, the total cap, and
+// The engine's side of captured output: where it lives, the total cap, and
 // pruning. The launch helper writes the files (outputCapture.ts); this decides when they go.
 //
 // - Total cap (engineMonitor.output.maxTotalMB): the kept output of finished attempts (the sum of

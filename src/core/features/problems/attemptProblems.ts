@@ -1,4 +1,4 @@
-// Applies an item's problem matcher to a finished attempt's captured output (contract section 10).
+// Applies an item's problem matcher to a finished attempt's captured output.
 // Bounded so that a chatty attempt costs little: at most SCAN_MAX_BYTES of the output are read (all
 // of it when smaller; otherwise its first quarter and last three quarters of that, the same split
 // the capture keeps) and at most MAX_PROBLEMS_PER_ATTEMPT problems are kept. Output that retention

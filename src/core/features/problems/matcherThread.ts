@@ -1,4 +1,4 @@
-// Where an item's own problem matcher runs (contract section 10): a regexp from a queue file is
+// Where an item's own problem matcher runs: a regexp from a queue file is
 // code the engine did not write, and JavaScript's regexps backtrack: `^(a+)+$` takes seconds on a
 // line of 27 characters and centuries on one of 60. On the engine's main thread that froze every
 // launch, /health and the API. So matchers with a queue file's regexps run on one worker thread,

@@ -1,4 +1,4 @@
-// Problem matchers (contract section 10): an item's `problemMatcher` turns what its attempt printed
+// Problem matchers: an item's `problemMatcher` turns what its attempt printed
 // into problems at file/line/column, as VS Code's task problem matchers do. The engine applies them
 // once an attempt has finished (src/core/attemptProblems.ts reads the output); this file holds the
 // pure part: the built-in matchers, checking a queue file's matcher, and matching text.

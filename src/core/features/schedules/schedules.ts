@@ -1,4 +1,4 @@
-// Schedule templates (contract section 9). A queue item with `schedule` is a template, kept in the
+// Schedule templates. A queue item with `schedule` is a template, kept in the
 // `schedules` table and not counted as an item; each occurrence becomes its own item, with id
 // `<template id>@<occurrence in UTC, minute precision>Z`, inheriting the template's fields.
 //
