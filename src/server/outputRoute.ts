@@ -1,6 +1,6 @@
 // GET /items/{id}/attempts/{n}/output (contract section 8): an attempt's captured output as
 // text/plain, the bytes exactly as the process wrote them (invalid UTF-8 included). Reads go
-// through src/core/outputReader.ts, asynchronously and a 64 KiB buffer at a time with the
+// through src/core/features/output/outputReader.ts, asynchronously and a 64 KiB buffer at a time with the
 // response's backpressure, so a 10 MiB output (or a slow client) never holds the event loop.
 //
 // - `stream=stdout|stderr`: one stream (plus the engine's own marker lines);

@@ -10,7 +10,7 @@ import { problemMatcherProblem, type ProblemMatcherInput } from '../features/pro
 import { isInside } from './workingFolder';
 import { deriveItemId } from '../../shared/itemIds';
 
-// Kept here too for the callers that judge queue files (src/core/queueSource.ts).
+// Kept here too for the callers that judge queue files (src/core/intake/queueSource.ts).
 export { isInside, deriveItemId };
 
 /** An item exactly as a queue file may write it. */
@@ -55,7 +55,7 @@ export interface ItemDefinition {
   runAt: number | null;
   // Scheduling, dependencies and priority. Absent when the queue file left them out, so definitions (and their hashes)
   // written before they existed read the same.
-  /** Makes the item a template whose occurrences become items (src/core/schedules.ts). */
+  /** Makes the item a template whose occurrences become items (src/core/features/schedules/schedules.ts). */
   schedule?: ItemSchedule;
   /** For templates: `skip` (default) skips an occurrence due while the previous one is pending. */
   overlap?: 'skip' | 'allow';

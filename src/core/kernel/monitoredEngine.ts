@@ -61,7 +61,7 @@ export type EngineEvent =
   | { type: 'stats' };
 
 /**
- * Where to read one attempt's captured output (src/core/outputReader.ts), or why there is none:
+ * Where to read one attempt's captured output (src/core/features/output/outputReader.ts), or why there is none:
  * the item or the attempt is unknown (or never started a process), or retention deleted it.
  */
 export type AttemptOutput =

@@ -2,7 +2,8 @@
 // one named function per change, each doing all of its bookkeeping: the row, the counters that
 // /stats answers from without counting rows, the hold an outcome ends, the log entry, and the hook
 // that tells the features. Nothing else writes these, so the counters cannot drift from the rows.
-// Callers run these inside the store batch of the change; none of them commits.
+// Callers run these inside the store batch of the change; none of them commits. An attempt's row
+// is inserted by the claimer (kernel/claimer.ts), which numbers it: a fleet's database does so itself.
 //
 // An item's states (its `items` row):
 //
@@ -23,6 +24,7 @@
 //   failedWithoutAttempt()  pending          → failed
 //   retriedByHand()         failed           → pending, attempts reset
 //   held() / released()     pending: the hold flag only; an outcome ends a hold.
+//   blocked()               pending: the blocked flag only, kept by the dependencies feature.
 import type { AttemptProblem, LaunchOutcome, LaunchRecord } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import type { ItemDefinition } from '../intake/items';
@@ -222,6 +224,11 @@ export class Transitions {
     this.counts.failed--;
     this.counts.pending++;
     this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, row.id, { previousAttempts: row.attempts });
+  }
+
+  /** A pending item waits for a dependency to launch (blocked), or no longer does. */
+  blocked(itemId: string, blocked: boolean): void {
+    this.store.mutate('item_blocked', [blocked ? 1 : 0, itemId]);
   }
 
   /** A pending item is held by the user. */

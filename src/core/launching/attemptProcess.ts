@@ -2,7 +2,7 @@
 // The process gets its own process group so that a timeout (or the end of the attempt) reaches
 // every process it started, not just the first one; and a marker in its environment, so that what
 // leaves the group (setsid, setpgid) is still found and ended once the attempt is over
-// (src/core/leftoverProcesses.ts).
+// (src/core/launching/leftoverProcesses.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ItemDefinition } from '../intake/items';
 import { ATTEMPT_MARKER_VARIABLE, LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';

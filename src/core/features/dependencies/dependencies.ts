@@ -12,8 +12,8 @@ import type { StoreBackend } from '../../store/backend';
 
 export interface DependencyParts {
   log: LogWriter;
-  /** Where a failed dependency fails its dependents (failedWithoutAttempt). */
-  transitions: Pick<Transitions, 'failedWithoutAttempt'>;
+  /** Where the blocked flag is set and a failed dependency fails its dependents. */
+  transitions: Pick<Transitions, 'blocked' | 'failedWithoutAttempt'>;
   /** What it follows: items discovered and redefined, outcomes, and each change's settle. */
   hooks: EngineHooks;
 }
@@ -73,7 +73,7 @@ export class Dependencies {
     if (hadDependencies) this.store.mutate('dependencies_clear', [itemId]);
     for (const dep of dependsOn) this.store.mutate('dependency_insert', [itemId, dep]);
     const waits = dependsOn.length > 0 && this.unlaunched(itemId) > 0;
-    if (waits || hadDependencies) this.store.mutate('item_blocked', [waits ? 1 : 0, itemId]);
+    if (waits || hadDependencies) this.hooks.transitions.blocked(itemId, waits);
     this.loggedMissing.delete(itemId);
   }
 
@@ -101,7 +101,7 @@ export class Dependencies {
     for (const dependent of this.dependents(itemId)) {
       const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [dependent]);
       if (row?.outcome === 'pending' && row.blocked === 1 && this.unlaunched(dependent) === 0) {
-        this.store.mutate('item_blocked', [0, dependent]);
+        this.hooks.transitions.blocked(dependent, false);
       }
     }
   }
@@ -145,7 +145,7 @@ export class Dependencies {
     }
     const waiting = deps.filter((d) => d.outcome !== 'launched');
     const blocked = waiting.length > 0 ? 1 : 0;
-    if (blocked !== row.blocked) this.store.mutate('item_blocked', [blocked, itemId]);
+    if (blocked !== row.blocked) this.hooks.transitions.blocked(itemId, blocked === 1);
     const missing = deps.filter((d) => d.outcome === null).map((d) => d.id);
     const key = missing.join('\n');
     if (missing.length > 0 && this.loggedMissing.get(itemId) !== key) {

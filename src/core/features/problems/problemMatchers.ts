@@ -1,6 +1,6 @@
 // Problem matchers: an item's `problemMatcher` turns what its attempt printed
 // into problems at file/line/column, as VS Code's task problem matchers do. The engine applies them
-// once an attempt has finished (src/core/attemptProblems.ts reads the output); this file holds the
+// once an attempt has finished (src/core/features/problems/attemptProblems.ts reads the output); this file holds the
 // pure part: the built-in matchers, checking a queue file's matcher, and matching text.
 //
 // The built-ins follow the patterns VS Code documents for its tasks ($tsc, $eslint-stylish,
