@@ -2,14 +2,14 @@
 // Chosen once, when the engine is created: LocalClaimer for the sql.js store this engine alone
 // writes, FleetClaimer (features/fleet) for a PostgreSQL store shared by a fleet. The launch loop
 // and the attempts call it and never ask which one they have.
-import type { AttemptProblem, StatsOverview, StatusResponse } from '../../shared/api';
+import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import { itemIndexReady } from '../itemSearch';
 import { readDueItems, readNextDueAt, readRunningAttempts, statsOverview, type ItemRow, type StoredState } from '../records';
 import type { Store } from '../store';
-import type { LogArgs } from '../features/fleet/fleet';
 import type { ActiveAttempt, Attempts } from './attempts';
 import type { KernelContext } from './context';
+import type { EngineLog } from './engineLog';
 
 /** A dispatch round's attempts, recorded; `committed` when they are on disk already and may be spawned at once. */
 export interface LaunchRound {
@@ -34,8 +34,8 @@ export interface Claimer {
   nextLook(now: number): number | null;
   /** Records an attempt's outcome (a shared store that is unreachable keeps it until it is back). */
   recordOutcome(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void;
-  /** Writes a log entry through `write` (a shared store that is unreachable keeps it in memory). */
-  writeLog(entry: LogArgs, write: () => void): void;
+  /** Writes a log entry (a shared store that is unreachable keeps it in memory). */
+  writeLog(log: EngineLog, action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void;
   /** Each persistence tick. */
   tick(): void;
   stats(lastPollAt: number | null): StatsOverview;
@@ -91,8 +91,8 @@ export class LocalClaimer implements Claimer {
     this.attempts.finish(a, result, false, problems);
   }
 
-  writeLog(_entry: LogArgs, write: () => void): void {
-    write();
+  writeLog(log: EngineLog, action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
+    log.write(action, level, message, itemId, details);
   }
 
   tick(): void {}

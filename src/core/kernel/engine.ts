@@ -394,6 +394,6 @@ export class Engine implements ControllableEngine {
 
   private log(action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
     if (this.closed) return;
-    this.claimer.writeLog([action, level, message, itemId, details], () => this.entries.write(action, level, message, itemId, details));
+    this.claimer.writeLog(this.entries, action, level, message, itemId, details);
   }
 }

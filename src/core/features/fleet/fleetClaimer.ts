@@ -3,15 +3,16 @@
 // transaction, committed before any process is spawned, so each attempt belongs to exactly one
 // engine and a crash after the commit leaves it running under a lease another engine will see
 // expire. Outcomes and log entries wait in memory while the database is unreachable.
-import type { AttemptProblem, StatsOverview, StatusResponse } from '../../../shared/api';
+import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
 import type { AttemptResult } from '../../launching/attemptProcess';
 import type { ActiveAttempt, Attempts } from '../../kernel/attempts';
 import type { Claimer, LaunchRound } from '../../kernel/claimer';
 import type { KernelContext } from '../../kernel/context';
+import type { EngineLog } from '../../kernel/engineLog';
 import { readDueItems, type ItemRow } from '../../records';
 import { isStoreUnavailable, type PgStore } from '../../store/pgStore';
 import { readable } from '../../kernel/storeReads';
-import { FleetWork, type LogArgs } from './fleet';
+import { FleetWork } from './fleet';
 
 /** How often a fleet engine with free slots looks for items other engines made due. */
 const FLEET_DISPATCH_MS = 250;
@@ -69,13 +70,13 @@ export class FleetClaimer implements Claimer {
     }
   }
 
-  writeLog(entry: LogArgs, write: () => void): void {
+  writeLog(log: EngineLog, action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
     try {
-      write();
+      log.write(action, level, message, itemId, details);
     } catch (err) {
       // Inside a transaction the whole unit of work is retried; alone, the entry waits in memory.
       if (!isStoreUnavailable(err) || this.pg.inTransaction) throw err;
-      this.fleet.keepLog(entry);
+      this.fleet.keepLog([action, level, message, itemId, details]);
     }
   }
 
