@@ -49,9 +49,9 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    // The thread that runs queue files' own problem-matcher regexps (src/core/matcherThread.ts),
+    // The thread that runs queue files' own problem-matcher regexps (src/core/features/problems/matcherThread.ts),
     // found beside dist/cli.js.
-    entryPoints: { 'matcher-worker': 'src/core/matcherWorker.ts' },
+    entryPoints: { 'matcher-worker': 'src/core/features/problems/matcherWorker.ts' },
     outdir: 'dist',
   },
   {

@@ -2,8 +2,8 @@
 // SCAN_MAX_BYTES in src/core/attemptProblems.ts), as a ratio to splitting the same text into lines
 // (the least any line matcher must do), both measured in this run, medians of 7 after a warm-up.
 //   npx tsx bench/matchers.ts
-import { SCAN_MAX_BYTES } from '../src/core/attemptProblems';
-import { matchProblems, type ProblemMatcherInput } from '../src/core/problemMatchers';
+import { SCAN_MAX_BYTES } from '../src/core/features/problems/attemptProblems';
+import { matchProblems, type ProblemMatcherInput } from '../src/core/features/problems/problemMatchers';
 
 /** Build-log-like output: one tsc error in ten lines, the rest stack-trace-like noise. */
 function output(): string {

@@ -3,7 +3,7 @@
 // Wall time is from the first poll (engine.start()) to the last outcome.
 import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer } from '../../src/server/server';
 import { benchLaunchHelper, checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
 import type { AttemptLauncher } from '../../src/core/launchHelperClient';

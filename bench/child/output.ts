@@ -4,7 +4,7 @@
 // and the launch helper's peak RSS meanwhile.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import type { AttemptLauncher } from '../../src/core/launchHelperClient';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';

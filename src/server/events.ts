@@ -17,7 +17,7 @@
 // sent when their id is above the last id that client received.
 import type { ServerResponse } from 'node:http';
 import type { HealthResponse, LogEntry } from '../shared/api';
-import type { EngineEvent, HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
+import type { EngineEvent, HealthSnapshot, MonitoredEngine } from '../core/kernel/monitoredEngine';
 
 export interface EventHubOptions {
   /** Minimum gap between two `stats` events to one client (at most 4 per second, as the API promises). */

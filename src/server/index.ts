@@ -3,4 +3,4 @@ export { startHttpServer, DEFAULT_TIMEOUTS, MAX_HEADER_BYTES } from './server';
 export type { HttpServerOptions, RunningHttpServer, ServerTimeouts } from './server';
 export type { EventHubOptions } from './events';
 export { buildOpenApiDocument } from './openapi';
-export type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../core/monitoredEngine';
+export type { EngineEvent, HealthSnapshot, LogPage, LogQuery, MonitoredEngine } from '../core/kernel/monitoredEngine';

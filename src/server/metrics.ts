@@ -15,7 +15,7 @@
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
+import type { HealthSnapshot, MonitoredEngine } from '../core/kernel/monitoredEngine';
 import type { HealthStatus, StatsOverview } from '../shared/api';
 import { parseParams, queryStringOf } from './params';
 

@@ -1,6 +1,6 @@
 // GET /items/{id}/attempts/{n}/output: an attempt's captured output as
 // text/plain, the bytes exactly as the process wrote them (invalid UTF-8 included). Reads go
-// through src/core/outputReader.ts, asynchronously and a 64 KiB buffer at a time with the
+// through src/core/features/output/outputReader.ts, asynchronously and a 64 KiB buffer at a time with the
 // response's backpressure, so a 10 MiB output (or a slow client) never holds the event loop.
 //
 // - `stream=stdout|stderr`: one stream (plus the engine's own marker lines);
@@ -15,9 +15,9 @@
 //   its poll timer and its end listener go with its response's 'close'.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AttemptOutput, MonitoredEngine } from '../core/monitoredEngine';
-import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type OutputPiece, type StreamFilter } from '../core/outputReader';
-import type { OutputStreamTag } from '../core/outputFiles';
+import type { AttemptOutput, MonitoredEngine } from '../core/kernel/monitoredEngine';
+import { closeLayout, copyPieces, outputSince, outputView, pieceLength, readLayout, type OutputLayout, type OutputPiece, type StreamFilter } from '../core/features/output/outputReader';
+import type { OutputStreamTag } from '../core/features/output/outputFiles';
 import { oneOf } from '../shared/queryParams';
 import { parseParams, queryStringOf } from './params';
 import { HttpError, badRequest } from './respond';

@@ -13,7 +13,7 @@ import {
   type RawParams,
 } from '../shared/queryParams';
 import { logQueryOf } from '../core/logQuery';
-import type { LogQuery } from '../core/monitoredEngine';
+import type { LogQuery } from '../core/kernel/monitoredEngine';
 import { badRequest } from './respond';
 
 export { DEFAULT_LIMIT, MAX_LIMIT, parseIsoDateTime } from '../shared/queryParams';

@@ -14,7 +14,8 @@
 import express, { type NextFunction, type Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HealthResponse, ItemDetail, StatsResponse, StatusResponse } from '../shared/api';
-import { ControlError, isControllable, type ControllableEngine, type HealthSnapshot, type MonitoredEngine } from '../core/monitoredEngine';
+import { ControlError, isControllable, type ControllableEngine, type HealthSnapshot, type MonitoredEngine } from '../core/kernel/monitoredEngine';
+import { httpControlCommand, httpControlNames } from '../core/features/control/commands';
 import { SSE_HEADERS, type EventHub } from './events';
 import {
   MAX_CONTROL_BODY_BYTES,
@@ -45,8 +46,9 @@ export interface RouteContext {
 
 const READ_METHODS = 'GET, HEAD';
 const CONTROL_METHODS = 'POST';
-/** Control paths: POST only, and only with a token configured (no token, no way to control over HTTP). */
-const CONTROL_PATH = /^\/(?:items\/[^/]*\/(?:cancel|retry|hold|release)|engine\/(?:start|stop|poll))$/;
+/** Control paths, from the control-command table: POST only, and only with a token configured. */
+const ITEM_CONTROL = new RegExp(`^/items/[^/]*/(?:${httpControlNames('item').join('|')})$`);
+const ENGINE_CONTROL = new RegExp(`^/engine/(?:${httpControlNames('engine').join('|')})$`);
 
 /**
  * The request handler: Express's Router with the API's routes. Paths are exact (/Stats and /stats/
@@ -93,7 +95,8 @@ function protection(guard: Guard): (req: IncomingMessage, res: ServerResponse, n
         ),
       );
     }
-    const control = CONTROL_PATH.test(pathOf(req.url));
+    const path = pathOf(req.url);
+    const control = ITEM_CONTROL.test(path) || ENGINE_CONTROL.test(path);
     const allowed = control ? req.method === 'POST' : req.method === 'GET' || req.method === 'HEAD';
     if (!allowed) {
       const message = control
@@ -182,31 +185,22 @@ function addPageRoutes(app: Router, engine: MonitoredEngine): void {
  * GET /items/{id}) or the /status body. protection() has let through only POSTs with a token.
  */
 function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContext): void {
-  const itemActions: Record<string, (e: ControllableEngine, id: string) => void> = {
-    cancel: (e, id) => e.cancelItem(id),
-    retry: (e, id) => e.retryItem(id),
-    hold: (e, id) => e.holdItem(id),
-    release: (e, id) => e.releaseItem(id),
-  };
-  const engineActions: Record<string, (e: ControllableEngine) => void | Promise<void>> = {
-    start: (e) => e.startLaunching(),
-    stop: (e) => e.stopLaunching(),
-    poll: (e) => e.pollNow(),
-  };
-  app.post(/^\/items\/[^/]*\/(?:cancel|retry|hold|release)$/, async (req: IncomingMessage, res: ServerResponse) => {
+  // One table for the HTTP routes and the extension's channel (features/control/commands.ts).
+  app.post(ITEM_CONTROL, async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req.url);
-    const action = path.slice(path.lastIndexOf('/') + 1);
+    const command = httpControlCommand('item', path.slice(path.lastIndexOf('/') + 1))!;
     const itemId = itemIdOf(path.slice(0, path.lastIndexOf('/')));
     const control = await controlRequest(engine, req);
-    await runControl(() => itemActions[action](control, itemId));
+    await runControl(() => command.run(control, itemId));
     // Hold and release also apply to a schedule template, which is not an item.
     const template = engine.itemDetail(itemId) ? undefined : engine.listSchedules?.().find((s) => s.id === itemId);
     sendJson(res, 202, template ?? requireItem(engine, itemId));
   });
-  app.post(/^\/engine\/(?:start|stop|poll)$/, async (req: IncomingMessage, res: ServerResponse) => {
+  app.post(ENGINE_CONTROL, async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req.url);
+    const command = httpControlCommand('engine', path.slice('/engine/'.length))!;
     const control = await controlRequest(engine, req);
-    await runControl(() => engineActions[path.slice('/engine/'.length)](control));
+    await runControl(() => command.run(control, ''));
     const body: StatusResponse = { ...engine.status(), timestamp: new Date().toISOString(), server: { url: ctx.url } };
     sendJson(res, 202, body);
   });
@@ -221,7 +215,7 @@ async function controlRequest(engine: MonitoredEngine, req: IncomingMessage): Pr
 }
 
 /** Runs a control action, turning the engine's refusals into 404 and 409 (with its message). */
-async function runControl(action: () => void | Promise<void>): Promise<void> {
+async function runControl(action: () => unknown): Promise<void> {
   try {
     await action();
   } catch (err) {

@@ -2,7 +2,7 @@
 // handful of rows, computed from the templates (croner's next occurrence), so it is answered at once.
 import type { Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { MonitoredEngine } from '../core/monitoredEngine';
+import type { MonitoredEngine } from '../core/kernel/monitoredEngine';
 import { parseParams, queryStringOf } from './params';
 import { sendJson } from './respond';
 

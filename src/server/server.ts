@@ -7,7 +7,7 @@ import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { HealthResponse } from '../shared/api';
 import { EventHub, DEFAULT_EVENT_HUB_OPTIONS, type EventHubOptions } from './events';
-import type { HealthSnapshot, MonitoredEngine } from '../core/monitoredEngine';
+import type { HealthSnapshot, MonitoredEngine } from '../core/kernel/monitoredEngine';
 import { buildOpenApiDocument } from './openapi';
 import { createGuard, hostWithPort, isLoopbackHost } from './protection';
 import { JSON_CONTENT_TYPE } from './respond';

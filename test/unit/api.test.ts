@@ -3,7 +3,7 @@
 // The same suite runs on both stores (the one parameter is the store): sql.js on disk, and a real
 // PostgreSQL server started for it, so the fleet store keeps the API's promises.
 import assert from 'node:assert/strict';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import type { LogEntry, StatsResponse, StatusResponse } from '../../src/shared/api';
 import { OpenApiChecker, request } from './support/http';

@@ -4,8 +4,8 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
-import { isInside } from '../../src/core/items';
+import { Engine } from '../../src/core/kernel/engine';
+import { isInside } from '../../src/core/intake/items';
 import { allLogs, nodeItem, settled, TempWorkspace } from './support/workspace';
 
 describe('confinement: queue folder, links and cwd by real path', function () {

@@ -2,7 +2,7 @@
 // the next occurrence of each enabled template, soonest first, five at most; a held template has
 // none. The engine's schedule clock is fixed, so the expected times do not depend on when it runs.
 import assert from 'node:assert/strict';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { readUpcoming, UPCOMING_LIMIT, type DashboardReader } from '../../src/extension/dashboard/dashboardQueries';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { nodeItem, TempWorkspace } from './support/workspace';

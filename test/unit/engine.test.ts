@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { Store } from '../../src/core/store';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 

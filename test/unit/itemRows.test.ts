@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
-import { Engine } from '../../src/core/engine';
-import { definitionHash, itemFromRow, storedDefinition, type ItemDefinition } from '../../src/core/items';
+import { Engine } from '../../src/core/kernel/engine';
+import { definitionHash, itemFromRow, storedDefinition, type ItemDefinition } from '../../src/core/intake/items';
 import { migrate } from '../../src/core/store/schema';
 import { allLogs, nodeItem, TempWorkspace, waitFor } from './support/workspace';
 

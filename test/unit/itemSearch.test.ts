@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { itemIndexCurrent, itemIndexReady, matchingItemSeqs, type BuildStep, type ItemMatches } from '../../src/core/itemSearch';
-import { definitionHash, type ItemDefinition } from '../../src/core/items';
+import { definitionHash, type ItemDefinition } from '../../src/core/intake/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';
 import { searchWords } from '../../src/shared/logFilter';

@@ -2,7 +2,7 @@
 // to fix), the working directory kept inside the workspace folder, and derived ids and hashes.
 import * as assert from 'node:assert/strict';
 import path from 'node:path';
-import { definitionHash, deriveItemId, isInside, parseItem, type ItemDefinition, type ItemResult } from '../../src/core/items';
+import { definitionHash, deriveItemId, isInside, parseItem, type ItemDefinition, type ItemResult } from '../../src/core/intake/items';
 
 const WORKSPACE = path.resolve('/tmp/engine-monitor-items-test/ws');
 const DEFAULTS = { timeoutMs: 600_000, maxAttempts: 3 };

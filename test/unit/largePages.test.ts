@@ -2,7 +2,7 @@
 // store on disk: the body written in parts is byte for byte the JSON the page is, under a
 // Content-Length that matches it (the same answer as when it was one string).
 import assert from 'node:assert/strict';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { JSON_PART_CHARS } from '../../src/shared/jsonParts';
 import { request } from './support/http';

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/attemptProcess';
+import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/launching/attemptProcess';
 import { isAlive } from '../../src/host/lock';
 import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { itemDefinition, waitFor } from './support/workspace';

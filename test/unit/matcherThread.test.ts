@@ -3,8 +3,8 @@
 // budget while the main thread carries on, the matches queued behind it run on a fresh thread, and
 // close() leaves nothing waiting. Real worker threads, loaded from the sources through tsx.
 import assert from 'node:assert/strict';
-import { hasOwnRegexp, MatcherThread } from '../../src/core/matcherThread';
-import { matchProblems, type ProblemMatcherInput } from '../../src/core/problemMatchers';
+import { hasOwnRegexp, MatcherThread } from '../../src/core/features/problems/matcherThread';
+import { matchProblems, type ProblemMatcherInput } from '../../src/core/features/problems/problemMatchers';
 
 const OWN: ProblemMatcherInput = { severity: 'warning', pattern: { regexp: '^([^:]+):(\\d+):(\\d+) (.*)$', file: 1, line: 2, column: 3, message: 4 } };
 const REDOS: ProblemMatcherInput = { pattern: { regexp: '^(a+)+$', file: 1, line: 1 } };

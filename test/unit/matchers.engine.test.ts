@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
 import type { ItemDetail } from '../../src/shared/api';
 import { allLogs as cliLogs, getJson, serve, type ServeProcess } from './support/cli';

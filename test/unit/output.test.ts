@@ -5,7 +5,7 @@ import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 
 import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer } from '../../src/server/server';
 import { openFollowers } from '../../src/server/outputRoute';
 import type { ItemSummary } from '../../src/shared/api';

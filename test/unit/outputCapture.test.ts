@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LAZY_BYTES, OutputCapture, retireOutputPack } from '../../src/core/outputCapture';
-import { encodeRecord, encodeSingleHeader, headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/outputFiles';
-import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/outputReader';
+import { LAZY_BYTES, OutputCapture, retireOutputPack } from '../../src/core/features/output/outputCapture';
+import { encodeRecord, encodeSingleHeader, headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/features/output/outputFiles';
+import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/features/output/outputReader';
 import { waitFor } from './support/workspace';
 
 async function served(dir: string, attemptId: number, stream: StreamFilter): Promise<string | undefined> {

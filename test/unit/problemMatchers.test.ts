@@ -7,8 +7,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { parseItem, type ItemResult } from '../../src/core/items';
-import { matchProblems, MAX_PROBLEMS_PER_ATTEMPT, problemMatcherProblem, type ProblemMatcherInput } from '../../src/core/problemMatchers';
+import { parseItem, type ItemResult } from '../../src/core/intake/items';
+import { matchProblems, MAX_PROBLEMS_PER_ATTEMPT, problemMatcherProblem, type ProblemMatcherInput } from '../../src/core/features/problems/problemMatchers';
 
 const FIXTURES = path.resolve(__dirname, 'fixtures/matchers');
 /** The item's cwd the tools ran in when the fixtures were captured. */

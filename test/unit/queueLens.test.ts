@@ -2,7 +2,7 @@
 // own id rules), and what its lens says and offers for each state, in trusted and restricted mode.
 import * as assert from 'node:assert/strict';
 import type { ItemState, ItemSummary } from '../../src/shared/api';
-import { parseItem } from '../../src/core/items';
+import { parseItem } from '../../src/core/intake/items';
 import { formatRelativeTime } from '../../src/shared/format';
 import { lensesFor, readQueueEntries, stateTitle, type LensContext, type QueueEntry } from '../../src/extension/queueLensModel';
 

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { QueueDirectorySource } from '../../src/core/queueSource';
+import { QueueDirectorySource } from '../../src/core/intake/queueSource';
 import { TempWorkspace } from './support/workspace';
 
 describe('queue folder source: reads only what changed', function () {

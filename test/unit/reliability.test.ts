@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { crashLoop } from './support/crashLoop';
 import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace } from './support/workspace';
 

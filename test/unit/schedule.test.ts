@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Engine } from '../../src/core/engine';
-import { parseItem } from '../../src/core/items';
+import { Engine } from '../../src/core/kernel/engine';
+import { parseItem } from '../../src/core/intake/items';
 import { startHttpServer } from '../../src/server';
 import { OpenApiChecker, request } from './support/http';
 import { serve, type ServeProcess } from './support/cli';

@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
-import { Engine } from '../../src/core/engine';
+import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { OpenApiChecker, request } from './support/http';
 import { nodeItem, settled, TempWorkspace } from './support/workspace';

@@ -9,7 +9,7 @@ import type { ItemDetail, ItemOutcome, ItemSummary, LogEntry, StatsOverview, Sta
 import { itemWords, wordsMatch } from '../../../src/shared/itemFilter';
 import { searchWords } from '../../../src/shared/logFilter';
 import { ENGINE_NAME, LOG_ACTIONS, LOG_LEVELS } from '../../../src/shared/api';
-import type { AttemptOutput, EngineEvent, HealthSnapshot, ItemsPage, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/monitoredEngine';
+import type { AttemptOutput, EngineEvent, HealthSnapshot, ItemsPage, LogPage, LogQuery, MonitoredEngine } from '../../../src/core/kernel/monitoredEngine';
 
 /** Mulberry32: a tiny seeded PRNG so generated data is the same on every run. */
 export function seededRandom(seed: number): () => number {

@@ -3,8 +3,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine, type EngineOptions } from '../../../src/core/engine';
-import type { ItemDefinition } from '../../../src/core/items';
+import { Engine, type EngineOptions } from '../../../src/core/kernel/engine';
+import type { ItemDefinition } from '../../../src/core/intake/items';
 import { locateLaunchHelper } from '../../../src/host/launchHelperEntry';
 import type { LogEntry } from '../../../src/shared/api';
 
@@ -134,7 +134,7 @@ export function assertInvariants(engine: Engine): void {
 /**
  * Makes every file an attempt's output could be written to /dev/full, where each write fails with
  * ENOSPC: the head file of output written as it comes, and the single file of a short attempt's
- * output written when it ends (src/core/outputFiles.ts). Call it once the engine runs: at its
+ * output written when it ends (src/core/features/output/outputFiles.ts). Call it once the engine runs: at its
  * start it removes files of attempts its database never had.
  */
 export function outputOnFullDisk(outputDir: string, attemptId: number): void {

@@ -1,4 +1,4 @@
-// Where an item's own problem matcher runs (contract section 10): a regexp from a queue file is
+// Where an item's own problem matcher runs: a regexp from a queue file is
 // code the engine did not write, and JavaScript's regexps backtrack: `^(a+)+$` takes seconds on a
 // line of 27 characters and centuries on one of 60. On the engine's main thread that froze every
 // launch, /health and the API. So matchers with a queue file's regexps run on one worker thread,
@@ -7,9 +7,9 @@
 // why; the next attempt gets a fresh thread. The built-in matchers' regexps are ours, linear on
 // the lines they get, and stay on the main thread.
 import type { Worker } from 'node:worker_threads';
-import type { AttemptProblem } from '../shared/api';
+import type { AttemptProblem } from '../../../shared/api';
 import type { ProblemMatcherInput } from './problemMatchers';
-import { startWorker, workerCode } from './workerCode';
+import { startWorker, workerCode } from '../../launching/workerCode';
 
 /** How long one attempt's output may take to match, from the moment the thread starts on it. */
 export const MATCH_TIME_BUDGET_MS = 5_000;

@@ -1,11 +1,11 @@
-// Applies an item's problem matcher to a finished attempt's captured output (contract section 10).
+// Applies an item's problem matcher to a finished attempt's captured output.
 // Bounded so that a chatty attempt costs little: at most SCAN_MAX_BYTES of the output are read (all
 // of it when smaller; otherwise its first quarter and last three quarters of that, the same split
 // the capture keeps) and at most MAX_PROBLEMS_PER_ATTEMPT problems are kept. Output that retention
 // cut or pruned is matched as far as it is there.
-import type { AttemptProblem } from '../shared/api';
+import type { AttemptProblem } from '../../../shared/api';
 import { hasOwnRegexp, type MatcherThread } from './matcherThread';
-import { closeLayout, copyPieces, outputView, pieceLength, readLayout } from './outputReader';
+import { closeLayout, copyPieces, outputView, pieceLength, readLayout } from '../output/outputReader';
 import { matchProblems, type ProblemMatcherInput } from './problemMatchers';
 
 /** Bytes of an attempt's output a matcher reads at most. */

@@ -1,14 +1,14 @@
-// What an engine does only on a PostgreSQL store shared by a fleet (contract section 11): fleet-wide
+// What an engine does only on a PostgreSQL store shared by a fleet: fleet-wide
 // counters and /status.fleet from the shared database, taking over the attempts of engines whose
 // lease expired, other engines' log entries for /events (LISTEN/NOTIFY), and the work that waits
 // in memory while the database is unreachable (outcomes of attempts that ended, log entries).
-import type { AttemptProblem, FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../shared/api';
-import type { AttemptResult } from './attemptProcess';
-import type { EngineEventBus } from './eventBus';
-import { itemFromRow, type ItemDefinition } from './items';
-import { LOG_LEVELS } from '../shared/api';
-import { statsOverview } from './records';
-import type { FleetCounters, PgStore } from './store/pgStore';
+import type { AttemptProblem, FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
+import type { AttemptResult } from '../../launching/attemptProcess';
+import type { EngineEventBus } from '../../kernel/eventBus';
+import { itemFromRow, type ItemDefinition } from '../../intake/items';
+import { LOG_LEVELS } from '../../../shared/api';
+import { statsOverview } from '../../records';
+import type { FleetCounters, PgStore } from '../../store/pgStore';
 
 export type LogArgs = [LogAction, LogLevel, string, string | null, Record<string, unknown> | null];
 

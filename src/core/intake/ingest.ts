@@ -4,10 +4,11 @@
 // and is rejected when it is running or launched. Each update or rejection is logged once,
 // because a file whose fingerprint is recorded is not read again until it changes.
 import * as path from 'node:path';
-import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
+import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../../shared/api';
 import { definitionHash, itemFromRow, sameDefinitionHash, storedDefinition, type DefinitionColumns, type ItemDefinition } from './items';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
-import type { Store } from './store';
+import type { Transitions } from '../kernel/transitions';
+import type { StoreBackend } from '../store/backend';
 
 /** The engine's log: an entry in the store, and an event for its listeners. */
 export type LogWriter = (action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null) => void;
@@ -24,13 +25,8 @@ export interface IngestionOptions {
 
 export interface IngestionHooks {
   log: LogWriter;
-  /**
-   * A new item was recorded as pending, in the same batch (the engine keeps its counters in step
-   * and records the item's priority and dependencies).
-   */
-  onItemDiscovered(item: ItemDefinition): void;
-  /** A known item took a new definition (`before`), in the same batch. */
-  onItemRedefined(item: ItemDefinition, before: ItemDefinition): void;
+  /** Records a new or redefined item (and tells the features), in the batch of its queue file. */
+  transitions: Pick<Transitions, 'discovered' | 'redefined'>;
   /** True once the engine has closed: ingestion stops where it is. */
   isClosed(): boolean;
 }
@@ -81,7 +77,7 @@ export class ItemIngestion {
   private readonly scheduleClock: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     options: IngestionOptions,
     private readonly hooks: IngestionHooks,
   ) {
@@ -156,7 +152,7 @@ export class ItemIngestion {
         // Grouped by file, so this reads one row per queue file, once per engine start.
         rows = this.store.all<{ source: string; n: number }>('SELECT source, COUNT(*) AS n FROM items GROUP BY source');
       } catch {
-        // A fleet's database that is down right now (section 11): /status must still answer, saying
+        // A fleet's database that is down right now: /status must still answer, saying
         // why in `database.lastError`; what this process discovered is the best it knows, and the
         // store is asked again next time.
         return this.sourceStatus.map((s) => s.itemsDiscovered);
@@ -240,7 +236,8 @@ export class ItemIngestion {
       const known = this.store.get<KnownItem>('SELECT id, name, max_attempts, run_at, def_hash, source, definition, outcome, running, attempts, due_at FROM items WHERE id = ?', [item.id]);
       if (known) {
         // The same item read again: ingestion is idempotent. Another definition replaces the old
-        // one while the item is pending and not running, or failed (section 8).
+        // one while the item is pending and not running, or failed (a running attempt keeps the
+        // definition it started with).
         if (!sameDefinitionHash(known.def_hash, hash)) this.redefine(file, entry.index, item, hash, known);
         continue;
       }
@@ -259,16 +256,14 @@ export class ItemIngestion {
   }
 
   /**
-   * Records a new pending item (from a queue file, or a schedule's occurrence): the row, then
-   * what the engine keeps with it (counters, priority, dependencies).
+   * Records a new pending item (from a queue file, or a schedule's occurrence).
    */
   insertItem(item: ItemDefinition, source: string, now: number, hash = definitionHash(item)): void {
-    this.store.mutate('item_insert', [item.id, item.name, source, storedDefinition(item), hash, item.maxAttempts, item.runAt, item.runAt ?? 0, now, now]);
+    this.hooks.transitions.discovered(item, source, storedDefinition(item), hash, now);
     if (this.knownPerSource) {
       const i = this.sourceIndexOf(source);
       if (i >= 0) this.knownPerSource[i]++;
     }
-    this.hooks.onItemDiscovered(item);
   }
 
   /**
@@ -341,19 +336,7 @@ export class ItemIngestion {
     const changed = changedFields(old, item);
     const now = Date.now();
     const pending = known.outcome === 'pending';
-    this.store.mutate('item_update', [
-      item.name,
-      file.relPath,
-      storedDefinition(item),
-      hash,
-      item.maxAttempts,
-      item.runAt,
-      pending ? 0 : known.attempts,
-      pending ? (item.runAt ?? 0) : known.due_at,
-      now,
-      item.id,
-    ]);
-    this.hooks.onItemRedefined(item, old);
+    this.hooks.transitions.redefined(item, old, file.relPath, storedDefinition(item), hash, known, now);
     const after = pending ? 'it starts over with its attempts reset' : 'it stays failed until retried, and Retry runs the new definition';
     this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed); ${after}`, item.id, {
       changed,

@@ -2,8 +2,8 @@
 // demand. One poll runs at a time; a poll under way serves whoever asks for one meanwhile.
 import type { ItemIngestion } from './ingest';
 import { WallClockWatch } from './wallClock';
-import type { Store } from './store';
-import { isStoreUnavailable } from './store/pgStore';
+import type { StoreBackend } from '../store/backend';
+import { isStoreUnavailable } from '../store/pgStore';
 
 export interface PollerHooks {
   /** True once the engine has closed: no poll starts, and one under way stops. */
@@ -28,7 +28,7 @@ export class Poller {
   private polling: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly ingestion: ItemIngestion,
     private readonly intervalMs: number,
     private readonly hooks: PollerHooks,
@@ -86,7 +86,7 @@ export class Poller {
       if (!(await this.ingestion.scanSources(started, everyFile))) return;
       this.hooks.onPolled();
     } catch (err) {
-      // A fleet's database that cannot be reached (section 11): the next poll tries again, and
+      // A fleet's database that cannot be reached: the next poll tries again, and
       // /health says why meanwhile. The sql.js store never throws here.
       if (!isStoreUnavailable(err)) throw err;
     }

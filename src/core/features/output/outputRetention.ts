@@ -1,4 +1,4 @@
-// The engine's side of captured output (contract section 8): where it lives, the total cap, and
+// The engine's side of captured output: where it lives, the total cap, and
 // pruning. The launch helper writes the files (outputCapture.ts); this decides when they go.
 //
 // - Total cap (engineMonitor.output.maxTotalMB): the kept output of finished attempts (the sum of
@@ -25,7 +25,7 @@ import {
   type OutputTarget,
 } from './outputFiles';
 import { retireOutputPack } from './outputCapture';
-import type { Store } from './store';
+import type { StoreBackend } from '../../store/backend';
 
 export const DEFAULT_OUTPUT_MAX_TOTAL_MB = 1024;
 /** Attempts whose output one pruning step deletes at most; the next step follows on a later turn. */
@@ -64,7 +64,7 @@ export class OutputRetention {
   private removeNext = 0;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     options: OutputOptions,
   ) {
     this.maxBytes = options.outputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES;

@@ -1,9 +1,9 @@
 // What the engine says about itself: its state as /health and /status report it, and the body of
 // /status, assembled from the parts the engine, its poller, its scanner and its store hold.
-import type { EngineState, LaunchRecord, StatsOverview, StatusResponse } from '../shared/api';
-import { ENGINE_NAME } from '../shared/api';
+import type { EngineState, LaunchRecord, StatsOverview, StatusResponse } from '../../shared/api';
+import { ENGINE_NAME } from '../../shared/api';
 import type { EngineMode, EngineOptions } from './engineOptions';
-import type { Store } from './store';
+import type { StoreBackend } from '../store/backend';
 
 /**
  * `mode`, except that a running engine whose poll has not started for three intervals is
@@ -27,7 +27,7 @@ export interface StatusParts {
   scanner: StatusResponse['scanner'];
   stats: StatsOverview;
   lastLaunch: LaunchRecord | null;
-  store: Pick<Store, 'databasePath' | 'sizeBytes' | 'lastPersistTime' | 'lastError'>;
+  store: Pick<StoreBackend, 'databasePath' | 'sizeBytes' | 'lastPersistTime' | 'lastError'>;
   /** The last repair of the stored state, kept in view after its log entry has scrolled away. */
   recovery: { at: string; message: string } | null;
 }

@@ -1,17 +1,21 @@
-// Dependencies between items (contract section 9). An item with `dependsOn` is blocked until every
+// Dependencies between items. An item with `dependsOn` is blocked until every
 // dependency has launched; the `blocked` flag on its row is kept on every transition (insert, a
 // dependency launching, failing or appearing), so dispatch skips blocked items through an index
 // and never joins. A dependency that fails for good (or is cancelled) fails its dependents without
 // an attempt, transitively; a cycle among known items fails every item on it. The rows of the
 // `dependencies` table name ids, known or not: an unknown dependency keeps the item blocked until
 // an item with that id is discovered.
-import type { LogWriter } from './ingest';
-import type { Store } from './store';
+import type { LogWriter } from '../../intake/ingest';
+import type { EngineHooks } from '../../kernel/hooks';
+import type { Transitions } from '../../kernel/transitions';
+import type { StoreBackend } from '../../store/backend';
 
-export interface DependencyHooks {
+export interface DependencyParts {
   log: LogWriter;
-  /** Records a pending item as failed without an attempt, with `error` (the engine keeps its counters). */
-  failWithoutAttempt(itemId: string, error: string): void;
+  /** Where the blocked flag is set and a failed dependency fails its dependents. */
+  transitions: Pick<Transitions, 'blocked' | 'failedWithoutAttempt'>;
+  /** What it follows: items discovered and redefined, outcomes, and each change's settle. */
+  hooks: EngineHooks;
 }
 
 interface DependencyRow {
@@ -30,13 +34,33 @@ export class Dependencies {
    * a fleet, other engines add dependencies this one never sees recorded: always true there.
    */
   private any: boolean;
+  /** Items discovered or redefined since dependencies were last settled (after each poll and firing). */
+  private readonly unsettled = new Set<string>();
 
   constructor(
-    private readonly store: Store,
-    private readonly hooks: DependencyHooks,
+    private readonly store: StoreBackend,
+    private readonly hooks: DependencyParts,
     shared = false,
   ) {
     this.any = shared || store.get('SELECT 1 AS x FROM dependencies LIMIT 1') !== undefined;
+    hooks.hooks.on('itemDiscovered', (item) => {
+      if (item.dependsOn) this.record(item.id, item.dependsOn, false);
+      this.unsettled.add(item.id);
+    });
+    hooks.hooks.on('itemRedefined', (item, before) => {
+      this.record(item.id, item.dependsOn ?? [], (before.dependsOn?.length ?? 0) > 0);
+      this.unsettled.add(item.id);
+    });
+    hooks.hooks.on('outcome', (itemId, outcome) => (outcome === 'launched' ? this.launched(itemId) : this.failed(itemId)));
+    hooks.hooks.on('settle', () => this.settleDiscovered());
+  }
+
+  /** Judges the dependencies of what was discovered since the last time, in one batch. */
+  private settleDiscovered(): void {
+    if (this.unsettled.size === 0) return;
+    const ids = [...this.unsettled];
+    this.unsettled.clear();
+    this.store.batch(() => this.settle(ids));
   }
 
   /**
@@ -49,7 +73,7 @@ export class Dependencies {
     if (hadDependencies) this.store.mutate('dependencies_clear', [itemId]);
     for (const dep of dependsOn) this.store.mutate('dependency_insert', [itemId, dep]);
     const waits = dependsOn.length > 0 && this.unlaunched(itemId) > 0;
-    if (waits || hadDependencies) this.store.mutate('item_blocked', [waits ? 1 : 0, itemId]);
+    if (waits || hadDependencies) this.hooks.transitions.blocked(itemId, waits);
     this.loggedMissing.delete(itemId);
   }
 
@@ -77,7 +101,7 @@ export class Dependencies {
     for (const dependent of this.dependents(itemId)) {
       const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [dependent]);
       if (row?.outcome === 'pending' && row.blocked === 1 && this.unlaunched(dependent) === 0) {
-        this.store.mutate('item_blocked', [0, dependent]);
+        this.hooks.transitions.blocked(dependent, false);
       }
     }
   }
@@ -121,7 +145,7 @@ export class Dependencies {
     }
     const waiting = deps.filter((d) => d.outcome !== 'launched');
     const blocked = waiting.length > 0 ? 1 : 0;
-    if (blocked !== row.blocked) this.store.mutate('item_blocked', [blocked, itemId]);
+    if (blocked !== row.blocked) this.hooks.transitions.blocked(itemId, blocked === 1);
     const missing = deps.filter((d) => d.outcome === null).map((d) => d.id);
     const key = missing.join('\n');
     if (missing.length > 0 && this.loggedMissing.get(itemId) !== key) {
@@ -145,10 +169,10 @@ export class Dependencies {
   }
 
   private failOne(itemId: string, error: string, details: Record<string, unknown>): void {
-    this.hooks.failWithoutAttempt(itemId, error);
+    this.hooks.transitions.failedWithoutAttempt(itemId, error);
     this.loggedMissing.delete(itemId);
     // A cycle is the queue files' doing: the entry's file and field, so the editor can point at
-    // its dependsOn (section 10's diagnostics), as item_rejected does.
+    // its dependsOn in the queue file's diagnostics, as item_rejected does.
     const source = 'cycle' in details ? this.store.get<{ source: string }>('SELECT source FROM items WHERE id = ?', [itemId])?.source : undefined;
     this.hooks.log('dependency_failed', 'error', `"${itemId}" failed without an attempt: ${error}`, itemId, {
       error,

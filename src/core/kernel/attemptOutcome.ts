@@ -1,9 +1,9 @@
 // An attempt's result put into words and records: the reason a failure is kept as the item's last
 // error, the details its log entries carry, and the end of its launch record. Recording the
 // outcome (the item's new state, the counters, the log entries) is the engine's.
-import type { AttemptResult } from './attemptProcess';
-import type { ItemDefinition } from './items';
-import type { LaunchEnd } from './records';
+import type { AttemptResult } from '../launching/attemptProcess';
+import type { ItemDefinition } from '../intake/items';
+import type { LaunchEnd } from '../records';
 
 /** The process's own run time, which starts after the attempt was recorded. */
 export function attemptDuration(result: AttemptResult): number {

@@ -1,4 +1,4 @@
-// Schedule templates (contract section 9). A queue item with `schedule` is a template, kept in the
+// Schedule templates. A queue item with `schedule` is a template, kept in the
 // `schedules` table and not counted as an item; each occurrence becomes its own item, with id
 // `<template id>@<occurrence in UTC, minute precision>Z`, inheriting the template's fields.
 //
@@ -16,10 +16,10 @@
 // Expressions with a wildcard hour (`*/30 * * * *`) follow real time and run in both instances of
 // the repeated hour, which are distinct instants, with distinct occurrence ids.
 import { Cron } from 'croner';
-import type { ItemOutcome, ScheduleSummary } from '../shared/api';
-import type { LogWriter } from './ingest';
-import type { ItemDefinition } from './items';
-import type { Store } from './store';
+import type { ItemOutcome, ScheduleSummary } from '../../../shared/api';
+import type { LogWriter } from '../../intake/ingest';
+import type { ItemDefinition } from '../../intake/items';
+import type { StoreBackend } from '../../store/backend';
 
 export interface SchedulerHooks {
   log: LogWriter;
@@ -62,7 +62,7 @@ export class Scheduler {
   private armed = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly hooks: SchedulerHooks,
   ) {}
 

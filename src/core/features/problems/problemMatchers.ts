@@ -1,6 +1,6 @@
-// Problem matchers (contract section 10): an item's `problemMatcher` turns what its attempt printed
+// Problem matchers: an item's `problemMatcher` turns what its attempt printed
 // into problems at file/line/column, as VS Code's task problem matchers do. The engine applies them
-// once an attempt has finished (src/core/attemptProblems.ts reads the output); this file holds the
+// once an attempt has finished (src/core/features/problems/attemptProblems.ts reads the output); this file holds the
 // pure part: the built-in matchers, checking a queue file's matcher, and matching text.
 //
 // The built-ins follow the patterns VS Code documents for its tasks ($tsc, $eslint-stylish,
@@ -9,7 +9,7 @@
 // innermost frame. `$eslint-stylish` and `$python` span several lines, so they are line scanners
 // here rather than one regexp; a queue file's own matcher is a single-line one.
 import path from 'node:path';
-import type { AttemptProblem } from '../shared/api';
+import type { AttemptProblem } from '../../../shared/api';
 
 export type ProblemSeverity = AttemptProblem['severity'];
 

@@ -2,12 +2,12 @@
 // much to keep and where. The host builds it from the CLI flags or the extension's settings; the
 // defaults of the optional fields live with the code that uses them (persistence.ts,
 // retryPolicy.ts).
-import type { LaunchHelperEntry } from './launchHelperClient';
+import type { LaunchHelperEntry } from '../launchHelperClient';
 
 export interface EngineOptions {
   workspaceFolders: string[];
   /**
-   * A PostgreSQL store shared by a fleet of engines (contract section 11), e.g.
+   * A PostgreSQL store shared by a fleet of engines, e.g.
    * `postgres://user@host:5432/db`; undefined: the sql.js store in `storageDir`. The folder still
    * holds this engine's lock and attempts' output.
    */
@@ -38,7 +38,7 @@ export interface EngineOptions {
   snapshotMinJournalBytes?: number;
   /**
    * Captured output per attempt (engineMonitor.output.maxBytesPerAttempt, default 10 MiB): beyond
-   * it, the first quarter and the last three quarters are kept (src/core/outputFiles.ts).
+   * it, the first quarter and the last three quarters are kept (src/core/features/output/outputFiles.ts).
    */
   outputMaxBytes?: number;
   /** false: attempts' output is not captured at all (benchmarks measure what capturing costs). Default true. */
@@ -47,7 +47,7 @@ export interface EngineOptions {
   outputMaxTotalMB?: number;
   /**
    * How long a queue file's own problem matcher may take on one attempt's output before its thread
-   * is stopped (default 5 000 ms, src/core/matcherThread.ts); tests may shorten it.
+   * is stopped (default 5 000 ms, src/core/features/problems/matcherThread.ts); tests may shorten it.
    */
   matcherBudgetMs?: number;
   /** Base of the exponential backoff (1 s); tests may shorten it. */

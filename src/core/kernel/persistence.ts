@@ -1,7 +1,7 @@
 // The engine's persistence policy: every second the journal is committed, or, when one is due, a
 // snapshot folds it in; every minute the log is pruned to its count and age limits.
-import type { Store } from './store';
-import { isStoreUnavailable } from './store/pgStore';
+import type { StoreBackend } from '../store/backend';
+import { isStoreUnavailable } from '../store/pgStore';
 
 export interface PersistenceOptions {
   /** Full snapshot cadence at most (default 30 s); the journal covers what happens in between. */
@@ -57,7 +57,7 @@ export class PersistencePolicy {
   private indexing = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly options: PersistenceOptions,
     private readonly hooks: PersistenceHooks,
   ) {}
@@ -128,7 +128,7 @@ export class PersistencePolicy {
     try {
       this.pruneStep();
     } catch (err) {
-      // A fleet's database that cannot be reached (section 11): the next minute tries again.
+      // A fleet's database that cannot be reached: the next minute tries again.
       if (!isStoreUnavailable(err)) throw err;
     }
   }

@@ -1,17 +1,17 @@
 // Writing the engine log: every entry is a row in the store, and a `log` event for the listeners if
 // there are any. Ids only grow, so they also order entries in time. The full-text index takes the
 // entries in batches (Store.indexLogs: every second, and before a search reads it), not one by one.
-import type { LogAction, LogEntry, LogLevel } from '../shared/api';
+import type { LogAction, LogEntry, LogLevel } from '../../shared/api';
 import type { EngineEventBus } from './eventBus';
-import { LEVEL_RANK } from './logQuery';
-import type { Store } from './store';
+import { LEVEL_RANK } from '../logQuery';
+import type { StoreBackend } from '../store/backend';
 
 export class EngineLog {
   /** The id of the newest entry (loaded from the store at startup). */
   lastId = 0;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreBackend,
     private readonly events: EngineEventBus,
     /**
      * On a store shared by a fleet, the database gives the id (unique and growing fleet-wide) as

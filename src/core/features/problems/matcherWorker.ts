@@ -1,5 +1,5 @@
 // The problem-matcher thread (dist/matcher-worker.js): applies an item's own matcher regexps to an
-// attempt's output off the engine's main thread (src/core/matcherThread.ts). A queue file's regexp
+// attempt's output off the engine's main thread (src/core/features/problems/matcherThread.ts). A queue file's regexp
 // can backtrack for minutes on one line (`^(a+)+$` against 30 a's and a `!`); here that costs only
 // this thread, which the engine terminates when its time is up.
 import { parentPort } from 'node:worker_threads';

@@ -1,0 +1,54 @@
+// The control commands, each with its one handler. The extension's IPC channel
+// (src/host/controlChannel.ts) and the HTTP control routes (src/server/routes.ts) both dispatch
+// through this table, so a new command is one entry here and its name in the channel's protocol:
+// neither dispatcher changes.
+import type { ControlCommand } from '../../../shared/hostProtocol';
+import type { ControllableEngine } from '../../kernel/monitoredEngine';
+
+export type ControlCommandName = ControlCommand['command'];
+
+export interface ControlCommandSpec {
+  /** What it acts on: an item (or a schedule template, for hold and release), or the engine. */
+  target: 'item' | 'engine';
+  /** Its HTTP path's last part: POST /items/{id}/<http> or /engine/<http>. None: the extension alone may send it. */
+  http?: string;
+  /**
+   * What the channel answers with: the item as GET /items/{id} reports it after the change,
+   * run's result, or nothing. Over HTTP an item command answers with the item, an engine command
+   * with /status.
+   */
+  answer: 'item' | 'result' | 'none';
+  run(engine: ControllableEngine, itemId: string): unknown;
+}
+
+export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = {
+  start: { target: 'engine', http: 'start', answer: 'none', run: (e) => e.startLaunching() },
+  stop: { target: 'engine', http: 'stop', answer: 'none', run: (e) => e.stopLaunching() },
+  pollNow: { target: 'engine', http: 'poll', answer: 'none', run: (e) => e.pollNow() },
+  retryItem: { target: 'item', http: 'retry', answer: 'item', run: (e, id) => e.retryItem(id) },
+  cancelItem: { target: 'item', http: 'cancel', answer: 'item', run: (e, id) => e.cancelItem(id) },
+  holdItem: { target: 'item', http: 'hold', answer: 'item', run: (e, id) => e.holdItem(id) },
+  releaseItem: { target: 'item', http: 'release', answer: 'item', run: (e, id) => e.releaseItem(id) },
+  retryAllFailed: { target: 'engine', answer: 'result', run: (e) => e.retryAllFailed() },
+  grantTrust: { target: 'engine', answer: 'none', run: (e) => e.grantTrust() },
+};
+
+/** The HTTP path parts of the commands on `target`: `['cancel', 'retry', …]`. */
+export function httpControlNames(target: 'item' | 'engine'): string[] {
+  return Object.values(CONTROL_COMMANDS).flatMap((c) => (c.target === target && c.http ? [c.http] : []));
+}
+
+/** The command POST /items/{id}/<name> or /engine/<name> names, if any. */
+export function httpControlCommand(target: 'item' | 'engine', name: string): ControlCommandSpec | undefined {
+  return Object.values(CONTROL_COMMANDS).find((c) => c.target === target && c.http === name);
+}
+
+/** Runs a command from the extension's channel; what it answers with (see `answer`). */
+export async function runChannelCommand(engine: ControllableEngine, message: ControlCommand): Promise<unknown> {
+  const spec = (CONTROL_COMMANDS as Partial<Record<string, ControlCommandSpec>>)[message.command];
+  if (!spec) throw new Error(`unknown control command ${message.command}`);
+  const itemId = 'itemId' in message ? message.itemId : '';
+  const result = await spec.run(engine, itemId);
+  if (spec.answer === 'item') return engine.itemDetail(itemId);
+  return spec.answer === 'result' ? result : undefined;
+}

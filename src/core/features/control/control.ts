@@ -1,0 +1,127 @@
+// What a user may do to items: retry a failed one, cancel a pending one (ending its running
+// attempt), hold and release a pending one or a schedule template. Each request is checked against
+// the item's state (a refusal is a ControlError the HTTP routes turn into 404 or 409), recorded
+// through transitions.ts, and on disk before it is answered.
+import type { ItemRow } from '../../records';
+import { itemState, readFailedItemIds, readItem } from '../../records';
+import { itemFromRow } from '../../intake/items';
+import type { Attempts } from '../../kernel/attempts';
+import type { KernelContext } from '../../kernel/context';
+import { ControlError } from '../../kernel/monitoredEngine';
+import { readable } from '../../kernel/storeReads';
+import type { Dependencies } from '../dependencies/dependencies';
+import type { Scheduler } from '../schedules/schedules';
+
+/** The item's outcome as a reason a control request cannot apply to it. */
+function finishedAlready(row: ItemRow): string {
+  return row.outcome === 'launched' ? 'has already launched (an attempt succeeded)' : `has already failed${row.last_error ? ` (${row.last_error})` : ''}`;
+}
+
+export class ItemControl {
+  constructor(
+    private readonly k: KernelContext,
+    private readonly attempts: Attempts,
+    private readonly dependencies: Dependencies,
+    private readonly scheduler: Scheduler,
+  ) {}
+
+  /** Makes a failed item pending again, its attempts reset (`item_retried`); not before its runAt. */
+  retryItem(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'failed') {
+      throw new ControlError('conflict', `item "${itemId}" is ${row.outcome === 'launched' ? 'launched' : 'pending'}; only a failed item can be retried`);
+    }
+    const def = itemFromRow(row.definition, row);
+    this.k.store.batch(() => {
+      this.k.transitions.retriedByHand(row, def.runAt);
+      // Its dependencies are judged again: blocked until they launch, failed again if one failed.
+      this.dependencies.evaluate(itemId);
+    });
+    this.answered(true);
+  }
+
+  retryAllFailed(): number {
+    const ids = readFailedItemIds(readable(this.k.store));
+    for (const id of ids) this.retryItem(id);
+    return ids.length;
+  }
+
+  /**
+   * Cancels a pending item: it becomes failed at once with error `cancelled`, whatever attempts it
+   * had left, and is not retried (Retry by hand works as for any failed item). A running attempt
+   * is recorded failed with error `cancelled` and its process group gets SIGTERM, then SIGKILL
+   * after 5 s; an attempt journaled but not spawned yet is never spawned. One `launch_cancelled`
+   * entry either way (`details.attempt` is null when no attempt was running); no `item_failed`,
+   * which reports failures the user did not ask for.
+   */
+  cancelItem(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be cancelled`);
+    const a = this.attempts.of(itemId);
+    const now = Date.now();
+    this.k.store.batch(() => {
+      if (a) this.attempts.cancel(a);
+      this.k.transitions.cancelled(row, a && { ...a, spawned: a.run !== undefined }, now, a ? '' : itemState(row, now));
+    });
+    if (a) this.attempts.afterCancel(a, now);
+    // An attempt that was never spawned frees its slot now; a running one when its process exits.
+    this.answered(true);
+  }
+
+  /**
+   * Holds a pending item: it is not launched until released; a running attempt is not touched
+   * (should it fail, the item waits, held, for its retry). Holding a held item changes nothing.
+   */
+  holdItem(itemId: string): void {
+    if (this.scheduler.has(itemId)) return this.enableSchedule(itemId, false);
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held`);
+    if (row.held === 1) return;
+    this.k.store.batch(() => {
+      this.attempts.setHeld(itemId, true);
+      this.k.transitions.held(row);
+    });
+    this.answered(false);
+  }
+
+  /** Releases a held item: it launches when due (at once if it already is). Releasing an item not held changes nothing. */
+  releaseItem(itemId: string): void {
+    if (this.scheduler.has(itemId)) return this.enableSchedule(itemId, true);
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'pending') throw new ControlError('conflict', `item "${itemId}" ${finishedAlready(row)}; only a pending item can be held or released`);
+    if (row.held !== 1) return;
+    this.k.store.batch(() => {
+      this.attempts.setHeld(itemId, false);
+      this.k.transitions.released(row);
+    });
+    this.answered(true);
+  }
+
+  /**
+   * Hold/release on a schedule template: disabled, no occurrence fires; enabled again, the next
+   * occurrence after the release fires (those it was held through are not caught up).
+   */
+  private enableSchedule(templateId: string, enabled: boolean): void {
+    const { store, log } = this.k;
+    const changed = store.batch(() => {
+      if (!this.scheduler.setEnabled(templateId, enabled)) return false;
+      if (enabled) log('item_released', 'info', `schedule "${templateId}" released: its occurrences fire again`, templateId, { schedule: true });
+      else log('item_held', 'info', `schedule "${templateId}" held: no occurrence fires until released`, templateId, { schedule: true });
+      return true;
+    });
+    if (!changed) return;
+    this.k.changed({ commit: 'sync' });
+    this.scheduler.arm();
+  }
+
+  private requireItem(itemId: string): ItemRow {
+    const row = readItem(readable(this.k.store), itemId);
+    if (!row) throw new ControlError('not_found', `no item with id "${itemId}"`);
+    return row;
+  }
+
+  /** A control request is on disk before it is answered; `dispatch` when it may let an item launch. */
+  private answered(dispatch: boolean): void {
+    this.k.changed({ commit: 'sync', dispatch });
+  }
+}

@@ -1,0 +1,134 @@
+// How an engine of a fleet takes due items: from the PostgreSQL store every engine of the fleet
+// shares. Due items are selected FOR UPDATE SKIP LOCKED and their attempts recorded in one
+// transaction, committed before any process is spawned, so each attempt belongs to exactly one
+// engine and a crash after the commit leaves it running under a lease another engine will see
+// expire. Outcomes and log entries wait in memory while the database is unreachable.
+import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
+import type { AttemptResult } from '../../launching/attemptProcess';
+import type { ActiveAttempt, Attempts } from '../../kernel/attempts';
+import type { Claimer, LaunchRound } from '../../kernel/claimer';
+import type { KernelContext } from '../../kernel/context';
+import type { EngineLog } from '../../kernel/engineLog';
+import { readDueItems, type ItemRow } from '../../records';
+import { isStoreUnavailable, type PgStore } from '../../store/pgStore';
+import { readable } from '../../kernel/storeReads';
+import { FleetWork } from './fleet';
+
+/** How often a fleet engine with free slots looks for items other engines made due. */
+const FLEET_DISPATCH_MS = 250;
+
+export class FleetClaimer implements Claimer {
+  readonly shared = true;
+  readonly insertLog: (row: (string | number | null)[]) => number;
+  private readonly fleet: FleetWork;
+
+  constructor(
+    private readonly pg: PgStore,
+    private readonly k: KernelContext,
+    private readonly attempts: Attempts,
+  ) {
+    this.fleet = new FleetWork(pg, k.events);
+    this.insertLog = (row) => pg.insertLog(row);
+  }
+
+  loaded(): void {}
+
+  /** Attempts of engines that stopped are taken over each tick, once their lease has expired. */
+  recover(): void {}
+
+  insertAttempt(itemId: string, attempt: number, startedAt: number): number {
+    // The database numbers the attempt as it inserts it (one round trip).
+    return this.pg.insertAttempt(itemId, attempt, startedAt);
+  }
+
+  /** A claim the database could not commit is dropped as a whole: nothing was spawned. */
+  claim(free: number, now: number, record: (rows: ItemRow[]) => ActiveAttempt[]): LaunchRound | null {
+    if (!this.pg.leaseHeld) return null;
+    const active = this.attempts.active;
+    const before = new Set(active.keys());
+    try {
+      return { starts: this.k.store.batch(() => record(readDueItems(readable(this.k.store), now, free, true))), committed: true };
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      for (const id of [...active.keys()]) if (!before.has(id)) active.delete(id);
+      return null;
+    }
+  }
+
+  /** Other engines' items become due too: look again soon rather than only at our own next due time. */
+  nextLook(): number {
+    return FLEET_DISPATCH_MS;
+  }
+
+  recordOutcome(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
+    try {
+      this.attempts.finish(a, result, false, problems);
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      this.attempts.active.set(a.attemptId, a);
+      this.fleet.defer(a, result, problems);
+    }
+  }
+
+  writeLog(log: EngineLog, action: LogAction, level: LogLevel, message: string, itemId: string | null, details: Record<string, unknown> | null): void {
+    try {
+      log.write(action, level, message, itemId, details);
+    } catch (err) {
+      // Inside a transaction the whole unit of work is retried; alone, the entry waits in memory.
+      if (!isStoreUnavailable(err) || this.pg.inTransaction) throw err;
+      this.fleet.keepLog([action, level, message, itemId, details]);
+    }
+  }
+
+  /**
+   * Once a second: the heartbeat learns this engine's state; attempts of engines whose lease
+   * expired are recorded interrupted and retried; outcomes and log entries that waited for the
+   * database are recorded.
+   */
+  tick(): void {
+    const fleet = this.fleet;
+    this.pg.reportEngine(this.k.engineState(), this.attempts.active.size);
+    if (this.pg.lastError !== null || this.k.isClosed()) return;
+    try {
+      for (const [a, result, problems] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result, problems);
+      for (const entry of fleet.takeUnwrittenLogs()) this.k.log(...entry);
+      const lost = this.k.store.batch(() => {
+        const rows = fleet.claimLostAttempts();
+        for (const r of rows) this.attempts.interrupted(r, `interrupted: engine ${r.engineId} lost its lease`);
+        return rows.length;
+      });
+      if (lost > 0) this.k.scheduleDispatch();
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+    }
+  }
+
+  /** Another engine committed a log entry: /events listeners get it as if it were ours. */
+  remoteLog(id: number): void {
+    this.fleet.remoteLog(id);
+  }
+
+  stats(lastPollAt: number | null): StatsOverview {
+    return this.fleet.stats(lastPollAt);
+  }
+
+  status<T extends Omit<StatusResponse, 'timestamp' | 'server'>>(body: T): T {
+    return this.fleet.status(body);
+  }
+
+  /** The fleet's store is searched in SQL: no index to build. */
+  searchReady(): undefined {
+    return undefined;
+  }
+
+  storageHealth(ok: boolean, error: string | null): undefined {
+    if (ok) {
+      this.k.log('database_recovered', 'info', 'the PostgreSQL store answers again; launching resumes', null, null);
+      this.tick();
+      this.k.scheduleDispatch();
+    } else {
+      this.k.log('database_error', 'error', `the PostgreSQL store is unreachable: ${error}. Launches wait; reconnecting with backoff`, null, { error });
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,52 @@
+// The control-command table that the extension's channel and the HTTP routes both dispatch
+// through, run against a real engine with real processes and a real database on disk: each
+// command reaches its one handler and answers as the channel promises.
+import assert from 'node:assert/strict';
+import { Engine } from '../../src/core/kernel/engine';
+import { CONTROL_COMMANDS, httpControlCommand, httpControlNames, runChannelCommand } from '../../src/core/features/control/commands';
+import type { ItemDetail } from '../../src/shared/api';
+import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
+
+describe('control commands: one table for the channel and the HTTP routes', function () {
+  this.timeout(60_000);
+  let ws: TempWorkspace;
+  let engine: Engine | undefined;
+
+  beforeEach(() => {
+    ws = new TempWorkspace('engine-commands-');
+  });
+  afterEach(async () => {
+    await engine?.shutdown(0);
+    engine = undefined;
+    ws.dispose();
+  });
+
+  it('names every HTTP control path the server has taken: cancel, retry, hold, release on items; start, stop, poll on the engine', () => {
+    assert.deepEqual(httpControlNames('item').sort(), ['cancel', 'hold', 'release', 'retry']);
+    assert.deepEqual(httpControlNames('engine').sort(), ['poll', 'start', 'stop']);
+    assert.equal(httpControlCommand('item', 'hold'), CONTROL_COMMANDS.holdItem);
+    assert.equal(httpControlCommand('engine', 'hold'), undefined, 'hold is an item command');
+    // The extension alone may grant trust or retry every failed item at once.
+    assert.equal(CONTROL_COMMANDS.grantTrust.http, undefined);
+    assert.equal(CONTROL_COMMANDS.retryAllFailed.http, undefined);
+  });
+
+  it('answers item commands with the item after the change, retryAllFailed with a count, and refuses an unknown command', async () => {
+    ws.enqueue('items.json', [nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }), nodeItem('bad', 'process.exit(2)', { maxAttempts: 1 })]);
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    await waitFor('"bad" to fail', () => engine!.itemDetail('bad')?.outcome === 'failed');
+
+    const held = (await runChannelCommand(engine, { command: 'holdItem', itemId: 'later' })) as ItemDetail;
+    assert.equal(held.state, 'held');
+    const released = (await runChannelCommand(engine, { command: 'releaseItem', itemId: 'later' })) as ItemDetail;
+    assert.equal(released.state, 'scheduled');
+    assert.equal(await runChannelCommand(engine, { command: 'retryAllFailed' }), 1);
+    assert.equal(await runChannelCommand(engine, { command: 'stop' }), undefined);
+    assert.equal(engine.state, 'stopped');
+    const cancelled = (await runChannelCommand(engine, { command: 'cancelItem', itemId: 'later' })) as ItemDetail;
+    assert.deepEqual([cancelled.outcome, cancelled.error], ['failed', 'cancelled']);
+    await assert.rejects(runChannelCommand(engine, { command: 'holdItem', itemId: 'nobody' }), /no item with id "nobody"/);
+    await assert.rejects(runChannelCommand(engine, { command: 'reboot' } as never), /unknown control command reboot/);
+  });
+});
