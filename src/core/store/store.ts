@@ -78,6 +78,8 @@ export class Store implements StoreBackend {
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
+  /** Nesting of batch(): only the outermost one's rollback takes journal records back. */
+  private batchDepth = 0;
   private readonly mutationCounts = new Map<MutationKey, number>();
   /**
    * The newest log entry written through mutate(), and the newest the full-text index is known to
@@ -165,7 +167,24 @@ export class Store implements StoreBackend {
 
   /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
   batch<T>(fn: () => T): T {
-    return this.sql.batch(fn);
+    if (this.batchDepth > 0) return this.sql.batch(fn);
+    const pendingBefore = this.pending.length;
+    const seqBefore = this.seq;
+    this.batchDepth++;
+    try {
+      return this.sql.batch(fn);
+    } catch (err) {
+      // SQLite rolled the batch back, so its journal records must go too: replayed after a crash
+      // they would redo what never happened. When they can no longer be taken back (written, or
+      // dropped by a storage failure), the next persist is a snapshot of the live database.
+      if (this.pending.length - pendingBefore === this.seq - seqBefore) {
+        this.pending.length = pendingBefore;
+        this.seq = seqBefore;
+      } else if (this.options.storageDir) this.needsSnapshot = true;
+      throw err;
+    } finally {
+      this.batchDepth--;
+    }
   }
 
   /**
