@@ -12,6 +12,9 @@
 import { performance } from 'node:perf_hooks';
 import type { ItemDefinition } from './items';
 import type { Store } from './store';
+import type { ItemMatches } from './store/backend';
+
+export type { ItemMatches };
 import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 
 /** Token → its items, ascending: one item's k (most tokens: ids' numbers), or a Uint32Array [count, k1, k2, …] with room to grow. */
@@ -578,13 +581,6 @@ function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
     for (const k of items) if (marks[k] === mark) out[m++] = k;
   }
   return out.subarray(0, m);
-}
-
-/** The items a search found, in seq order. */
-export interface ItemMatches {
-  count: number;
-  /** The seqs of matches `from` to `to` (excluded). Read before the next search of the store: the matches may be in the index's scratch array. */
-  seqs(from: number, to: number): number[];
 }
 
 /**

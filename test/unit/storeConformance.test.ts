@@ -110,7 +110,7 @@ function log(store: StoreBackend, id: number, message: string, extra: { action?:
 const writer = (store: StoreBackend): string | undefined => (store as Partial<PgStore>).engineId;
 
 const ids = (store: StoreBackend, words?: string[], extra: Partial<Parameters<typeof queryLogs>[1]> = {}): number[] =>
-  queryLogs(store as Store, { order: 'asc', limit: 100, ...(words ? { words } : {}), ...extra }).entries.map((e) => e.id);
+  queryLogs(store, { order: 'asc', limit: 100, ...(words ? { words } : {}), ...extra }).entries.map((e) => e.id);
 
 for (const kind of [sqlJsKind(), postgresKind()]) {
   describe(`store contract: ${kind.name}`, function () {
@@ -122,7 +122,7 @@ for (const kind of [sqlJsKind(), postgresKind()]) {
       open.push(s);
       return s;
     };
-    const s = (): Store => store as Store;
+    const s = (): StoreBackend => store!;
 
     before(async function () {
       await kind.before(this);
@@ -414,7 +414,7 @@ for (const kind of [sqlJsKind(), postgresKind()]) {
       assert.equal(await store!.commitDurably(), true);
       // Opened beside the first, which is never closed: what a kill -9 leaves is all it reads.
       const survivor = track(await kind.reopen());
-      assert.deepEqual(readItemPage(survivor as Store, { limit: 10, offset: 0 }, T0).items.map((i) => i.id), ['kept', 'after']);
+      assert.deepEqual(readItemPage(survivor, { limit: 10, offset: 0 }, T0).items.map((i) => i.id), ['kept', 'after']);
     });
 
     it('durability: a commit leaves nothing pending and reports health; the store says where it is and how large', async () => {

@@ -14,10 +14,11 @@ import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import { startWorker, workerCode } from '../workerCode';
-import type { StoreBackend, StoreNote, StoreValue } from './backend';
+import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
 import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
+import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
 
 /** The longest the main thread waits for one statement before calling the database unavailable. */
 const CALL_TIMEOUT_MS = 5000;
@@ -273,6 +274,17 @@ export class PgStore implements StoreBackend {
 
   getMeta(key: string): string | undefined {
     return this.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+  }
+
+  /** Attempts and log entries say which engine of the fleet wrote them. */
+  readonly recordsWriter = true;
+
+  searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches {
+    return searchItemsInPostgres(this, words, where, params);
+  }
+
+  searchLogs(search: LogSearch): number[] {
+    return searchLogsInPostgres(this, search);
   }
 
   /** A log entry (log_insert's parameters after the id), its id from the sequence in the same statement. */

@@ -15,7 +15,10 @@
 // statements, so there is one code path for "do it" and "redo it".
 import path from 'node:path';
 import type { SqlValue } from 'sql.js';
-import type { StoreBackend, StoreNote } from './backend';
+import type { ItemMatches, LogSearch, StoreBackend, StoreNote } from './backend';
+import { matchingItemSeqs } from '../itemSearch';
+import { searchLogsInSqlJs } from './logSearch';
+import { narrowMatches } from './reads';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
 import { Journal } from './journal';
@@ -228,6 +231,19 @@ export class Store implements StoreBackend {
 
   get<T = Record<string, SqlValue>>(sql: string, params: SqlValue[] = []): T | undefined {
     return this.sql.get<T>(sql, params);
+  }
+
+  /** One engine's own store: rows do not say which engine wrote them. */
+  readonly recordsWriter = false;
+
+  /** From the word index of the items kept in memory (itemSearch.ts); the other filters in SQL. */
+  searchItems(words: readonly string[], where: string[], params: SqlValue[]): ItemMatches {
+    // Only the page's seqs are read when nothing else filters: a word in every item is 100,000 matches.
+    return narrowMatches(this, matchingItemSeqs(this, words), where, params);
+  }
+
+  searchLogs(search: LogSearch): number[] {
+    return searchLogsInSqlJs(this, search);
   }
 
   getMeta(key: string): string | undefined {
