@@ -41,7 +41,7 @@ import { EngineEventBus } from './eventBus';
 import { backoffDelay } from './retryPolicy';
 import { describeFailure, launchEnd, outcomeDetails } from './attemptOutcome';
 import { queryLogs } from './logQuery';
-import { itemIndexReady } from './itemSearch';
+import { itemIndexReady } from './features/search';
 import { isFleetStore } from './store/backend';
 import { searchWords } from '../shared/logFilter';
 import { EngineLog } from './engineLog';

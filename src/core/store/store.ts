@@ -14,7 +14,7 @@
 import path from 'node:path';
 import type { SqlValue } from 'sql.js';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote } from './backend';
-import { matchingItemSeqs } from '../itemSearch';
+import { matchingItemSeqs } from '../features/search';
 import { searchLogsInSqlJs } from './logSearch';
 import { narrowMatches } from './reads';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
