@@ -11,7 +11,7 @@ import { OutputRetention } from './outputRetention';
 import { itemFromRow, type ItemDefinition } from './items';
 import { attemptProblems } from './attemptProblems';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
-import { AttemptLauncher } from './launchHelperClient';
+import { AttemptLauncher } from './launching';
 import { MatcherThread } from './matcherThread';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
