@@ -356,11 +356,14 @@ for (const kind of [sqlJsKind(), postgresKind()]) {
       assert.deepEqual(ids(store!, ['build'], { order: 'desc', limit: 2 }), [7, 6]);
     });
 
-    it('item search: each word starts a word of the id, name, command or args; the other filters apply and the total is exact', () => {
+    it('item search: each word starts a word of the id, name, command or args; the other filters apply and the total is exact', async () => {
       insertItem(store!, 'deploy-web', { args: ['--target', 'production'] });
       insertItem(store!, 'deploy-api', { source: 'queue/b.json' });
       insertItem(store!, 'test-unit');
       insertItem(store!, 'redeploy');
+      // Whatever the store builds for its search, once it says it is ready a search needs no more.
+      await store!.searchItemsReady();
+      assert.equal(store!.searchItemsReady(), undefined);
       setState(store!, 'deploy-api', { outcome: 'failed', attempts: 3, dueAt: null });
       const page = (q: string, extra: object = {}, limit = 10, offset = 0) => readItemPage(s(), { filter: { q, ...extra }, limit, offset }, T0);
       assert.deepEqual(page('deploy').items.map((i) => i.id), ['deploy-web', 'deploy-api']);

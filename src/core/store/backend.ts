@@ -69,6 +69,11 @@ export interface StoreBackend {
    * select; the count is exact.
    */
   searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches;
+  /**
+   * undefined when searchItems can answer now without holding the event loop long; else a promise
+   * of when it can (sql.js builds its word index in steps; PostgreSQL needs nothing built).
+   */
+  searchItemsReady(): Promise<void> | undefined;
   /** /logs?q=: the ids of the entries the search selects, in its order, at most `want` of them. */
   searchLogs(search: LogSearch): number[];
 

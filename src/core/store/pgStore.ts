@@ -1,4 +1,4 @@
-// The fleet store (contract section 11): the engine's state in a PostgreSQL database that several
+// The fleet store: the engine's state in a PostgreSQL database that several
 // engines share. The store seam (backend.ts) is synchronous, as sql.js is; here each call is posted
 // to a worker thread that owns the connections (pgWorker.ts) and the main thread blocks on
 // Atomics.wait for the answer, at most CALL_TIMEOUT_MS. A round trip on loopback is a fraction of
@@ -281,6 +281,11 @@ export class PgStore implements StoreBackend {
 
   searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches {
     return searchItemsInPostgres(this, words, where, params);
+  }
+
+  /** SQL answers at once: nothing is built in this process. */
+  searchItemsReady(): undefined {
+    return undefined;
   }
 
   searchLogs(search: LogSearch): number[] {

@@ -14,7 +14,7 @@
 import path from 'node:path';
 import type { SqlValue } from 'sql.js';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote } from './backend';
-import { matchingItemSeqs } from '../features/search';
+import { itemIndexReady, matchingItemSeqs } from '../features/search';
 import { searchLogsInSqlJs } from './logSearch';
 import { narrowMatches } from './reads';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
@@ -152,6 +152,11 @@ export class Store extends JournaledStore implements StoreBackend {
   searchItems(words: readonly string[], where: string[], params: SqlValue[]): ItemMatches {
     // Only the page's seqs are read when nothing else filters: a word in every item is 100,000 matches.
     return narrowMatches(this, matchingItemSeqs(this, words), where, params);
+  }
+
+  /** The word index is built when first needed, in steps between turns of the event loop. */
+  searchItemsReady(): Promise<void> | undefined {
+    return itemIndexReady(this);
   }
 
   searchLogs(search: LogSearch): number[] {
