@@ -70,7 +70,7 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    // The launch helper the engine forks to spawn attempts (src/core/launchHelperClient.ts), found
+    // The launch helper the engine forks to spawn attempts (src/core/launching/), found
     // beside dist/cli.js. Its own bundle, so it loads only src/core/attemptProcess.ts: fork cost
     // grows with memory.
     entryPoints: { 'launch-helper': 'src/host/launchHelperMain.ts' },

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer } from '../../src/server/server';
 import { benchLaunchHelper, checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
-import type { AttemptLauncher } from '../../src/core/launchHelperClient';
+import type { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 
 interface Config {

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
-import type { AttemptLauncher } from '../../src/core/launchHelperClient';
+import type { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';
 import { benchLaunchHelper, floodScript, LoopMonitor } from '../lib';

@@ -1,14 +1,11 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { SqlValue } from 'sql.js';
 import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
-import { itemSearchText, wordsStartWords } from '../shared/itemFilter';
 import { searchWords } from '../shared/logFilter';
 import { itemFromRow, type ItemDefinition } from './items';
-import { matchingItemSeqs } from './itemSearch';
-import { isFleetStore } from './store/backend';
 import type { ItemsPage } from './monitoredEngine';
-import type { Store } from './store';
+import type { StoreBackend, StoreValue } from './store/backend';
+import { whereClause } from './store/reads';
 
 /** An `items` row as stored. */
 export interface ItemRow {
@@ -25,11 +22,11 @@ export interface ItemRow {
   running: number;
   last_error: string | null;
   updated_at: number;
-  /** 1 while the user holds the item (section 8). */
+  /** 1 while the user holds the item: it is not launched until released. */
   held: number;
-  /** −100…100 (section 9). */
+  /** −100…100: dispatch takes the highest first. */
   priority: number;
-  /** 1 while a dependency has not launched (section 9; src/core/dependencies.ts keeps it). */
+  /** 1 while a dependency has not launched (src/core/dependencies.ts keeps it). */
   blocked: number;
 }
 
@@ -95,7 +92,7 @@ export function launchRecord(item: { id: string; name: string }, attempt: number
   };
 }
 
-export function readStoredState(store: Store): StoredState {
+export function readStoredState(store: StoreBackend): StoredState {
   const counters: Counters = { launched: 0, pending: 0, failed: 0, totalLaunches: 0, totalFailed: 0, held: 0 };
   counters.held = store.get<{ n: number }>("SELECT COUNT(*) AS n FROM items WHERE outcome = 'pending' AND held = 1")?.n ?? 0;
   const counts = store.all<{ outcome: ItemOutcome; n: number }>('SELECT outcome, COUNT(*) AS n FROM items GROUP BY outcome');
@@ -129,7 +126,7 @@ interface AttemptRow {
   problems: string | null;
 }
 
-function readLastLaunch(store: Store): LaunchRecord | null {
+function readLastLaunch(store: StoreBackend): LaunchRecord | null {
   const last = store.get<AttemptRow & { name: string }>('SELECT a.*, i.name FROM attempts a JOIN items i ON i.id = a.item_id ORDER BY a.id DESC LIMIT 1');
   if (!last) return null;
   // An attempt is finished (with an outcome) exactly when it has a finish time.
@@ -148,32 +145,32 @@ function readLastLaunch(store: Store): LaunchRecord | null {
 }
 
 /** Attempts recorded as running: at startup, those the last engine left behind when it died. */
-export function readRunningAttempts(store: Store): { id: number; attempt: number; startedAt: number; item: ItemDefinition }[] {
+export function readRunningAttempts(store: StoreBackend): { id: number; attempt: number; startedAt: number; item: ItemDefinition }[] {
   const rows = store.all<{ id: number; item_id: string; attempt: number; started_at: number; definition: string; name: string; max_attempts: number; run_at: number | null }>(
     "SELECT a.id, a.item_id, a.attempt, a.started_at, i.definition, i.name, i.max_attempts, i.run_at FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.outcome = 'running' ORDER BY a.id",
   );
   return rows.map((r) => ({ id: r.id, attempt: r.attempt, startedAt: r.started_at, item: itemFromRow(r.definition, { ...r, id: r.item_id }) }));
 }
 
-export function readItem(store: Store, itemId: string): ItemRow | undefined {
+export function readItem(store: StoreBackend, itemId: string): ItemRow | undefined {
   return store.get<ItemRow>('SELECT * FROM items WHERE id = ?', [itemId]);
 }
 
-export function readFailedItemIds(store: Store): string[] {
+export function readFailedItemIds(store: StoreBackend): string[] {
   return store.all<{ id: string }>("SELECT id FROM items WHERE outcome = 'failed' ORDER BY seq").map((r) => r.id);
 }
 
 /**
- * Pending items due by `now`, neither held, blocked nor running: the highest priority first
- * (section 9), then the longest due, then discovery order, at most `limit`. Items without runAt
+ * Pending items due by `now`, neither held, blocked nor running: the highest priority
+ * first, then the longest due, then discovery order, at most `limit`. Items without runAt
  * are due from discovery (due_at 0), so among them this is discovery order, and they go before
  * items whose runAt or retry time has come, as before priorities existed. The conditions are the
  * partial index items_ready's, which holds exactly the dispatchable rows in this order: dispatch
  * reads the first `limit` due ones without sorting, and items not due yet sit at the end of their
  * priority, so they are passed over only when a higher priority has none due.
  */
-export function readDueItems(store: Store, now: number, limit: number, claim = false): ItemRow[] {
-  // A fleet engine claims them (section 11): the rows another engine is claiming are skipped, not waited for.
+export function readDueItems(store: StoreBackend, now: number, limit: number, claim = false): ItemRow[] {
+  // A fleet engine claims them: the rows another engine is claiming are skipped, not waited for.
   return store.all<ItemRow>(
     "SELECT * FROM items INDEXED BY items_ready WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= ? ORDER BY priority DESC, due_at, seq LIMIT ?" +
       (claim ? ' FOR UPDATE SKIP LOCKED' : ''),
@@ -182,12 +179,12 @@ export function readDueItems(store: Store, now: number, limit: number, claim = f
 }
 
 /** When the next pending item not yet due (and not held) becomes due; null when none is waiting for a time. */
-export function readNextDueAt(store: Store, now: number): number | null {
+export function readNextDueAt(store: StoreBackend, now: number): number | null {
   return store.get<{ t: number | null }>("SELECT MIN(due_at) AS t FROM items WHERE outcome = 'pending' AND due_at > ? AND held = 0 AND blocked = 0", [now])?.t ?? null;
 }
 
 /** Whether the user holds the item (read when it reaches an outcome, which ends the hold). */
-export function readHeld(store: Store, itemId: string): boolean {
+export function readHeld(store: StoreBackend, itemId: string): boolean {
   return (store.get<{ held: number }>('SELECT held FROM items WHERE id = ?', [itemId])?.held ?? 0) === 1;
 }
 
@@ -204,10 +201,10 @@ const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 
  * SQL has one text per combination of filters given (eight in all), so the store's cache of
  * prepared statements stays small whatever clients ask.
  */
-export function readItemPage(store: Store, query: ItemsPage, now: number): { items: ItemSummary[]; total: number | null } {
+export function readItemPage(store: StoreBackend, query: ItemsPage, now: number): { items: ItemSummary[]; total: number | null } {
   const { filter = {}, limit, offset } = query;
   const where: string[] = [];
-  const params: SqlValue[] = [];
+  const params: StoreValue[] = [];
   if (filter.outcome) {
     where.push('outcome = ?');
     params.push(filter.outcome);
@@ -222,29 +219,12 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   }
   const wanted = filter.q === undefined ? [] : searchWords(filter.q);
   if (wanted.length > 0) {
-    // The words are matched in the items' search texts kept in memory (itemSearch.ts); the other
-    // filters, when given, in SQL. The total is exact. On a fleet's store other engines add items
-    // this one never wrote, so the kept texts could not know when to grow: SQL narrows there.
-    const fleet = isFleetStore(store);
-    // (fleetItemSeqs applies the other filters itself.)
-    let total: number;
-    let page: number[];
-    if (fleet || where.length > 0) {
-      let matching: number[];
-      if (fleet) matching = fleetItemSeqs(store, wanted, where, params);
-      else {
-        const found = matchingItemSeqs(store, wanted);
-        const selected = new Set(store.rows(`SELECT seq FROM items${whereClause(where)}`, params).map((r) => r[0] as number));
-        matching = found.seqs(0, found.count).filter((seq) => selected.has(seq));
-      }
-      total = matching.length;
-      page = matching.slice(offset, offset + limit);
-    } else {
-      // Only the page's seqs: a word in every item is 100,000 matches.
-      const found = matchingItemSeqs(store, wanted);
-      total = found.count;
-      page = found.seqs(offset, offset + limit);
-    }
+    // Each store matches the words its own way (sql.js from an index kept in memory, PostgreSQL,
+    // where other engines add items, in SQL) and applies the other filters; the total is exact.
+    const found = store.searchItems(wanted, where, params);
+    const total = found.count;
+    // Only the page's seqs: a word in every item is 100,000 matches.
+    const page = found.seqs(offset, offset + limit);
     const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
     return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
   }
@@ -254,30 +234,8 @@ export function readItemPage(store: Store, query: ItemsPage, now: number): { ite
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
 }
 
-/**
- * /items?q= on a fleet's PostgreSQL store: SQL narrows by the longest word as a substring (ILIKE;
- * a word with other letters is left to the match below), then the rule itself (each word starts a
- * word of the id, name, command or args) is checked here, with the other filters, so the total is
- * exact.
- */
-function fleetItemSeqs(store: Store, wanted: string[], where: string[], params: SqlValue[]): number[] {
-  const ascii = wanted.filter((w) => /^[\x00-\x7f]*$/.test(w)).sort((x, y) => y.length - x.length)[0];
-  const cond = [...where];
-  const args = [...params];
-  if (ascii !== undefined) {
-    cond.push("(id || ' ' || name || ' ' || definition) LIKE ?");
-    args.push(`%${ascii}%`);
-  }
-  const matching: number[] = [];
-  for (const [seq, id, name, definition] of store.rows(`SELECT seq, id, name, definition FROM items${whereClause(cond)} ORDER BY seq`, args)) {
-    const def = JSON.parse(definition as string) as ItemDefinition;
-    if (wordsStartWords(wanted, itemSearchText({ id: id as string, name: name as string, command: def.command, args: def.args }))) matching.push(seq as number);
-  }
-  return matching;
-}
-
 /** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
-function withLastFinish(store: Store, items: ItemSummary[]): ItemSummary[] {
+function withLastFinish(store: StoreBackend, items: ItemSummary[]): ItemSummary[] {
   if (items.length === 0) return items;
   const finished = new Map<string, number>();
   const ids = JSON.stringify(items.map((i) => i.id));
@@ -291,19 +249,14 @@ function withLastFinish(store: Store, items: ItemSummary[]): ItemSummary[] {
   return items;
 }
 
-function whereClause(conditions: string[]): string {
-  return conditions.length === 0 ? '' : ` WHERE ${conditions.join(' AND ')}`;
-}
-
 /** GET /items/{id}: the definition with its defaults, the state, and every attempt. */
-export function readItemDetail(store: Store, itemId: string, now: number): ItemDetail | undefined {
+export function readItemDetail(store: StoreBackend, itemId: string, now: number): ItemDetail | undefined {
   const row = readItem(store, itemId);
   if (!row) return undefined;
   const def = itemFromRow(row.definition, row);
-  // A store shared by a fleet (section 11) also says which engine ran each attempt.
-  const fleet = isFleetStore(store);
+  // A store engines share also says which engine ran each attempt.
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
-    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${fleet ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],
   );
   return {
@@ -347,7 +300,7 @@ export function readItemDetail(store: Store, itemId: string, now: number): ItemD
 }
 
 /** The ids a blocked item still waits for (not launched, or no item has them), in dependsOn order. */
-export function readWaitingFor(store: Store, itemId: string): string[] {
+export function readWaitingFor(store: StoreBackend, itemId: string): string[] {
   return store
     .all<{ id: string }>(
       "SELECT d.depends_on AS id FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched') ORDER BY d.rowid",
@@ -365,7 +318,7 @@ const SUMMARY_COLUMNS = 'id, name, source, outcome, attempts, max_attempts, due_
  * column's name read again on every row, each definition copied out of sql.js) was about half of
  * a 100-item /items?q= page at 100,000 items (docs/PERFORMANCE.md).
  */
-function readSummaryRows(store: Store, sql: string, params: SqlValue[]): SummaryRow[] {
+function readSummaryRows(store: StoreBackend, sql: string, params: StoreValue[]): SummaryRow[] {
   return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked]) => ({
     id: id as string,
     name: name as string,
@@ -382,7 +335,7 @@ function readSummaryRows(store: Store, sql: string, params: SqlValue[]): Summary
   }));
 }
 
-function toSummary(store: Store, r: SummaryRow, now: number): ItemSummary {
+function toSummary(store: StoreBackend, r: SummaryRow, now: number): ItemSummary {
   let phase: ItemSummary['phase'];
   if (r.outcome !== 'pending') phase = 'done';
   else if (r.running) phase = 'running';
@@ -405,7 +358,7 @@ function toSummary(store: Store, r: SummaryRow, now: number): ItemSummary {
   };
 }
 
-/** An item's state (contract section 8), from its row. */
+/** An item's state, as /items and /items/{id} report it, from its row. */
 export function itemState(r: Pick<ItemRow, 'outcome' | 'running' | 'held' | 'blocked' | 'due_at' | 'attempts'>, now: number): ItemState {
   if (r.outcome !== 'pending') return r.outcome;
   if (r.running) return 'running';

@@ -7,7 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { version } from '../../package.json';
 import { isLoopbackHost } from '../server/protection';
 import { SETTINGS, type FlagSettingKey, type IntegerSettingKey } from '../shared/settings';
-import { DEFAULT_LAUNCH_HELPERS, MAX_LAUNCH_HELPERS } from '../core/launchHelperClient';
+import { DEFAULT_LAUNCH_HELPERS, MAX_LAUNCH_HELPERS } from '../core/launching';
 import type { HostOptions } from './engineHost';
 
 /** A setting's default, as the text a flag would carry. */

@@ -5,7 +5,7 @@
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';
-import type { LaunchHelperEntry } from '../core/launchHelperClient';
+import type { LaunchHelperEntry } from '../core/launching';
 import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';
 import { hasHooks, startHooks, type HookOptions, type HookRunner } from './hooks';

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { LaunchHelperEntry } from '../core/launchHelperClient';
+import type { LaunchHelperEntry } from '../core/launching';
 
 /**
  * The helper's V8 heap limits. It holds a few attempts and their output tails, so small heaps

@@ -1,4 +1,4 @@
-// The launch helper: a small, long-lived process the engine forks (src/core/launchHelperClient.ts) to
+// The launch helper: a small, long-lived process the engine forks (src/core/launching/) to
 // spawn attempts on its behalf. The engine runs a pool of them (two by default), each on its own:
 // none knows of the others, and each ends only the attempts it launched. child_process.spawn() blocks the calling thread while libuv forks
 // and waits for the exec, and fork's cost grows with the parent's memory; the engine host holds
@@ -23,7 +23,7 @@
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
-import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launchHelperProtocol';
+import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launching/protocol';
 import { retireOutputPacks } from '../core/outputCapture';
 import { groupAlive, signalGroup } from '../core/processGroup';
 

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
-import { DEFAULT_LAUNCH_HELPERS } from '../../src/core/launchHelperClient';
+import { DEFAULT_LAUNCH_HELPERS } from '../../src/core/launching';
 import type { ItemDetail, StatsResponse } from '../../src/shared/api';
 import {
   codeServerBinary,

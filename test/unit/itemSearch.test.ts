@@ -3,7 +3,7 @@
 // before and after items are discovered or redefined while the index is kept.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { itemIndexCurrent, itemIndexReady, matchingItemSeqs, type BuildStep, type ItemMatches } from '../../src/core/itemSearch';
+import { itemIndexCurrent, itemIndexReady, matchingItemSeqs, type BuildStep, type ItemMatches } from '../../src/core/features/search';
 import { definitionHash, type ItemDefinition } from '../../src/core/intake/items';
 import { Store } from '../../src/core/store';
 import { itemSearchText, wordsStartWords } from '../../src/shared/itemFilter';

@@ -1,5 +1,5 @@
 // The launch helper (src/host/launchHelperMain.ts) and the engine's client of its pool
-// (src/core/launchHelperClient.ts), with real processes and the real IPC channel: launches spread
+// (src/core/launching/), with real processes and the real IPC channel: launches spread
 // over a pool of two helpers, one helper killed or stopped under running attempts while the other
 // runs on, a helper that cannot start, engine shutdown, and an engine killed with SIGKILL while an
 // attempt runs.
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import type { RunningAttempt } from '../../src/core/launching/attemptProcess';
-import { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { AttemptLauncher } from '../../src/core/launching';
 import { LAUNCH_HELPER_NODE_OPTIONS, locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { serve } from './support/cli';
 import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';

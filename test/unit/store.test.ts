@@ -8,7 +8,7 @@ import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/kernel/engine';
 import { queryLogs } from '../../src/core/logQuery';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
-import { AttemptLauncher } from '../../src/core/launchHelperClient';
+import { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { allLogs, itemDefinition, nodeItem, processAlive, settled, TempWorkspace, waitFor } from './support/workspace';
 

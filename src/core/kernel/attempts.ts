@@ -3,7 +3,7 @@
 // and recorded through transitions.ts; its process is the launcher's.
 import type { AttemptProblem } from '../../shared/api';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from '../launching/attemptProcess';
-import type { AttemptLauncher } from '../launchHelperClient';
+import type { AttemptLauncher } from '../launching';
 import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { AttemptOutputs } from '../features/output/attemptOutputs';
 import type { ProblemMatching } from '../features/problems/problemMatching';

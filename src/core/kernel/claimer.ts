@@ -4,7 +4,7 @@
 // and the attempts call it and never ask which one they have.
 import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
-import { itemIndexReady } from '../itemSearch';
+import { itemIndexReady } from '../features/search';
 import { readDueItems, readNextDueAt, readRunningAttempts, statsOverview, type ItemRow, type StoredState } from '../records';
 import type { Store } from '../store';
 import type { ActiveAttempt, Attempts } from './attempts';

@@ -8,7 +8,7 @@ import type { ItemDetail, ItemSummary, ScheduleSummary, LogAction, LogLevel, Sta
 import { healthStatus } from '../../shared/health';
 import { searchWords } from '../../shared/logFilter';
 import { ControlError, type AttemptOutput, type ControllableEngine, type EngineEvent, type FinishedAttempt, type HealthSnapshot, type ItemsPage, type LogPage, type LogQuery } from './monitoredEngine';
-import { AttemptLauncher } from '../launchHelperClient';
+import { AttemptLauncher } from '../launching';
 import { ItemIngestion, type LogWriter } from '../intake/ingest';
 import { Poller } from '../intake/poller';
 import { Dependencies } from '../features/dependencies/dependencies';

@@ -2,7 +2,7 @@
 // much to keep and where. The host builds it from the CLI flags or the extension's settings; the
 // defaults of the optional fields live with the code that uses them (persistence.ts,
 // retryPolicy.ts).
-import type { LaunchHelperEntry } from '../launchHelperClient';
+import type { LaunchHelperEntry } from '../launching';
 
 export interface EngineOptions {
   workspaceFolders: string[];

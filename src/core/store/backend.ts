@@ -16,6 +16,27 @@ export interface StoreNote {
   details?: Record<string, unknown>;
 }
 
+/** The items a word search found, in discovery (seq) order. */
+export interface ItemMatches {
+  count: number;
+  /** The seqs of matches `from` to `to` (excluded). Read before the store's next search: they may be in a scratch array it reuses. */
+  seqs(from: number, to: number): number[];
+}
+
+/** A word search of the log, with the other filters of its page. */
+export interface LogSearch {
+  /** The other filters' conditions on `logs` (SQLite SQL, `?` parameters) and their parameters. */
+  where: string[];
+  params: StoreValue[];
+  /** Lower-case words (searchWords, none starting another): each must start a word of the message. */
+  words: string[];
+  desc: boolean;
+  /** Keyset cursor: the ids after this one in the page's order. */
+  afterId?: number;
+  /** Ids wanted: the page size plus one, which says whether more entries match. */
+  want: number;
+}
+
 export interface StoreBackend {
   // ---- writes: applied at once, durable once committed ----
   mutate(key: MutationKey, params: StoreValue[]): void;
@@ -35,6 +56,26 @@ export interface StoreBackend {
   rows(sql: string, params?: StoreValue[]): StoreValue[][];
   get<T = Record<string, StoreValue>>(sql: string, params?: StoreValue[]): T | undefined;
   getMeta(key: string): string | undefined;
+
+  // ---- reads each store answers in its own way ----
+  /**
+   * Whether attempts and log entries record which engine wrote them (an `engine_id` column): true
+   * for a store several engines share, whose readers show it.
+   */
+  readonly recordsWriter: boolean;
+  /**
+   * /items?q=: the items each of whose `words` starts a word of the item's search text
+   * (wordsStartWords over itemSearchText), among those the SQL conditions `where` on `items`
+   * select; the count is exact.
+   */
+  searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches;
+  /**
+   * undefined when searchItems can answer now without holding the event loop long; else a promise
+   * of when it can (sql.js builds its word index in steps; PostgreSQL needs nothing built).
+   */
+  searchItemsReady(): Promise<void> | undefined;
+  /** /logs?q=: the ids of the entries the search selects, in its order, at most `want` of them. */
+  searchLogs(search: LogSearch): number[];
 
   // ---- durability ----
   /** True when mutations are waiting to be committed. */
@@ -70,9 +111,9 @@ export interface StoreBackend {
 }
 
 /**
- * Whether a store is shared by a fleet (PostgreSQL, section 11): its queries that differ from the
- * embedded store's (text search, which engine wrote a row) ask this. The engine's helpers are typed
- * with the sql.js Store, so the check reads the marker rather than the class.
+ * Whether a store is shared by a fleet (PostgreSQL): for the engine's composition, which wires the
+ * fleet's parts only then. Reads that differ between the stores are the stores' own (above). The
+ * engine is typed with the sql.js Store, so the check reads the marker rather than the class.
  */
 export function isFleetStore(store: object): boolean {
   return (store as { fleet?: boolean }).fleet === true;

@@ -1,4 +1,4 @@
-// The fleet store (contract section 11): the engine's state in a PostgreSQL database that several
+// The fleet store: the engine's state in a PostgreSQL database that several
 // engines share. The store seam (backend.ts) is synchronous, as sql.js is; here each call is posted
 // to a worker thread that owns the connections (pgWorker.ts) and the main thread blocks on
 // Atomics.wait for the answer, at most CALL_TIMEOUT_MS. A round trip on loopback is a fraction of
@@ -14,11 +14,12 @@ import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import { startWorker, workerCode } from '../workerCode';
-import type { StoreBackend, StoreNote, StoreValue } from './backend';
+import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
 import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
 import { redactStoreUrl } from '../../shared/storeUrl';
+import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
 
 /** The longest the main thread waits for one statement before calling the database unavailable. */
 const CALL_TIMEOUT_MS = 5000;
@@ -265,6 +266,22 @@ export class PgStore implements StoreBackend {
 
   getMeta(key: string): string | undefined {
     return this.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+  }
+
+  /** Attempts and log entries say which engine of the fleet wrote them. */
+  readonly recordsWriter = true;
+
+  searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches {
+    return searchItemsInPostgres(this, words, where, params);
+  }
+
+  /** SQL answers at once: nothing is built in this process. */
+  searchItemsReady(): undefined {
+    return undefined;
+  }
+
+  searchLogs(search: LogSearch): number[] {
+    return searchLogsInPostgres(this, search);
   }
 
   /** A log entry (log_insert's parameters after the id), its id from the sequence in the same statement. */

@@ -8,24 +8,22 @@
 // (new records go to engine.journal.next) and a builder loads the last snapshot, replays the old
 // journal into it and writes the result; the main thread only renames files (checkpoint.ts).
 // Exporting a large live database instead blocks the event loop for seconds (docs/PERFORMANCE.md).
-// Shutdown, recovery and first start still export synchronously.
-//
-// Every mutation goes through `mutate(statementKey, params)`: it runs a fixed, named statement
-// (schema.ts) and appends `[seq, key, params]` to the journal (journal.ts). Replay runs the same
-// statements, so there is one code path for "do it" and "redo it".
+// Shutdown, recovery and first start still export synchronously.//
+// The journal itself, mutations and commits are JournaledStore's (journaledStore.ts); this class
+// adds the reads, the log's full-text index, and the snapshots.
 import path from 'node:path';
 import type { SqlValue } from 'sql.js';
-import type { StoreBackend, StoreNote } from './backend';
+import type { ItemMatches, LogSearch, StoreBackend, StoreNote } from './backend';
+import { itemIndexReady, matchingItemSeqs } from '../features/search';
+import { searchLogsInSqlJs } from './logSearch';
+import { narrowMatches } from './reads';
 import { Checkpoint, DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES, startCheckpointThread, writeExportedCheckpoint, type CheckpointJob, type CheckpointMessage, type CheckpointRun, type CheckpointRunner } from './checkpoint';
-import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, storageBytes } from './files';
-import { Journal } from './journal';
+import { JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent } from './files';
+import { JournaledStore } from './journaledStore';
 import { openDatabase, replayJournals } from './recovery';
-import { MUTATIONS, writeJournalSeq, type MutationKey } from './schema';
+import { writeJournalSeq } from './schema';
 import { finishFreeing, installSnapshot, removeSnapshotTemporary, snapshotTemporaryName, writeSnapshotFiles } from './snapshotFiles';
 import type { SqlDatabase } from './sqlJs';
-
-/** While storage fails, how often a persist is retried. */
-const RETRY_INTERVAL_MS = 1000;
 
 export interface StoreOptions {
   /** Folder for engine.sqlite and its journal; null keeps everything in memory (for tests). */
@@ -63,46 +61,23 @@ export interface SnapshotInfo {
 }
 
 /** The sql.js store: the engine's state in memory, persisted by a journal and snapshots. */
-export class Store implements StoreBackend {
-  private readonly journal: Journal;
-  /** Journal records of the mutations since the last commit, not written yet. */
-  private pending: string[] = [];
-  private seq = 0;
-  /** `seq` as of the last snapshot: everything up to it is in engine.sqlite. */
-  private snapshotSeq = 0;
-  /** Set when the journal file is gone or unwritable: the next persist must be a full snapshot. */
-  private needsSnapshot = false;
-  private error: string | null = null;
-  private lastFailureAt = 0;
-  private lastPersistAt: number | null = null;
+export class Store extends JournaledStore implements StoreBackend {
   /** The checkpoint in flight, if any; a synchronous snapshot abandons it. */
   private checkpoint: Checkpoint | null = null;
   private tmpCounter = 0;
-  private readonly mutationCounts = new Map<MutationKey, number>();
   /**
-   * The newest log entry written through mutate(), and the newest the full-text index is known to
-   * hold (-1: not known yet, e.g. after replay): while the first is not past the second,
-   * indexLogs() has nothing to add and need not ask SQLite (two reads, about 100 µs, before every
-   * search that reads the index and every second).
+   * The newest log entry the full-text index is known to hold (-1: not known yet, e.g. after
+   * replay): while the newest written (logsWritten) is not past it, indexLogs() has nothing to add
+   * and need not ask SQLite (two reads, about 100 µs, before every search that reads the index and
+   * every second).
    */
-  private logsWritten = 0;
   private logsIndexed = -1;
   private snapshotInfo: SnapshotInfo | null = null;
   /** Size of the snapshot on disk (loaded or last written). */
   private snapshotFileBytes = 0;
 
-  private constructor(
-    private readonly sql: SqlDatabase,
-    private readonly options: StoreOptions,
-  ) {
-    this.journal = new Journal(options.storageDir, {
-      synced: () => {
-        // Synced records are persisted state as much as a snapshot is (and far more frequent).
-        this.lastPersistAt = Date.now();
-        this.setHealthy();
-      },
-      failed: (message) => this.fail(message),
-    });
+  private constructor(sql: SqlDatabase, options: StoreOptions) {
+    super(sql, options);
   }
 
   /** Opens (or creates) the store; `notes` says what recovery did, for the engine to log. */
@@ -127,52 +102,11 @@ export class Store implements StoreBackend {
     }
   }
 
-  get databasePath(): string {
-    return this.options.storageDir ? path.join(this.options.storageDir, SNAPSHOT_FILE) : ':memory:';
-  }
-
-  get lastError(): string | null {
-    return this.error;
-  }
-
-  get lastPersistTime(): number | null {
-    return this.lastPersistAt;
-  }
-
-  /** Snapshot plus journal on disk, in bytes (0 in memory). */
-  sizeBytes(): number {
-    return this.options.storageDir ? storageBytes(this.options.storageDir) : 0;
-  }
-
-  // ---- mutations -------------------------------------------------------------------------
-
-  /**
-   * How many times each statement has run in this process: readers that keep something derived
-   * from the rows (the item search text, src/core/itemSearch.ts) know from it whether it is stale.
-   */
-  mutations(key: MutationKey): number {
-    return this.mutationCounts.get(key) ?? 0;
-  }
-
-  mutate(key: MutationKey, params: SqlValue[]): void {
-    this.mutationCounts.set(key, (this.mutationCounts.get(key) ?? 0) + 1);
-    if (key === 'log_insert' && (params[0] as number) > this.logsWritten) this.logsWritten = params[0] as number;
-    this.sql.statement(MUTATIONS[key]).run(params);
-    if (this.options.storageDir && !this.needsSnapshot) {
-      this.pending.push(JSON.stringify([++this.seq, key, params]));
-    }
-  }
-
-  /** Runs `fn` in one SQL transaction: many mutations at the cost of one. */
-  batch<T>(fn: () => T): T {
-    return this.sql.batch(fn);
-  }
-
   /**
    * Adds the log entries the full-text index (logs_fts) does not hold yet to it, oldest first, at
    * most `max` of them; returns how many it added. Entries are indexed here in batches rather than
    * as each is written: one FTS4 row in a transaction of its own cost 25-85 µs, a batch 4 µs a row
-   * (docs/PERFORMANCE.md, #19 round three). The index holds exactly the entries up to its largest
+   * (docs/PERFORMANCE.md). The index holds exactly the entries up to its largest
    * docid (entries are indexed in id order and pruned from the oldest), so what is missing is
    * everything after it. Not journaled: the index is derived from `logs`, and after a crash this
    * catches up on whatever the snapshot's index did not hold. Searches that read the index call it
@@ -211,6 +145,24 @@ export class Store implements StoreBackend {
     return this.sql.get<T>(sql, params);
   }
 
+  /** One engine's own store: rows do not say which engine wrote them. */
+  readonly recordsWriter = false;
+
+  /** From the word index of the items kept in memory (itemSearch.ts); the other filters in SQL. */
+  searchItems(words: readonly string[], where: string[], params: SqlValue[]): ItemMatches {
+    // Only the page's seqs are read when nothing else filters: a word in every item is 100,000 matches.
+    return narrowMatches(this, matchingItemSeqs(this, words), where, params);
+  }
+
+  /** The word index is built when first needed, in steps between turns of the event loop. */
+  searchItemsReady(): Promise<void> | undefined {
+    return itemIndexReady(this);
+  }
+
+  searchLogs(search: LogSearch): number[] {
+    return searchLogsInSqlJs(this, search);
+  }
+
   getMeta(key: string): string | undefined {
     return this.sql.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
   }
@@ -232,95 +184,6 @@ export class Store implements StoreBackend {
    */
   get journalSize(): { journalBytes: number; snapshotBytes: number } {
     return { journalBytes: this.journal.bytes, snapshotBytes: this.snapshotFileBytes };
-  }
-
-  /** True when mutations are waiting to be journaled. */
-  get hasPending(): boolean {
-    return this.pending.length > 0 || this.needsSnapshot;
-  }
-
-  /**
-   * Appends pending mutations to the journal and fdatasyncs it. Returns false (and records the
-   * error) when storage is failing; the state stays in memory and a later call retries.
-   *
-   * `background` (the engine's once-a-second commit): the records are written at once, where a
-   * crash of this process cannot lose them, and the fdatasync runs on libuv's thread pool. A
-   * synchronous fdatasync waits for the file system's next journal commit, and while a checkpoint
-   * writes a large snapshot that can take a second of the event loop (docs/PERFORMANCE.md).
-   * Launches use commitDurably(), which waits for the disk without blocking the event loop.
-   */
-  commit(mode: 'sync' | 'background' = 'sync'): boolean {
-    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journal.isOpen) {
-      return this.commitInBackground();
-    }
-    if (!this.options.storageDir) return true;
-    if (this.needsSnapshot) {
-      // Recovery is a full snapshot; while storage stays broken, try it at most once a second
-      // rather than exporting the whole database on every call.
-      if (this.error !== null && Date.now() - this.lastFailureAt < RETRY_INTERVAL_MS) return false;
-      return this.snapshot();
-    }
-    if (this.pending.length === 0 && this.journalSynced) return this.error === null;
-    try {
-      this.journal.write(this.pending);
-      // Also what a background commit wrote and has not synced yet: a spawn must not wait on it.
-      this.journal.syncNow();
-      this.lastPersistAt = Date.now();
-      this.pending = [];
-      this.setHealthy();
-      return true;
-    } catch (err) {
-      this.fail(`journal write failed: ${(err as Error).message}`);
-      return false;
-    }
-  }
-
-  /** Whether a background fdatasync of the journal is still running (for tests). */
-  get journalSyncPending(): boolean {
-    return this.journal.syncPending;
-  }
-
-  /** Whether every record written to the journal is on disk (mutations not written yet aside). */
-  get journalSynced(): boolean {
-    return this.journal.synced;
-  }
-
-  /**
-   * Journals pending mutations and resolves once they are on disk: true, or false when storage
-   * failed (the error is recorded and the state stays in memory, as with commit()). The records
-   * are written at once and the fdatasync runs on libuv's thread pool, so the event loop goes on
-   * meanwhile; calls that arrive while one runs share the next, so launches that become due
-   * together wait for one fdatasync. This is how the engine keeps its rule that every attempt is
-   * on disk before its process is spawned without a synchronous fdatasync before each spawn, which
-   * held the event loop on every launch, and longest behind a checkpoint's writes
-   * (docs/PERFORMANCE.md).
-   */
-  commitDurably(): Promise<boolean> {
-    if (!this.options.storageDir) return Promise.resolve(true);
-    // Recovery (a full snapshot) and a journal that is not open take the synchronous path.
-    if (this.needsSnapshot || !this.journal.isOpen) return Promise.resolve(this.commit());
-    if (!this.writePending()) return Promise.resolve(false);
-    if (this.journal.synced) return Promise.resolve(this.error === null);
-    return this.journal.whenDurable();
-  }
-
-  private commitInBackground(): boolean {
-    if (!this.writePending()) return false;
-    this.journal.syncInBackground();
-    return this.error === null;
-  }
-
-  /** Appends pending mutations to the journal, without syncing. False (recorded) when that fails. */
-  private writePending(): boolean {
-    if (this.pending.length === 0) return true;
-    try {
-      this.journal.write(this.pending);
-      this.pending = [];
-      return true;
-    } catch (err) {
-      this.fail(`journal write failed: ${(err as Error).message}`);
-      return false;
-    }
   }
 
   /**
@@ -508,26 +371,4 @@ export class Store implements StoreBackend {
     cp.run.cancel();
   }
 
-  private fail(message: string): void {
-    // Whatever was pending will be captured by the next full snapshot; holding it would only
-    // grow memory while storage is down.
-    this.pending = [];
-    this.needsSnapshot = true;
-    this.lastFailureAt = Date.now();
-    // Launches waiting for their journal records: those records may never reach the disk.
-    this.journal.failWaiters();
-    if (this.error === null) {
-      this.error = message;
-      this.options.onHealthChange?.(false, message);
-    } else {
-      this.error = message;
-    }
-  }
-
-  private setHealthy(): void {
-    if (this.error !== null) {
-      this.error = null;
-      this.options.onHealthChange?.(true, null);
-    }
-  }
 }

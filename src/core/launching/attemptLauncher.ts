@@ -21,185 +21,32 @@
 //   launches; when none can start at all, launches run in-process.
 //
 // Which file the helper is, and with which Node options it runs, is the host's knowledge
-// (src/host/launchHelperEntry.ts): it passes the entry in, and this file only forks it.
-import { fork, type ChildProcess } from 'node:child_process';
+// (src/host/launchHelperEntry.ts): it passes the entry in, and this folder only forks it.
+//
+// This file is the pool and its queue of launches; helperProcess.ts forks one helper, outbox.ts
+// batches what is said to it, watchdog.ts kills one that stops answering, inProcess.ts is the
+// fallback, and helperCheckpoints.ts runs the store's checkpoints in the helpers' processes.
 import { existsSync } from 'node:fs';
-import os from 'node:os';
-import type { ItemDefinition } from './items';
-import { KILL_GRACE_MS, launchAttempt, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
-import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from './launchHelperProtocol';
-import { LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
-import { endGroup } from './processGroup';
-import type { OutputTarget } from './outputFiles';
-import { checkpointProcessArgs, startCheckpointThread, type CheckpointJob, type CheckpointMessage, type CheckpointRun } from './store';
-
-/** How to start the helper: the file to fork and the Node options it runs with. */
-export interface LaunchHelperEntry {
-  file: string;
-  execArgv: string[];
-}
-
-export interface AttemptLauncherOptions {
-  /**
-   * The helper to fork; null: always launch in-process (by choice, without a warning);
-   * undefined: none was found, so launch in-process after one warning.
-   */
-  entry?: LaunchHelperEntry | null;
-  /**
-   * How many helpers share the launches (EngineOptions.launchHelpers): default
-   * DEFAULT_LAUNCH_HELPERS; 1 is a single helper.
-   */
-  helpers?: number;
-  /** Warnings worth a log entry (the fallback to in-process launching). */
-  warn?: (message: string, details: Record<string, unknown>) => void;
-  /** The engine's workspace folders: an attempt's `cwd` must lead into one of them when it starts. */
-  workspaceFolders?: readonly string[];
-  /** Capturing an attempt's output failed (disk full…), wherever it runs; the attempt runs on. */
-  onOutputError?: (attemptId: number, error: string) => void;
-}
-
-/**
- * Two helpers, or one on a single core: two bare spawner processes finish 2,000 launches 1.35 ×
- * faster than one on two cores, a third adds nothing there (docs/PERFORMANCE.md, #19 target 1).
- */
-export const DEFAULT_LAUNCH_HELPERS = Math.min(2, os.availableParallelism());
-/** More helpers than this only cost memory (~40 MB each): each one's spawns already overlap. */
-export const MAX_LAUNCH_HELPERS = 16;
+import { KILL_GRACE_MS, resultWithoutProcess, type RunningAttempt } from '../attemptProcess';
+import type { ItemDefinition } from '../items';
+import { LeftoverSweeper } from '../leftoverProcesses';
+import type { OutputTarget } from '../outputFiles';
+import type { CheckpointJob, CheckpointRun } from '../store';
+import { HelperAttempt } from './helperAttempt';
+import { HelperCheckpoints } from './helperCheckpoints';
+import { forkHelper, type Helper, type Slot } from './helperProcess';
+import { endOrphaned, launchInProcess } from './inProcess';
+import { DEFAULT_LAUNCH_HELPERS, MAX_LAUNCH_HELPERS, type AttemptLauncherOptions, type LaunchHelperEntry } from './options';
+import { post, sendOutbox } from './outbox';
+import type { FromLaunchHelper, ToLaunchHelper } from './protocol';
+import { watchHelper } from './watchdog';
 
 /** A helper that started but never became ready this many times in a row: its place in the pool gives up. */
 const MAX_START_FAILURES = 3;
-/**
- * A helper not ready this long after its fork is hung (its start takes ~50-300 ms on a loaded
- * machine): it is killed and counts as a failed start. Helpers start one at a time, so one that
- * hung before its ready message kept the rest of the pool from starting.
- */
-const READY_TIMEOUT_MS = 10_000;
 /** A helper that dies sooner than this after its start counts towards the restart backoff. */
 const HEALTHY_LIFETIME_MS = 10_000;
 const RESTART_BACKOFF_BASE_MS = 500;
 const RESTART_BACKOFF_MAX_MS = 30_000;
-/** How often a ready helper is asked whether it is still there. */
-const PING_INTERVAL_MS = 1000;
-/**
- * A helper silent this long while this engine's event loop kept running is stopped or hung. Long
- * enough for a burst of launches it works through in order (each spawn blocks it a few ms) on a
- * loaded machine; short enough that a 1 s timeout is not outlived by much.
- */
-const UNRESPONSIVE_MS = 5000;
-
-/** One place in the pool: the helper in it now (if any), and its own restart history. */
-interface Slot {
-  /** 1-based, for the logs. */
-  readonly number: number;
-  helper: Helper | undefined;
-  restartTimer: NodeJS.Timeout | undefined;
-  restartNotBefore: number;
-  quickDeaths: number;
-  /** Helpers of this slot in a row that exited before they were ready. */
-  startFailures: number;
-  /** Gave up after MAX_START_FAILURES: the other slots carry the launches. */
-  disabled: boolean;
-}
-
-interface Helper {
-  slot: Slot;
-  child: ChildProcess;
-  startedAt: number;
-  ready: boolean;
-  closing: boolean;
-  /** Attempts sent to this helper and not done yet. */
-  attempts: Map<number, HelperAttempt>;
-  /** Checkpoints this helper was asked to run, by id: what settles each one. */
-  checkpoints: Map<number, (m: CheckpointMessage, pid: number | null) => void>;
-  exited: Promise<void>;
-  /** performance.now() of its last message, whatever it was. */
-  lastHeardAt: number;
-  watchdog?: NodeJS.Timeout;
-  /** Kills it if it is not ready by READY_TIMEOUT_MS. */
-  readyTimer?: NodeJS.Timeout;
-  /** Why it was killed, when the engine killed it for not answering. */
-  killedBecause?: string;
-  /**
-   * Messages said to it in this turn of the event loop, sent together as one packet when the turn
-   * ends (`post`): the launches of a dispatch round, and a terminate after the launch it targets.
-   */
-  outbox: ToLaunchHelper[];
-}
-
-/** One attempt as the engine sees it, wherever its process is spawned. */
-class HelperAttempt implements RunningAttempt {
-  pid: number | null = null;
-  readonly done: Promise<AttemptResult>;
-  /** Set when the attempt was launched in-process (fallback). */
-  inProcess: RunningAttempt | undefined;
-  /** The helper it was sent to: the one that can terminate it. */
-  helper: Helper | undefined;
-  finished = false;
-  private resolve!: (result: AttemptResult) => void;
-
-  constructor(
-    readonly attemptId: number,
-    readonly item: ItemDefinition,
-    readonly attempt: number,
-    private readonly owner: AttemptLauncher,
-    readonly output: OutputTarget | undefined,
-  ) {
-    this.done = new Promise((resolve) => (this.resolve = resolve));
-  }
-
-  readonly startedAt = Date.now();
-  /** Its ENGINE_MONITOR_ATTEMPT token, and when it was made in this process's clock (for a sweep). */
-  readonly marker = newAttemptMarker();
-  readonly markedAt = performance.now();
-
-  terminate(graceMs = KILL_GRACE_MS): void {
-    this.owner.terminate(this, graceMs);
-  }
-
-  finish(result: AttemptResult): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.resolve(result);
-  }
-}
-
-/**
- * A checkpoint asked for while no helper was ready (the engine has just started them): it starts in
- * the first helper that becomes ready, or on a worker thread once none will. Waiting is worth it: a
- * thread of the engine host loads the whole snapshot into the host's own memory (docs/PERFORMANCE.md,
- * "Memory (target 4)").
- */
-class WaitingCheckpoint implements CheckpointRun {
-  readonly done: Promise<CheckpointMessage>;
-  private resolve!: (m: CheckpointMessage) => void;
-  private run: CheckpointRun | undefined;
-  private cancelled = false;
-
-  constructor(
-    readonly job: CheckpointJob,
-    private readonly forget: (w: WaitingCheckpoint) => void,
-  ) {
-    this.done = new Promise((resolve) => (this.resolve = resolve));
-  }
-
-  get where(): string {
-    return this.run?.where ?? 'nowhere yet (waiting for a launch helper)';
-  }
-
-  /** Starts it in `run`'s builder; its answer becomes this one's. */
-  startIn(run: CheckpointRun): void {
-    this.run = run;
-    void run.done.then((m) => this.resolve(m));
-  }
-
-  cancel(): void {
-    if (this.run) return this.run.cancel();
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.forget(this);
-    this.resolve({ ok: false, error: 'cancelled before it started' });
-  }
-}
 
 /**
  * Launches attempts through a pool of launch helper processes, or in-process when no helper can
@@ -210,12 +57,11 @@ export class AttemptLauncher {
   private readonly slots: Slot[];
   /** Launches waiting for a helper that is starting (or restarting after its backoff). */
   private queue: HelperAttempt[] = [];
-  /** Checkpoints waiting for a helper that is starting. */
-  private readonly waitingCheckpoints = new Set<WaitingCheckpoint>();
+  /** Checkpoints run by the helpers, or waiting for one that is starting. */
+  private readonly checkpoints = new HelperCheckpoints();
   private inProcess = false;
   private closed = false;
   private spawnTotals = { spawns: 0, spawnMs: 0 };
-  private nextCheckpointId = 0;
   /**
    * Leftovers of attempts launched in this process, and of a dead helper's attempts. Its own, not
    * the process-wide one, so that closing this launcher ends only what its own attempts left.
@@ -246,7 +92,7 @@ export class AttemptLauncher {
     if (this.closed) {
       a.finish(resultWithoutProcess(a.startedAt, 'the engine is shutting down; not launched'));
     } else if (this.inProcess) {
-      this.launchInProcess(a);
+      launchInProcess(a, this.options, this.sweeper);
     } else {
       this.queue.push(a);
       this.ensureHelpers();
@@ -271,10 +117,7 @@ export class AttemptLauncher {
     this.ensureHelpers();
     if (this.inProcess) return undefined;
     const h = this.leastBusyHelper();
-    if (h) return this.checkpointIn(h, job);
-    const waiting = new WaitingCheckpoint(job, (w) => this.waitingCheckpoints.delete(w));
-    this.waitingCheckpoints.add(waiting);
-    return waiting;
+    return h ? this.checkpoints.runIn(h, job) : this.checkpoints.waitForHelper(job);
   }
 
   /** Where the spawns happen now, for the benchmark and tests. */
@@ -323,7 +166,7 @@ export class AttemptLauncher {
     for (const a of this.queue.splice(0)) a.finish(resultWithoutProcess(a.startedAt, 'the engine shut down before it was launched'));
     // The store gives up its checkpoint before this (Store.abandonCheckpoint); one still waiting
     // for a helper is built where it would have been without helpers.
-    this.startWaitingCheckpointsOnThreads();
+    this.checkpoints.startWaitingOnThreads();
     const helpers = this.slots.flatMap((slot) => (slot.helper ? [slot.helper] : []));
     await Promise.all(helpers.map((h) => this.closeHelper(h, graceMs)));
     // The helpers swept their own attempts' leftovers; these are what a helper killed for hanging
@@ -335,8 +178,8 @@ export class AttemptLauncher {
     h.closing = true;
     if (h.child.connected) {
       // Now, after whatever this turn said to it before.
-      this.post(h, { type: 'close', graceMs });
-      this.sendOutbox(h);
+      post(h, { type: 'close', graceMs });
+      sendOutbox(h);
     } else h.child.kill('SIGTERM');
     // The helper exits on its own within the grace; a wedged one does not hold the engine.
     let timer: NodeJS.Timeout | undefined;
@@ -378,26 +221,7 @@ export class AttemptLauncher {
     }
     const h = a.helper;
     // Behind its launch in the same outbox, if that has not gone yet: the helper sees it second.
-    if (h?.attempts.has(a.attemptId) && h.child.connected) this.post(h, { type: 'terminate', attemptId: a.attemptId, graceMs });
-  }
-
-  /**
-   * Says `m` to helper `h` with everything else said to it in this turn of the event loop: one
-   * packet, sent once the turn's callbacks and their promises have run. Order is kept within the
-   * outbox, and every message to a helper goes through it.
-   */
-  private post(h: Helper, m: ToLaunchHelper): void {
-    h.outbox.push(m);
-    if (h.outbox.length === 1) setImmediate(() => this.sendOutbox(h));
-  }
-
-  private sendOutbox(h: Helper): void {
-    if (h.outbox.length === 0) return;
-    const packet: LaunchHelperPacket<ToLaunchHelper> = h.outbox.length === 1 ? h.outbox[0] : h.outbox;
-    h.outbox = [];
-    // A helper that is gone fails the attempts it was sent when its exit is seen; a failed send
-    // means it is dying, and the same holds.
-    if (h.child.connected) h.child.send(packet, () => undefined);
+    if (h?.attempts.has(a.attemptId) && h.child.connected) post(h, { type: 'terminate', attemptId: a.attemptId, graceMs });
   }
 
   // ---- the helper processes -------------------------------------------------------------
@@ -433,54 +257,11 @@ export class AttemptLauncher {
       }, wait);
       return;
     }
-    let child: ChildProcess;
     try {
-      child = fork(this.entry.file, [`--engine-pid=${process.pid}`], {
-        execArgv: this.entry.execArgv,
-        // stdout is the engine host's protocol channel (its ready line): the helper keeps off it.
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      });
+      slot.helper = forkHelper(this.entry, slot, { message: (h, m) => this.onMessage(h, m), exit: (h, code, signal, error) => this.onExit(h, code, signal, error) });
     } catch (err) {
       this.startFailed(slot, `fork failed: ${(err as Error).message}`);
-      return;
     }
-    let onExit!: () => void;
-    const h: Helper = {
-      slot,
-      child,
-      startedAt: Date.now(),
-      ready: false,
-      closing: false,
-      attempts: new Map(),
-      checkpoints: new Map(),
-      exited: new Promise<void>((resolve) => (onExit = resolve)),
-      lastHeardAt: performance.now(),
-      outbox: [],
-    };
-    slot.helper = h;
-    h.readyTimer = setTimeout(() => {
-      if (h.ready || h.closing || slot.helper !== h) return;
-      // Its exit ('close') is the failed start: backoff, and the next helper of the pool starts.
-      h.killedBecause = `killed: not ready ${READY_TIMEOUT_MS / 1000} s after it was started`;
-      child.kill('SIGKILL');
-    }, READY_TIMEOUT_MS);
-    h.readyTimer.unref();
-    child.on('message', (packet: LaunchHelperPacket<FromLaunchHelper>) => {
-      if (Array.isArray(packet)) for (const m of packet) this.onMessage(h, m);
-      else this.onMessage(h, packet);
-    });
-    // 'error' without 'exit' means it never ran (e.g. the Node binary is gone).
-    child.on('error', (err) => {
-      if (child.pid === undefined) {
-        onExit();
-        this.onExit(h, null, null, err.message);
-      }
-    });
-    // 'close', not 'exit': it comes after the IPC channel has delivered the helper's last messages.
-    child.on('close', (code, signal) => {
-      onExit();
-      this.onExit(h, code, signal);
-    });
   }
 
   /** The ready helper with the fewest attempts in flight (the first of the pool on a tie). */
@@ -496,7 +277,7 @@ export class AttemptLauncher {
 
   private flush(): void {
     if (this.inProcess) {
-      for (const a of this.queue.splice(0)) this.launchInProcess(a);
+      for (const a of this.queue.splice(0)) launchInProcess(a, this.options, this.sweeper);
       return;
     }
     if (this.queue.length === 0) return;
@@ -509,7 +290,7 @@ export class AttemptLauncher {
       const launch: ToLaunchHelper = { type: 'launch', attemptId: a.attemptId, item: a.item, attempt: a.attempt, marker: a.marker };
       if (this.workspaceFolders) launch.workspaceFolders = this.workspaceFolders;
       if (a.output) launch.output = a.output;
-      this.post(h, launch);
+      post(h, launch);
     }
   }
 
@@ -520,10 +301,14 @@ export class AttemptLauncher {
         h.ready = true;
         clearTimeout(h.readyTimer);
         h.slot.startFailures = 0;
-        this.watch(h);
+        watchHelper(h, (silentMs) =>
+          this.options.warn?.(
+            `launch helper ${h.child.pid} did not answer for ${Math.round(silentMs / 1000)} s (stopped or hung) and was killed; its running attempts fail and are retried, and a new helper starts`,
+            { pid: h.child.pid ?? null, silentMs: Math.round(silentMs), attempts: h.attempts.size },
+          ),
+        );
         this.flush();
-        for (const waiting of this.waitingCheckpoints) waiting.startIn(this.checkpointIn(h, waiting.job));
-        this.waitingCheckpoints.clear();
+        this.checkpoints.startWaitingIn(h);
         // The rest of the pool, one fork at a time.
         this.ensureHelpers();
         break;
@@ -546,80 +331,10 @@ export class AttemptLauncher {
       case 'output_error':
         this.options.onOutputError?.(m.attemptId, m.error);
         break;
-      case 'checkpointed': {
-        const settle = h.checkpoints.get(m.checkpointId);
-        h.checkpoints.delete(m.checkpointId);
-        settle?.(m.message, m.pid);
+      case 'checkpointed':
+        this.checkpoints.answered(h, m);
         break;
-      }
     }
-  }
-
-  /** A checkpoint in a process the ready helper `h` starts. */
-  private checkpointIn(h: Helper, job: CheckpointJob): CheckpointRun {
-    const checkpointId = ++this.nextCheckpointId;
-    const args = checkpointProcessArgs(job);
-    let where = 'a process started by the launch helper';
-    const done = new Promise<CheckpointMessage>((resolve) => {
-      h.checkpoints.set(checkpointId, (m, pid) => {
-        if (pid !== null) where = `process ${pid}`;
-        resolve(m);
-      });
-    });
-    this.post(h, { type: 'checkpoint', checkpointId, args });
-    return {
-      get where() {
-        return where;
-      },
-      done,
-      cancel: () => {
-        if (h.checkpoints.has(checkpointId) && h.child.connected) {
-          this.post(h, { type: 'checkpoint_cancel', checkpointId });
-        }
-      },
-    };
-  }
-
-  /** No helper will run the waiting checkpoints (in-process launching, shutdown): worker threads do. */
-  private startWaitingCheckpointsOnThreads(): void {
-    for (const waiting of this.waitingCheckpoints) {
-      let run: CheckpointRun;
-      try {
-        run = startCheckpointThread(waiting.job);
-      } catch (err) {
-        // No worker bundle: the store writes the snapshot from memory instead, and says why.
-        run = { where: 'worker thread', done: Promise.resolve({ ok: false, error: (err as Error).message }), cancel: () => undefined };
-      }
-      waiting.startIn(run);
-    }
-    this.waitingCheckpoints.clear();
-  }
-
-  /** Pings the ready helper `h` every second and kills it once it has been silent for UNRESPONSIVE_MS. */
-  private watch(h: Helper): void {
-    let lastTick = performance.now();
-    h.watchdog = setInterval(() => {
-      const now = performance.now();
-      // This engine's own event loop stalled: the helper's answers may be waiting unread, so the
-      // silence is counted again from now.
-      if (now - lastTick > 2 * PING_INTERVAL_MS) h.lastHeardAt = now;
-      lastTick = now;
-      if (h.closing || !h.child.connected) return;
-      const silentMs = now - h.lastHeardAt;
-      if (silentMs < UNRESPONSIVE_MS) {
-        this.post(h, { type: 'ping' });
-        return;
-      }
-      clearInterval(h.watchdog);
-      h.killedBecause = `killed after it did not answer for ${Math.round(silentMs / 1000)} s`;
-      this.options.warn?.(
-        `launch helper ${h.child.pid} did not answer for ${Math.round(silentMs / 1000)} s (stopped or hung) and was killed; its running attempts fail and are retried, and a new helper starts`,
-        { pid: h.child.pid ?? null, silentMs: Math.round(silentMs), attempts: h.attempts.size },
-      );
-      h.child.kill('SIGKILL');
-    }, PING_INTERVAL_MS);
-    // The watchdog must not keep an engine alive that has nothing else to do.
-    h.watchdog.unref();
   }
 
   private onExit(h: Helper, code: number | null, signal: NodeJS.Signals | null, error?: string): void {
@@ -631,14 +346,11 @@ export class AttemptLauncher {
     if (slot.helper !== h) return;
     slot.helper = undefined;
     const how = error ?? h.killedBecause ?? (signal ? `signal ${signal}` : `exit code ${code}`);
-    // Its checkpoint processes end with it (they exit when their IPC channel closes); the store
-    // falls back to a snapshot from memory for any that was still running.
-    for (const settle of h.checkpoints.values()) settle({ ok: false, error: `the launch helper exited (${how})` }, null);
-    h.checkpoints.clear();
+    this.checkpoints.helperExited(h, how);
     if (h.closing) {
       // Normally the helper ended these itself; not if it had to be killed for hanging.
       for (const a of h.attempts.values()) {
-        if (signal === 'SIGKILL') this.endOrphaned(a);
+        if (signal === 'SIGKILL') endOrphaned(a, this.sweeper);
         a.finish(resultWithoutProcess(a.startedAt, 'ended by the engine shutdown'));
       }
       return;
@@ -652,7 +364,7 @@ export class AttemptLauncher {
     // them out now, so end them, and let the engine retry the attempts as failed. The other
     // helpers' attempts are not theirs to worry about.
     for (const a of h.attempts.values()) {
-      this.endOrphaned(a);
+      endOrphaned(a, this.sweeper);
       a.finish({
         ...resultWithoutProcess(a.startedAt, `launch helper exited unexpectedly (${how}); the attempt's processes were ended`),
         pid: a.pid,
@@ -668,7 +380,7 @@ export class AttemptLauncher {
 
   /** Launches or checkpoints are waiting for a helper. */
   private waiting(): boolean {
-    return this.queue.length > 0 || this.waitingCheckpoints.size > 0;
+    return this.queue.length > 0 || this.checkpoints.anyWaiting;
   }
 
   private startFailed(slot: Slot, reason: string): void {
@@ -706,34 +418,6 @@ export class AttemptLauncher {
       helper: this.entry?.file ?? null,
     });
     this.flush();
-    this.startWaitingCheckpointsOnThreads();
+    this.checkpoints.startWaitingOnThreads();
   }
-
-  /**
-   * An attempt whose helper died: nobody reaps or times out its processes now. Its group is ended
-   * by the pid the helper reported; what left the group is swept here, in the engine, by its marker
-   * (rare enough that the /proc scan on this event loop does not matter).
-   */
-  private endOrphaned(a: HelperAttempt): void {
-    if (a.pid !== null) endAttemptGroup(a.pid);
-    this.sweeper.ended(a.marker, a.pid, a.markedAt);
-  }
-
-  private launchInProcess(a: HelperAttempt): void {
-    const run = launchAttempt(a.item, a.attempt, {
-      marker: a.marker,
-      workspaceFolders: this.options.workspaceFolders,
-      sweeper: this.sweeper,
-      output: a.output,
-      onOutputError: (error) => this.options.onOutputError?.(a.attemptId, error),
-    });
-    a.inProcess = run;
-    a.pid = run.pid;
-    void run.done.then((result) => a.finish(result));
-  }
-}
-
-/** SIGTERM to the attempt's process group, SIGKILL after the usual grace if anything is left. */
-function endAttemptGroup(pgid: number): void {
-  if (process.platform !== 'win32') endGroup(pgid, KILL_GRACE_MS);
 }

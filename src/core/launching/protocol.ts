@@ -4,11 +4,11 @@
 // What one side has to say in one turn of its event loop travels as one packet (an array of
 // messages, in the order they were said): Node's IPC costs a stringify, a pipe write and, on the
 // other side, a read and a parse per packet, and the engine host's main thread paid that for each
-// launch and twice more for its `started` and `done` (docs/PERFORMANCE.md, #19 target 1, round four).
-import type { ItemDefinition } from './items';
-import type { AttemptResult } from './attemptProcess';
-import type { CheckpointMessage } from './store';
-import type { OutputTarget } from './outputFiles';
+// launch and twice more for its `started` and `done` (docs/PERFORMANCE.md).
+import type { ItemDefinition } from '../items';
+import type { AttemptResult } from '../attemptProcess';
+import type { CheckpointMessage } from '../store';
+import type { OutputTarget } from '../outputFiles';
 
 /** Engine → helper. */
 export type ToLaunchHelper =
