@@ -13,6 +13,7 @@ import { attemptProblems } from './attemptProblems';
 import { KILL_GRACE_MS, resultWithoutProcess, type AttemptResult, type RunningAttempt } from './attemptProcess';
 import { AttemptLauncher } from './launchHelperClient';
 import { MatcherThread } from './matcherThread';
+import { DraftHolds } from './draftHolds';
 import { ItemIngestion } from './ingest';
 import { Poller } from './poller';
 import { Dependencies } from './dependencies';
@@ -86,6 +87,8 @@ export class Engine implements ControllableEngine {
   readonly version: string;
   private mode: EngineMode;
   private readonly ingestion: ItemIngestion;
+  /** Queue files a window is still editing: scans pass over them (holdDrafts, ingestDraft). */
+  readonly drafts: DraftHolds;
   private readonly poller: Poller;
   private readonly dependencies: Dependencies;
   private readonly scheduler: Scheduler;
@@ -146,7 +149,8 @@ export class Engine implements ControllableEngine {
       warn: (message, details) => this.log('engine_started', 'warn', message, null, details),
       onOutputError: (attemptId, error) => this.onOutputError(attemptId, error),
     });
-    this.ingestion = new ItemIngestion(store, options, {
+    this.drafts = new DraftHolds(options.storageDir);
+    this.ingestion = new ItemIngestion(store, { ...options, drafts: this.drafts }, {
       log: (action, level, message, itemId, details) => this.log(action, level, message, itemId, details),
       onItemDiscovered: (item) => {
         this.counters.pending++;

@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../shared/api';
 import { definitionHash, itemFromRow, sameDefinitionHash, storedDefinition, type DefinitionColumns, type ItemDefinition } from './items';
+import type { DraftHolds } from './draftHolds';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import type { Store } from './store';
 
@@ -20,6 +21,8 @@ export interface IngestionOptions {
   maxAttempts: number;
   /** Test-only (EngineOptions.scheduleClock): the clock a new template's first occurrence is computed from. */
   scheduleClock?: () => number;
+  /** Queue files an editor holds as drafts (draftHolds.ts). */
+  drafts?: DraftHolds;
 }
 
 export interface IngestionHooks {
@@ -91,7 +94,7 @@ export class ItemIngestion {
         new QueueDirectorySource(folder, options.queueDirectory, {
           timeoutMs: options.timeoutMs,
           maxAttempts: options.maxAttempts,
-        }),
+        }, undefined, options.drafts),
     );
     this.sourceStatus = this.sources.map((s) => ({
       kind: s.kind,

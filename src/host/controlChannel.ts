@@ -42,6 +42,13 @@ export function serveControlChannel(host: RunningHost, send: (m: FromHostMessage
           case 'grantTrust':
             engine.grantTrust();
             return reply({ ok: true });
+          case 'holdDrafts':
+            engine.drafts.hold(message.client, message.paths, message.forMs);
+            return reply({ ok: true });
+          case 'ingestDraft':
+            engine.drafts.ingest(message.path);
+            await engine.pollNow();
+            return reply({ ok: true });
           default:
             return reply({ ok: false, error: `unknown control command ${(message as { command: string }).command}` });
         }

@@ -14,7 +14,14 @@ export type ControlCommand =
   | { command: 'holdItem'; itemId: string }
   | { command: 'releaseItem'; itemId: string }
   /** Workspace Trust was granted: leave the restricted state and start launching. */
-  | { command: 'grantTrust' };
+  | { command: 'grantTrust' }
+  /**
+   * The queue files (absolute paths) window `client` is editing as drafts: scans pass over them
+   * for `forMs` (default 30 s) unless sent again; an empty list lets them go (src/core/draftHolds.ts).
+   */
+  | { command: 'holdDrafts'; client: string; paths: string[]; forMs?: number }
+  /** A draft was saved on purpose: read that queue file now, held or not; answers after the poll. */
+  | { command: 'ingestDraft'; path: string };
 
 /** Extension → host. */
 export type ToHostMessage = { type: 'control'; requestId: number } & ControlCommand;
