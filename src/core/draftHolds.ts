@@ -71,6 +71,8 @@ export class DraftHolds {
 
   /** Whether a scan passes over `absPath` now (held, and not saved on purpose since). */
   passOver(absPath: string): boolean {
+    // The usual case by far (no window, or nothing being edited): a scan of 10,000 files pays nothing.
+    if (this.clients.size === 0 && this.readNext.size === 0) return false;
     const k = key(absPath);
     if (this.readNext.delete(k)) return false;
     if (!this.isHeld(k)) return false;
