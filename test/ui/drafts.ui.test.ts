@@ -10,8 +10,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import type { ItemDetail, LogEntry, StatusResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
-import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+import { findEndpoint, findEndpointFile, getJson, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
 const DRAFT_LENS = 'draft · save to queue (Ctrl+S)';
@@ -163,6 +163,48 @@ describe('drafts: auto-saved queue files are not launched (code-server)', functi
     await page.locator('.tab', { hasText: 'close.json' }).waitFor({ state: 'detached', timeout: 15_000 });
     const done = await waitUntil('closed to launch', async () => {
       const d = await fetch(`${baseUrl}/items/closed`);
+      const detail = d.status === 200 && ((await d.json()) as ItemDetail);
+      return detail && detail.outcome !== 'pending' && detail;
+    }, 60_000);
+    assert.deepEqual([done.outcome, done.attempts.length], ['launched', 1]);
+  });
+
+  it('keeps a draft through a window reload: the reloaded window holds it again before the old hold lapses', async () => {
+    const page = wb.page;
+    const file = path.join(folder, '.engine', 'queue', 'reload.json');
+    const holdsFile = path.join(path.dirname(findEndpointFile(wb.server.userDataDir)!), 'draft-holds.json');
+    const holders = () => Object.keys(JSON.parse(readFileSync(holdsFile, 'utf8')) as Record<string, string[]>);
+    writeFileSync(file, '');
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'reload.json' }).click({ timeout: 30_000 });
+    await page.locator('.tab.active', { hasText: 'reload.json' }).waitFor({ timeout: 15_000 });
+    await focusEditor(page);
+    await page.keyboard.type('{"id":"reloaded","command":"node","args":["-e","0', { delay: 40 });
+    await untilOnDisk(file, '{"id":"reloaded","command":"node","args":["-e","0"]}');
+    const before = await waitUntil('the window\'s hold in the storage folder', async () => {
+      const h = holders();
+      return h.length === 1 && h[0];
+    }, 30_000);
+
+    await runCommand(page, 'Developer: Reload Window').catch(() => undefined); // the palette goes with the page
+    await waitForWorkbench(page);
+    await page.locator('.tab.active', { hasText: 'reload.json' }).waitFor({ timeout: 60_000 });
+    baseUrl = await waitUntil('a live engine', async () => {
+      const url = findEndpoint(wb.server.userDataDir);
+      return url && (await fetch(`${url}/stats`).then((r) => r.ok).catch(() => false)) && url;
+    }, 60_000);
+    await waitUntil('the draft lens in the reloaded window', async () => (await lensLines(page)).includes(DRAFT_LENS), 60_000);
+    // The old window's hold lapses (it renews no more); the new window's holds the file now.
+    await waitUntil('the old window\'s hold to lapse and the new one\'s to stand', async () => {
+      const h = holders();
+      return h.length === 1 && h[0] !== before;
+    }, 90_000);
+    await twoScans();
+    assert.equal(await deployStatus('reloaded'), 404, 'the draft is still not read after the reload');
+
+    await focusEditor(page);
+    await page.keyboard.press('Control+s');
+    const done = await waitUntil('reloaded to launch', async () => {
+      const d = await fetch(`${baseUrl}/items/reloaded`);
       const detail = d.status === 200 && ((await d.json()) as ItemDetail);
       return detail && detail.outcome !== 'pending' && detail;
     }, 60_000);
