@@ -13,13 +13,12 @@
 // for them.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DRAFT_HOLDS_FILE } from '../shared/hostProtocol';
 
 /** How long a hold lasts when its window does not say: windows renew every few seconds. */
 export const DRAFT_HOLD_MS = 30_000;
 const MIN_HOLD_MS = 500;
 const MAX_HOLD_MS = 10 * 60_000;
-/** The file in the storage folder that keeps holds across a restart of the engine. */
-export const DRAFT_HOLDS_FILE = 'draft-holds.json';
 
 interface ClientHold {
   paths: Set<string>;

@@ -56,7 +56,7 @@ export class Container extends Disposable {
     this.outputTerminals = this._register(new OutputTerminals(this.client));
     this._register(new LiveLog(this.client, this.output));
     this.diagnostics = this._register(new QueueDiagnostics(this.client));
-    const drafts = this._register(new QueueDrafts((command) => (this.controller.isOwner ? this.controller.control(command) : undefined), this.client.onDidChangeConnection, context.workspaceState, this.output));
+    const drafts = this._register(new QueueDrafts((command) => (this.controller.isOwner ? this.controller.control(command) : undefined), this.client.onDidChangeConnection, context.workspaceState, this.output, context.storageUri?.fsPath));
     this.lenses = this._register(new QueueLenses(this.client, this.diagnostics, drafts));
     this.attemptDiagnostics = this._register(new AttemptDiagnostics(this.client));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));

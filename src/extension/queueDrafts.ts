@@ -14,8 +14,10 @@
 //   the old window's holds lapse.
 // - A file opened and never changed is not held: a script may still write to it.
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ControlCommand } from '../shared/hostProtocol';
+import { DRAFT_HOLDS_FILE, type ControlCommand } from '../shared/hostProtocol';
 import { Disposable } from './dispose';
 import { queueFileName } from './queueLens';
 
@@ -48,6 +50,8 @@ export class QueueDrafts extends Disposable {
     onDidConnect: vscode.Event<boolean>,
     private readonly state: vscode.Memento,
     private readonly log: vscode.LogOutputChannel,
+    /** The storage folder of the engine this window starts (undefined: no folder open). */
+    private readonly storageDir: string | undefined,
   ) {
     super();
     // A reload: the drafts the previous window held and this one shows again (a restored tab's
@@ -126,12 +130,49 @@ export class QueueDrafts extends Disposable {
   }
 
   private sendHolds(): void {
-    this.lastSent = this.control({ command: 'holdDrafts', client: this.client, paths: [...this.drafts], forMs: HOLD_MS });
+    const command: ControlCommand = { command: 'holdDrafts', client: this.client, paths: [...this.drafts], forMs: HOLD_MS };
+    const sent = this.send(command);
+    if (sent) {
+      this.lastSent = this.reported(command, sent);
+    } else {
+      this.lastSent = Promise.resolve();
+      this.keepForNextEngine(command.paths);
+    }
+  }
+
+  /**
+   * No engine to tell (not started yet, or stopped): the holds go where an engine starting on this
+   * storage folder reads them before its first scan, so starting it does not launch a draft.
+   */
+  private keepForNextEngine(paths: string[]): void {
+    if (!this.storageDir) return;
+    const file = path.join(this.storageDir, DRAFT_HOLDS_FILE);
+    let saved: Record<string, string[]> = {};
+    try {
+      saved = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string[]>;
+    } catch {
+      // none yet
+    }
+    const before = JSON.stringify(saved[this.client] ?? []);
+    if (before === JSON.stringify(paths)) return;
+    if (paths.length > 0) saved[this.client] = paths;
+    else delete saved[this.client];
+    try {
+      mkdirSync(this.storageDir, { recursive: true });
+      writeFileSync(`${file}.${this.client}.tmp`, JSON.stringify(saved));
+      renameSync(`${file}.${this.client}.tmp`, file);
+    } catch (err) {
+      this.log.warn(`Engine Monitor could not keep the drafts for the engine's start: ${(err as Error).message}`);
+    }
   }
 
   private control(command: ControlCommand): Promise<unknown> {
     const sent = this.send(command);
-    if (!sent) return Promise.resolve();
+    return sent ? this.reported(command, sent) : Promise.resolve();
+  }
+
+  /** A failure to tell the engine goes to the log: the next renewal tries again. */
+  private reported(command: ControlCommand, sent: Promise<unknown>): Promise<unknown> {
     return sent.catch((err: unknown) => {
       this.log.warn(`Engine Monitor could not ${command.command === 'holdDrafts' ? 'hold the drafts' : 'read the saved queue file'}: ${(err as Error).message}`);
     });

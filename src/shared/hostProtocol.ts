@@ -49,6 +49,13 @@ export interface EngineLock {
   startedAt: string;
 }
 
+/**
+ * `<storage>/draft-holds.json`: window (client id) → the queue files it holds as drafts, as
+ * `{ "<client>": ["/abs/path.json"] }`. The engine keeps it for its next start; a window with no
+ * engine to tell writes its own entry, so the engine it starts does not read a draft at once.
+ */
+export const DRAFT_HOLDS_FILE = 'draft-holds.json';
+
 /** `<storage>/endpoint.json`, written when the host is ready, so scripts can find the API. */
 export interface EndpointFile {
   url: string;

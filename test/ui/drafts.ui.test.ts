@@ -45,21 +45,66 @@ async function lensLines(page: Page): Promise<string[]> {
   return page.locator('.editor-group-container.active .codelens-decoration').evaluateAll((els) => els.map((e) => (e.textContent ?? '').replace(/\s+/g, ' ').trim()));
 }
 
+/** The engine the window talks to now. */
+let baseUrl: string;
+const status = () => getJson<StatusResponse>(`${baseUrl}/status`);
+const logs = () => getJson<LogEntry[]>(`${baseUrl}/logs?limit=1000&order=asc`);
+const logsAbout = async (id: string) => (await logs()).filter((e) => e.itemId === id || e.details?.file === `.engine/queue/${id}.json`);
+const deployLogs = () => logsAbout('deploy');
+const deployStatus = async (id = 'deploy') => (await fetch(`${baseUrl}/items/${id}`)).status;
+
+/** Two complete scans after now: whatever is on disk now has been looked at. */
+async function twoScans(): Promise<void> {
+  const from = (await status()).scanner.scans;
+  await waitUntil('two scans', async () => (await status()).scanner.scans >= from + 2, 30_000);
+}
+
+/** A live engine's URL (after a start or a reload). */
+function liveEngine(wb: Workbench): Promise<string> {
+  return waitUntil('a live engine', async () => {
+    const url = findEndpoint(wb.server.userDataDir);
+    return url && (await fetch(`${url}/stats`).then((r) => r.ok).catch(() => false)) && url;
+  }, 60_000);
+}
+
+/** User settings: auto-save 200 ms after the last keystroke, and no completion while typing. */
+function draftSettings(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    'engineMonitor.server.port': 0,
+    'engineMonitor.engine.pollIntervalMs': 200,
+    'files.autoSave': 'afterDelay',
+    'files.autoSaveDelay': 200,
+    // Completion would accept suggestions while characters are typed; the auto-closing of
+    // quotes and brackets, which makes half an entry valid JSON, stays on (the default).
+    'editor.quickSuggestions': { other: false, comments: false, strings: false },
+    'editor.suggestOnTriggerCharacters': false,
+    ...extra,
+  };
+}
+
+/** Opens a new, empty queue file from the Explorer, as after its "New File". */
+async function newQueueFile(page: Page, folder: string, name: string): Promise<string> {
+  const file = path.join(folder, '.engine', 'queue', name);
+  writeFileSync(file, '');
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).click({ timeout: 30_000 });
+  await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 15_000 });
+  await focusEditor(page);
+  return file;
+}
+
+/** Waits until `id` has finished (launched or failed) and returns it. */
+function finished(id: string): Promise<ItemDetail> {
+  return waitUntil(`${id} to finish`, async () => {
+    const d = await fetch(`${baseUrl}/items/${id}`);
+    const detail = d.status === 200 && ((await d.json()) as ItemDetail);
+    return detail && detail.outcome !== 'pending' && detail;
+  }, 60_000);
+}
+
 describe('drafts: auto-saved queue files are not launched (code-server)', function () {
   this.timeout(300_000);
   let wb: Workbench;
   let folder: string;
-  let baseUrl: string;
-  const status = () => getJson<StatusResponse>(`${baseUrl}/status`);
-  const logs = () => getJson<LogEntry[]>(`${baseUrl}/logs?limit=1000&order=asc`);
-  const deployLogs = async () => (await logs()).filter((e) => e.itemId === 'deploy' || e.details?.file === '.engine/queue/deploy.json');
-  const deployStatus = async (id = 'deploy') => (await fetch(`${baseUrl}/items/${id}`)).status;
-
-  /** Two complete scans after now: whatever is on disk now has been looked at. */
-  async function twoScans(): Promise<void> {
-    const from = (await status()).scanner.scans;
-    await waitUntil('two scans', async () => (await status()).scanner.scans >= from + 2, 30_000);
-  }
 
   before(async function () {
     assertUiBuild();
@@ -69,16 +114,7 @@ describe('drafts: auto-saved queue files are not launched (code-server)', functi
     wb = await openWorkbench({
       folder,
       extensionDevelopmentPath: REPO_ROOT,
-      userSettings: {
-        'engineMonitor.server.port': 0,
-        'engineMonitor.engine.pollIntervalMs': 200,
-        'files.autoSave': 'afterDelay',
-        'files.autoSaveDelay': 200,
-        // Completion would accept suggestions while characters are typed; the auto-closing of
-        // quotes and brackets, which makes half an entry valid JSON, stays on (the default).
-        'editor.quickSuggestions': { other: false, comments: false, strings: false },
-        'editor.suggestOnTriggerCharacters': false,
-      },
+      userSettings: draftSettings(),
       viewport: { width: 1400, height: 800 },
     });
     baseUrl = await waitUntil('the engine endpoint.json', async () => findEndpoint(wb.server.userDataDir), 60_000);
@@ -149,35 +185,22 @@ describe('drafts: auto-saved queue files are not launched (code-server)', functi
 
   it('reads a draft when its editor closes', async () => {
     const page = wb.page;
-    const file = path.join(folder, '.engine', 'queue', 'close.json');
-    writeFileSync(file, '');
-    // From the Explorer, which lists the new file (Quick Open's file list is cached by now).
-    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'close.json' }).click({ timeout: 30_000 });
-    await page.locator('.tab.active', { hasText: 'close.json' }).waitFor({ timeout: 15_000 });
-    await focusEditor(page);
+    const file = await newQueueFile(page, folder, 'close.json');
     await page.keyboard.type('{"id":"closed","command":"node","args":["-e","0', { delay: 40 });
     await untilOnDisk(file, '{"id":"closed","command":"node","args":["-e","0"]}');
     await twoScans();
     assert.equal(await deployStatus('closed'), 404, 'a draft while its editor is open');
     await runCommand(page, 'View: Close Editor');
     await page.locator('.tab', { hasText: 'close.json' }).waitFor({ state: 'detached', timeout: 15_000 });
-    const done = await waitUntil('closed to launch', async () => {
-      const d = await fetch(`${baseUrl}/items/closed`);
-      const detail = d.status === 200 && ((await d.json()) as ItemDetail);
-      return detail && detail.outcome !== 'pending' && detail;
-    }, 60_000);
+    const done = await finished('closed');
     assert.deepEqual([done.outcome, done.attempts.length], ['launched', 1]);
   });
 
   it('keeps a draft through a window reload: the reloaded window holds it again before the old hold lapses', async () => {
     const page = wb.page;
-    const file = path.join(folder, '.engine', 'queue', 'reload.json');
     const holdsFile = path.join(path.dirname(findEndpointFile(wb.server.userDataDir)!), 'draft-holds.json');
     const holders = () => Object.keys(JSON.parse(readFileSync(holdsFile, 'utf8')) as Record<string, string[]>);
-    writeFileSync(file, '');
-    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'reload.json' }).click({ timeout: 30_000 });
-    await page.locator('.tab.active', { hasText: 'reload.json' }).waitFor({ timeout: 15_000 });
-    await focusEditor(page);
+    const file = await newQueueFile(page, folder, 'reload.json');
     await page.keyboard.type('{"id":"reloaded","command":"node","args":["-e","0', { delay: 40 });
     await untilOnDisk(file, '{"id":"reloaded","command":"node","args":["-e","0"]}');
     const before = await waitUntil('the window\'s hold in the storage folder', async () => {
@@ -188,10 +211,7 @@ describe('drafts: auto-saved queue files are not launched (code-server)', functi
     await runCommand(page, 'Developer: Reload Window').catch(() => undefined); // the palette goes with the page
     await waitForWorkbench(page);
     await page.locator('.tab.active', { hasText: 'reload.json' }).waitFor({ timeout: 60_000 });
-    baseUrl = await waitUntil('a live engine', async () => {
-      const url = findEndpoint(wb.server.userDataDir);
-      return url && (await fetch(`${url}/stats`).then((r) => r.ok).catch(() => false)) && url;
-    }, 60_000);
+    baseUrl = await liveEngine(wb);
     await waitUntil('the draft lens in the reloaded window', async () => (await lensLines(page)).includes(DRAFT_LENS), 60_000);
     // The old window's hold lapses (it renews no more); the new window's holds the file now.
     await waitUntil('the old window\'s hold to lapse and the new one\'s to stand', async () => {
@@ -203,11 +223,53 @@ describe('drafts: auto-saved queue files are not launched (code-server)', functi
 
     await focusEditor(page);
     await page.keyboard.press('Control+s');
-    const done = await waitUntil('reloaded to launch', async () => {
-      const d = await fetch(`${baseUrl}/items/reloaded`);
-      const detail = d.status === 200 && ((await d.json()) as ItemDetail);
-      return detail && detail.outcome !== 'pending' && detail;
-    }, 60_000);
+    const done = await finished('reloaded');
+    assert.deepEqual([done.outcome, done.attempts.length], ['launched', 1]);
+  });
+});
+
+describe('drafts: an engine started while a draft is open does not read it (code-server)', function () {
+  this.timeout(300_000);
+  let wb: Workbench;
+  let folder: string;
+
+  before(async function () {
+    assertUiBuild();
+    folder = mkdtempSync(path.join(os.tmpdir(), 'engine-monitor-drafts-off-ui-'));
+    mkdirSync(path.join(folder, '.engine', 'queue'), { recursive: true });
+    wb = await openWorkbench({
+      folder,
+      extensionDevelopmentPath: REPO_ROOT,
+      userSettings: draftSettings({ 'engineMonitor.engine.autoStart': false }),
+      viewport: { width: 1400, height: 800 },
+    });
+  });
+
+  after(async function () {
+    await wb?.close();
+    if (folder) rmSync(folder, { recursive: true, force: true });
+  });
+
+  it('holds a draft typed before the engine runs, from the engine\'s first scan on', async () => {
+    const page = wb.page;
+    // The Explorer shows the queue folder folded in this window: Quick Open, whose file list is new.
+    const file = path.join(folder, '.engine', 'queue', 'early.json');
+    writeFileSync(file, '');
+    await openFile(page, 'early.json');
+    await focusEditor(page);
+    await page.keyboard.type('{"id":"early","command":"node","args":["-e","0', { delay: 40 });
+    await untilOnDisk(file, '{"id":"early","command":"node","args":["-e","0"]}');
+    await waitUntil('the draft lens', async () => (await lensLines(page)).includes(DRAFT_LENS), 30_000);
+
+    await runCommand(page, 'Engine Monitor: Start Engine');
+    baseUrl = await liveEngine(wb);
+    await twoScans();
+    assert.equal(await deployStatus('early'), 404, 'the new engine\'s scans passed over the draft');
+    assert.deepEqual(await logsAbout('early'), []);
+
+    await focusEditor(page);
+    await page.keyboard.press('Control+s');
+    const done = await finished('early');
     assert.deepEqual([done.outcome, done.attempts.length], ['launched', 1]);
   });
 });
