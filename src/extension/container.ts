@@ -21,6 +21,7 @@ import { LiveLog } from './liveLog';
 import { LogsModel } from './logsModel';
 import { OutputTerminals } from './output/outputTerminal';
 import { QueueFolders } from './queue';
+import { QueueDrafts } from './queueDrafts';
 import { QueueLenses } from './queueLens';
 import { EngineStatusBar } from './statusBar';
 import { TerminalEnvironment } from './terminalEnv';
@@ -60,7 +61,8 @@ export class Container extends Disposable {
     this.outputTerminals = this._register(new OutputTerminals(this.client));
     this._register(new LiveLog(this.client, this.output));
     this.diagnostics = this._register(new QueueDiagnostics(this.client));
-    this.lenses = this._register(new QueueLenses(this.client, this.diagnostics));
+    const drafts = this._register(new QueueDrafts((command) => (this.controller.isOwner ? this.controller.control(command) : undefined), this.client.onDidChangeConnection, context.workspaceState, this.output, context.storageUri?.fsPath));
+    this.lenses = this._register(new QueueLenses(this.client, this.diagnostics, drafts));
     this.attemptDiagnostics = this._register(new AttemptDiagnostics(this.client));
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));

@@ -18,6 +18,7 @@ import type { QueueDiagnostics } from './diagnostics';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { readConfig } from './config';
+import type { QueueDrafts } from './queueDrafts';
 import { lensesFor, readQueueEntries, type QueueEntry } from './queueLensModel';
 import { Throttled } from './throttle';
 
@@ -58,8 +59,11 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
   constructor(
     private readonly connection: EngineConnection,
     private readonly diagnostics: QueueDiagnostics,
+    /** Which open queue files are drafts the engine does not read yet. */
+    private readonly drafts?: QueueDrafts,
   ) {
     super();
+    if (drafts) this._register(drafts.onDidChange(() => this.changed()));
     this.reloader = this._register(new Throttled(() => this.reloadStale(), RELOAD_INTERVAL_MS));
     this._register(
       vscode.languages.registerCodeLensProvider(
@@ -123,7 +127,8 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     const items = this.itemsOf(file);
     const now = Date.now();
     // "3 min ago" changes by the minute at most (seconds only in the first minute, redrawn by events anyway).
-    const madeFrom = `${this.generation}|${vscode.workspace.isTrusted}|${this.connection.connected}|${Math.floor(now / 60_000)}`;
+    const draft = this.drafts?.isDraft(document.uri) ?? false;
+    const madeFrom = `${this.generation}|${vscode.workspace.isTrusted}|${this.connection.connected}|${draft}|${Math.floor(now / 60_000)}`;
     if (parsed.lenses && parsed.madeFrom === madeFrom) return parsed.lenses;
     const specs = lensesFor(parsed.entries, {
       item: (id) => items.get(id),
@@ -131,6 +136,7 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
       trusted: vscode.workspace.isTrusted,
       connected: this.connection.connected,
       now,
+      draft,
     });
     // Entries are in document order, so positions are found walking forward once.
     const positions = new ForwardPositions(document);

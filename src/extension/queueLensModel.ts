@@ -85,7 +85,20 @@ export interface LensContext {
   /** False while no engine is connected: every entry says so instead of "not yet scanned". */
   connected: boolean;
   now: number;
+  /**
+   * The file is a draft (queueDrafts.ts): edited here and not saved on purpose since, so the
+   * engine does not read it. A lens at the top says so; entries it does not know have no lens of
+   * their own (not "not yet scanned": the engine is not going to scan them).
+   */
+  draft?: boolean;
 }
+
+/** The lens at the top of a draft; it saves the file (the active editor's, which is the one clicked). */
+export const DRAFT_LENS = {
+  title: '$(edit) draft · save to queue (Ctrl+S)',
+  tooltip: 'The engine does not read this file while you edit it, even when auto-save writes it: save it (Ctrl+S) or close it to queue what it holds.',
+  command: 'workbench.action.files.save',
+} as const;
 
 /** The command ids the lenses run (the Items view's own commands, given an item id). */
 export const LENS_COMMANDS = {
@@ -111,10 +124,13 @@ const STATE_ICONS: Record<ItemState, string> = {
 /** The lenses of every entry, in entry order: a state lens first, then the actions that apply. */
 export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): LensSpec[] {
   const lenses: LensSpec[] = [];
+  if (ctx.draft) lenses.push({ start: 0, end: 0, title: DRAFT_LENS.title, tooltip: DRAFT_LENS.tooltip, command: { id: DRAFT_LENS.command, args: [] } });
   for (const e of entries) {
     const item = e.id === undefined ? undefined : ctx.item(e.id);
     if (!item) {
       const reason = ctx.rejection(e.index);
+      // A draft's new entries: the lens at the top says it all.
+      if (ctx.draft) continue;
       if (reason !== undefined) lenses.push({ start: e.start, end: e.end, title: `$(warning) rejected: ${oneLine(reason, 120)}`, tooltip: reason });
       else if (!ctx.connected) lenses.push({ start: e.start, end: e.end, title: '$(debug-disconnect) engine not connected' });
       else lenses.push({ start: e.start, end: e.end, title: '$(circle-outline) not yet scanned', tooltip: 'The engine has not read this entry yet: it reads queue files when it polls.' });

@@ -14,7 +14,14 @@ export type ControlCommand =
   | { command: 'holdItem'; itemId: string }
   | { command: 'releaseItem'; itemId: string }
   /** Workspace Trust was granted: leave the restricted state and start launching. */
-  | { command: 'grantTrust' };
+  | { command: 'grantTrust' }
+  /**
+   * The queue files (absolute paths) window `client` is editing as drafts: scans pass over them
+   * for `forMs` (default 30 s) unless sent again; an empty list lets them go (src/core/draftHolds.ts).
+   */
+  | { command: 'holdDrafts'; client: string; paths: string[]; forMs?: number }
+  /** A draft was saved on purpose: read that queue file now, held or not; answers after the poll. */
+  | { command: 'ingestDraft'; path: string };
 
 /** Extension → host. */
 export type ToHostMessage = { type: 'control'; requestId: number } & ControlCommand;
@@ -41,6 +48,13 @@ export interface EngineLock {
   url: string;
   startedAt: string;
 }
+
+/**
+ * `<storage>/draft-holds.json`: window (client id) → the queue files it holds as drafts, as
+ * `{ "<client>": ["/abs/path.json"] }`. The engine keeps it for its next start; a window with no
+ * engine to tell writes its own entry, so the engine it starts does not read a draft at once.
+ */
+export const DRAFT_HOLDS_FILE = 'draft-holds.json';
 
 /** `<storage>/endpoint.json`, written when the host is ready, so scripts can find the API. */
 export interface EndpointFile {

@@ -104,6 +104,26 @@ describe('queue file CodeLens model', () => {
     assert.equal(offline[0].title, '$(debug-disconnect) engine not connected');
   });
 
+  it('says at the top of a draft that saving queues it, and keeps the states of the items it already holds', () => {
+    const entries: QueueEntry[] = [
+      { index: 0, start: 2, end: 10, id: 'build' },
+      { index: 1, start: 12, end: 20, id: 'new' },
+    ];
+    const lenses = lensesFor(entries, context([summary('build', 'launched')], { draft: true }));
+    assert.deepEqual(
+      lenses.map((l) => [l.start, l.title, l.command?.id]),
+      [
+        [0, '$(edit) draft · save to queue (Ctrl+S)', 'workbench.action.files.save'],
+        [2, '$(pass) launched · 1/3', undefined],
+        [2, 'Show Output', 'engineMonitor.showOutput'],
+        [2, 'Open in Terminal', 'engineMonitor.openInTerminal'],
+      ],
+      'no "not yet scanned" for an entry the engine is not going to scan',
+    );
+    assert.deepEqual(lensesFor([], context([], { draft: true })).map((l) => l.title), ['$(edit) draft · save to queue (Ctrl+S)'], 'an empty draft has the lens too');
+    assert.ok(!lensesFor(entries, context([])).some((l) => l.title.includes('draft')), 'no draft lens once saved');
+  });
+
   it('says how long ago the last attempt finished, and nothing when none has', () => {
     const now = Date.parse('2026-11-23T12:00:00.000Z');
     assert.equal(stateTitle(summary('x', 'waiting', { attempts: 0 }), now), '$(clock) waiting · 0/3');

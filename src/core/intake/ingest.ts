@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import type { ItemOutcome, LogAction, LogLevel, SourceStatus, StatusResponse } from '../../shared/api';
 import { definitionHash, itemFromRow, sameDefinitionHash, storedDefinition, type DefinitionColumns, type ItemDefinition } from './items';
+import { DraftHolds } from './draftHolds';
 import { QueueDirectorySource, type QueueFileRead } from './queueSource';
 import type { Transitions } from '../kernel/transitions';
 import type { StoreBackend } from '../store/backend';
@@ -21,6 +22,8 @@ export interface IngestionOptions {
   maxAttempts: number;
   /** Test-only (EngineOptions.scheduleClock): the clock a new template's first occurrence is computed from. */
   scheduleClock?: () => number;
+  /** Where the drafts' holds are kept across restarts (draftHolds.ts); null: nowhere. */
+  storageDir: string | null;
 }
 
 export interface IngestionHooks {
@@ -75,6 +78,8 @@ export class ItemIngestion {
   /** When ingestion last let the event loop run (see ingestFile). */
   private sliceStartedAt = 0;
   private readonly scheduleClock: () => number;
+  /** Queue files a window is still editing: scans pass over them (holdDrafts, ingestDraft). */
+  readonly drafts: DraftHolds;
 
   constructor(
     private readonly store: StoreBackend,
@@ -82,12 +87,13 @@ export class ItemIngestion {
     private readonly hooks: IngestionHooks,
   ) {
     this.scheduleClock = options.scheduleClock ?? Date.now;
+    this.drafts = new DraftHolds(options.storageDir);
     this.sources = options.workspaceFolders.map(
       (folder) =>
         new QueueDirectorySource(folder, options.queueDirectory, {
           timeoutMs: options.timeoutMs,
           maxAttempts: options.maxAttempts,
-        }),
+        }, undefined, this.drafts),
     );
     this.sourceStatus = this.sources.map((s) => ({
       kind: s.kind,

@@ -3,6 +3,7 @@
 // whose size and mtime have not changed since we read it is not read again.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import type { DraftHolds } from './draftHolds';
 import { FolderChanges } from './folderChanges';
 import { isInside, parseItem, type ItemDefaults, type ItemResult } from './items';
 
@@ -47,6 +48,8 @@ export class QueueDirectorySource {
     queueDirectory: string,
     private readonly defaults: ItemDefaults,
     fullScanEveryMs?: number,
+    /** Files an editor holds as drafts: passed over until saved on purpose (draftHolds.ts). */
+    private readonly drafts?: DraftHolds,
   ) {
     this.location = path.resolve(workspaceFolder, queueDirectory);
     // The queue folder may lie outside the workspace only when whoever configured it named an
@@ -78,7 +81,7 @@ export class QueueDirectorySource {
         };
       }
       const changes = await this.changes.take(realLocation, everyFile);
-      names = changes === 'all' ? await fs.readdir(realLocation) : [...changes];
+      names = changes === 'all' ? await fs.readdir(realLocation) : [...new Set([...changes, ...(this.drafts?.due(this.location) ?? [])])];
     } catch (err) {
       this.changes.reset();
       const code = (err as NodeJS.ErrnoException).code;
@@ -99,6 +102,7 @@ export class QueueDirectorySource {
   }
 
   private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | undefined> {
+    if (this.drafts?.passOver(absPath)) return undefined;
     const relPath = path.relative(this.workspaceFolder, absPath).split(path.sep).join('/');
     let stat;
     try {
@@ -180,7 +184,8 @@ export class QueueDirectorySource {
       return { entries };
     }
 
-    if (text.trim() === '') return { entries: [], fileError: 'file is empty; write one item object or an array of items' };
+    // A file just created (an editor's "New File", `touch`) is not an item yet, nor a mistake.
+    if (text.trim() === '') return { entries: [] };
     let value: unknown;
     try {
       value = JSON.parse(text);

@@ -39,6 +39,8 @@ export type { EngineOptions } from './engineOptions';
 
 export class Engine implements ControllableEngine {
   readonly version: string;
+  /** Queue files a window is still typing (intake/draftHolds.ts). */
+  readonly drafts: ItemIngestion['drafts'];
   private mode: EngineMode;
   private readonly events = new EngineEventBus();
   private readonly hooks = new EngineHooks();
@@ -100,6 +102,7 @@ export class Engine implements ControllableEngine {
     this.entries = new EngineLog(store, this.events, this.claimer.insertLog);
     this.dispatcher = new Dispatcher(k, this.attempts, this.claimer, () => ({ mode: this.mode, storageLost: this.storageLost }));
     this.ingestion = new ItemIngestion(store, options, { log, transitions: this.transitions, isClosed });
+    this.drafts = this.ingestion.drafts;
     const dependencies = new Dependencies(store, { log, transitions: this.transitions, hooks: this.hooks }, this.claimer.shared);
     this.scheduler = new Scheduler(store, {
       log,

@@ -15,6 +15,7 @@ import type {
 } from '../../shared/api';
 import type { ItemFilter } from '../../shared/itemFilter';
 import type { LogFilter, LogOrder } from '../../shared/logFilter';
+import type { DraftHolds } from '../intake/draftHolds';
 
 /**
  * A LogFilter as the engine runs it (logQueryOf builds one): the level is a minimum, the text
@@ -157,6 +158,8 @@ export interface ControllableEngine extends MonitoredEngine {
   retryAllFailed(): number;
   /** Workspace Trust was granted: leave the restricted state and start launching. */
   grantTrust(): void;
+  /** Queue files a window is still typing: scans pass over them until saved on purpose. */
+  readonly drafts: Pick<DraftHolds, 'hold' | 'ingest'>;
 }
 
 export function isControllable(engine: MonitoredEngine): engine is ControllableEngine {

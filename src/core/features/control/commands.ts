@@ -18,7 +18,8 @@ export interface ControlCommandSpec {
    * with /status.
    */
   answer: 'item' | 'result' | 'none';
-  run(engine: ControllableEngine, itemId: string): unknown;
+  /** `message`: the whole command as the channel sent it (the HTTP routes have only the id). */
+  run(engine: ControllableEngine, itemId: string, message?: ControlCommand): unknown;
 }
 
 export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = {
@@ -31,7 +32,24 @@ export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = 
   releaseItem: { target: 'item', http: 'release', answer: 'item', run: (e, id) => e.releaseItem(id) },
   retryAllFailed: { target: 'engine', answer: 'result', run: (e) => e.retryAllFailed() },
   grantTrust: { target: 'engine', answer: 'none', run: (e) => e.grantTrust() },
+  // A window's queue files being typed (intake/draftHolds.ts): the editor's business, not HTTP's.
+  holdDrafts: { target: 'engine', answer: 'none', run: (e, _id, m) => e.drafts.hold(field(m, 'client'), field(m, 'paths'), field(m, 'forMs')) },
+  ingestDraft: {
+    target: 'engine',
+    answer: 'none',
+    run: async (e, _id, m) => {
+      e.drafts.ingest(field(m, 'path'));
+      await e.pollNow();
+    },
+  },
 };
+
+/** A field of the channel's message, unchecked: the handler judges what it was given. */
+function field(message: ControlCommand | undefined, name: string): unknown {
+  if (message === undefined) return undefined;
+  const fields: Record<string, unknown> = { ...message };
+  return fields[name];
+}
 
 /** The HTTP path parts of the commands on `target`: `['cancel', 'retry', …]`. */
 export function httpControlNames(target: 'item' | 'engine'): string[] {
@@ -48,7 +66,7 @@ export async function runChannelCommand(engine: ControllableEngine, message: Con
   const spec = (CONTROL_COMMANDS as Partial<Record<string, ControlCommandSpec>>)[message.command];
   if (!spec) throw new Error(`unknown control command ${message.command}`);
   const itemId = 'itemId' in message ? message.itemId : '';
-  const result = await spec.run(engine, itemId);
+  const result = await spec.run(engine, itemId, message);
   if (spec.answer === 'item') return engine.itemDetail(itemId);
   return spec.answer === 'result' ? result : undefined;
 }
