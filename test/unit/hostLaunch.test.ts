@@ -21,6 +21,7 @@ function config(token: string): EngineMonitorConfig {
     server: { port: 0, host: SETTINGS['server.host'].default, token },
     engine: {
       autoStart: true,
+      keepAliveSeconds: SETTINGS['engine.keepAliveSeconds'].default,
       pollIntervalMs: SETTINGS['engine.pollIntervalMs'].default,
       concurrency: SETTINGS['engine.concurrency'].default,
       maxAttempts: SETTINGS['engine.maxAttempts'].default,
