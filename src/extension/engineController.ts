@@ -202,7 +202,9 @@ export class EngineController extends Disposable {
     clearTimeout(this.attachTimer);
     this.client.setEndpoint(undefined, undefined);
     this.host.detach();
-    this.setMode({ kind: 'local', state: 'off' });
+    // No state event: the views and the status bar are being disposed with this window, and work
+    // they would start now would find them gone.
+    this.mode = { kind: 'local', state: 'off' };
   }
 
   /** Restarting a process cannot be done over HTTP: a remote engine is restarted where it runs. */
@@ -311,6 +313,9 @@ export class EngineController extends Disposable {
   private async onAttached(result: Extract<HostStartResult, { kind: 'ready' }>): Promise<void> {
     const config = readConfig();
     this.onStartResult(result, config.server.token, result.info.launchKey);
+    // No launch key: `engine-monitor serve` started from a shell, with flags of the user's choosing,
+    // which no window's settings replace.
+    if (result.info.launchKey === '') return;
     const key = await this.argsKey(config, vscode.workspace.isTrusted);
     if (key !== result.info.launchKey) {
       this.output.info('The running engine host was started with other settings than this window has; restarting it.');
@@ -443,7 +448,9 @@ export class EngineController extends Disposable {
     }
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
-      // This window is attached to the engine (isOwner): restart it if what it was started with changed.
+      // This window is attached to the engine (isOwner): restart it if what it was started with
+      // changed, unless a shell started it (no launch key): its flags are the user's, not settings.
+      if (mode.argsKey === '') return;
       const key = await this.argsKey(config, vscode.workspace.isTrusted);
       if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
@@ -465,7 +472,7 @@ export class EngineController extends Disposable {
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       const config = readConfig();
       const key = await this.argsKey(config, true);
-      if (key !== mode.argsKey) {
+      if (mode.argsKey !== '' && key !== mode.argsKey) {
         this.output.info('The workspace is trusted now; restarting the engine host with the hooks from the settings.');
         await this.restartHost(false);
         return;

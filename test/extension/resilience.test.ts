@@ -95,8 +95,7 @@ describe('Engine host resilience', () => {
 
       // The owner goes away: this window starts its own engine on the freed storage folder.
       other.kill('SIGTERM');
-      await waitFor('this window to take over', () => controller.state === 'running' && api._testing.model.available, 45_000);
-      assert.notEqual(controller.enginePid, other.pid);
+      await waitFor('this window to take over', () => controller.enginePid !== other.pid && controller.state === 'running' && api._testing.model.available, 45_000);
       assert.ok(isAlive(controller.enginePid!));
     } finally {
       if (other.exitCode === null) other.kill('SIGKILL');
