@@ -176,8 +176,9 @@ export class EngineController extends Disposable {
 
   /**
    * Sends a control command: over the host's control connection to the engine this window is
-   * attached to (whichever window started it), over HTTP (POST, with the token) to a remote engine. Rejects with the engine's reason (no such item, not
-   * running…) or, for a remote engine that refuses control, a ControlUnavailableError.
+   * attached to (whichever window started it), over HTTP (POST, with the token) to a remote
+   * engine. Rejects with the engine's reason (no such item, not running…) or, for a remote engine
+   * that refuses control, a ControlUnavailableError.
    */
   async control(command: ControlCommand): Promise<unknown> {
     if (this.mode.kind === 'remote') {
@@ -410,7 +411,7 @@ export class EngineController extends Disposable {
     if (e.uptimeMs >= STABLE_UPTIME_MS) this.crashes = 0;
     const delay = CRASH_BACKOFF_MS[this.crashes];
     this.crashes++;
-    const how = e.reason ?? 'it ended without a word';
+    const how = e.reason ?? 'its process ended without saying why';
     if (delay === undefined) {
       const error = `The engine host kept exiting (${how}).`;
       this.setMode({ kind: 'local', state: 'failed', error });

@@ -89,7 +89,13 @@ export class HostConnection {
         buf += chunk;
         const i = buf.indexOf('\n');
         if (i < 0) return;
-        const first = JSON.parse(buf.slice(0, i)) as FromControlMessage;
+        let first: FromControlMessage;
+        try {
+          first = JSON.parse(buf.slice(0, i)) as FromControlMessage;
+        } catch {
+          // The port was taken over by something else since the host wrote control.json.
+          return fail(`port ${file.port} named in ${CONTROL_FILE} is not the engine host's control port`);
+        }
         buf = buf.slice(i + 1);
         if (first.type !== 'welcome') return fail(first.type === 'refused' ? `the engine host refused to attach: ${first.error}` : 'the engine host answered with something else');
         clearTimeout(timer);

@@ -72,13 +72,14 @@ export class HostProcess extends Disposable {
    */
   async attach(storageDir: string): Promise<Extract<HostStartResult, { kind: 'ready' }> | undefined> {
     if (this.isRunning) return undefined;
+    const asked = Date.now();
     const result = await attachToHost(storageDir, `VS Code window (extension host pid ${process.pid})`);
     if (result.kind !== 'attached') {
       if (readControlFile(storageDir)) this.output.info(`Not attaching to the engine: ${result.why}.`);
       return undefined;
     }
     const { info } = result.connection;
-    this.output.info(`Attached to the engine host (pid ${info.pid}) at ${info.url}; ${info.attached} window(s) attached.`);
+    this.output.info(`Attached to the engine host (pid ${info.pid}) at ${info.url} in ${Date.now() - asked} ms; ${info.attached} window(s) attached.`);
     this.adopt(result.connection, storageDir, fileSize(path.join(storageDir, HOST_LOG_FILE)));
     return { kind: 'ready', url: info.url, pid: info.pid, info };
   }
