@@ -256,8 +256,13 @@ export class EngineController extends Disposable {
       const storage = this.context.storageUri;
       if (this.shuttingDown || this.isDisposed || !storage || readConfig().remote.url) return false;
       if (this.host.isRunning) return true;
+      // An engine that looks alive: say "starting" while connecting, never "off" for a moment.
+      if (this.host.mayAttach(storage.fsPath)) this.setMode({ kind: 'local', state: 'starting' });
       const result = await this.host.attach(storage.fsPath);
-      if (!result) return false;
+      if (!result) {
+        if (this.mode.kind === 'local' && this.mode.state === 'starting') this.mode = { kind: 'local', state: 'off' };
+        return false;
+      }
       await this.onAttached(result);
       return true;
     });

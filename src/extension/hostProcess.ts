@@ -66,6 +66,12 @@ export class HostProcess extends Disposable {
     return this.connection?.isOpen ? this.connection.info : undefined;
   }
 
+  /** Whether an engine host seems to run on this storage folder (its control.json names a live pid). */
+  mayAttach(storageDir: string): boolean {
+    const file = readControlFile(storageDir);
+    return file !== undefined && isAlive(file.pid);
+  }
+
   /**
    * Attaches to the engine already running on this storage folder, if any: no second start when a
    * window reloads or a second window opens. Undefined when there is none to attach to.
