@@ -90,7 +90,9 @@ describe('engine host: detached from its window, attached to over its control co
     await launcherGone;
 
     assert.equal(processAlive(hostPid), true, 'the host died with its launcher');
-    assert.equal((await request(url, '/health')).status, 200);
+    // It answers (503 is an answer too: a loaded machine can make its health check say "stalled").
+    assert.ok([200, 503].includes((await request(url, '/health')).status));
+    assert.equal((await request(url, '/stats')).status, 200);
     const done = await waitFor('the attempt to finish', async () => {
       const d = await item(url, 'deploy');
       return d.outcome !== 'pending' && d;
