@@ -1,6 +1,6 @@
 // `engine-monitor serve …`: the engine and its HTTP API without VS Code. Its flags, its output and
-// its exit codes are a public interface that scripts rely on. The VS Code extension forks this
-// same file, so headless and embedded engines are one program.
+// its exit codes are a public interface that scripts rely on. The VS Code extension starts this
+// same file (detached, with --keep-alive), so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
 import { escapeControls } from '../shared/format';
 import { EXIT_LOCKED, EXIT_USAGE, LAUNCH_KEY_ENV, type EngineLock, type FromHostMessage } from '../shared/hostProtocol';
@@ -40,7 +40,7 @@ async function main(argv: string[]): Promise<number> {
     process.title = ['engine-monitor', ...argv.map((a) => (a === options.storeUrl ? redactStoreUrl(a) : a.startsWith('--store=') ? `--store=${redactStoreUrl(a.slice(8))}` : a))].join(' ');
   }
 
-  // Forked by the extension: report over IPC as well as on stdout.
+  // Forked with an IPC channel (tests, tools): report over it as well as on stdout.
   // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead
   // of thrown as an 'error' event that would end the engine.
   const send = (m: FromHostMessage) => process.send?.(m, undefined, undefined, () => undefined);
@@ -88,7 +88,8 @@ async function main(argv: string[]): Promise<number> {
   send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
   if (process.send) {
     serveControlChannel(host, send);
-    // Like a language server: when the editor that forked us goes away, so do we.
+    // A parent that forked us with a channel and went away takes us along. (VS Code windows do not
+    // fork the host: they start it detached and attach over the control connection.)
     process.on('disconnect', () => void stop('parent process disconnected'));
   }
 
