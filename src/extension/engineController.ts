@@ -9,10 +9,9 @@ import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand, EngineLock } from '../shared/hostProtocol';
-import { createHash } from 'node:crypto';
 import { onDidChangeConfig, readConfig, type EngineMonitorConfig } from './config';
 import { parseStoreUrl } from '../shared/storeUrl';
-import { hostArgsFor, isNotifyUrl } from './hostLaunch';
+import { hostArgsFor, isNotifyUrl, launchKeyFor } from './hostLaunch';
 import { ContextKeys, STORE_PASSWORD_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
@@ -28,9 +27,9 @@ const CRASH_BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
 /** A host that ran this long before dying is considered healthy again: the backoff restarts. */
 const STABLE_UPTIME_MS = 60_000;
 const ATTACH_RETRY_MS = 3000;
-/** Another window asked for a fresh host: it starts one; this window attaches after this pause. */
+/** Another window restarts the host: this window attaches to the new one after this pause. */
 const SUCCESSOR_WAIT_MS = 300;
-/** A locked storage folder's owner may take this long to get ready before this window reads it only. */
+/** How long a locked storage folder's owner may take to accept this window before it reads it only. */
 const LOCKED_ATTACH_MS = 30_000;
 
 export class EngineController extends Disposable {
@@ -359,17 +358,11 @@ export class EngineController extends Disposable {
     await this.host.shutdown();
   }
 
-  /**
-   * What the running host was started with, to restart it when that changes: its flags, token,
-   * folders and (as a digest, never the secret itself) the store password.
-   */
+  /** What the running host was started with (launchKeyFor), to restart it when that changes. */
   private async argsKey(config: EngineMonitorConfig, trusted: boolean): Promise<string> {
     const args = hostArgsFor(config, trusted);
     const password = args.includes('--store') ? await this.context.secrets.get(STORE_PASSWORD_SECRET) : undefined;
-    const passwordDigest = password === undefined ? null : createHash('sha256').update(password).digest('hex');
-    // A digest: the host keeps it and tells it to every window that attaches, never the token itself.
-    const key = JSON.stringify([args, config.server.token, this.queueFolders.workspaceFolderPaths(), passwordDigest]);
-    return createHash('sha256').update(key).digest('hex');
+    return launchKeyFor(args, config.server.token, this.queueFolders.workspaceFolderPaths(), password);
   }
 
   private onStartResult(result: HostStartResult, token: string, argsKey: string): void {

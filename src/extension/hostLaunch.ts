@@ -3,6 +3,7 @@
 // token travels in the environment, never on the command line, which every user of the machine can
 // read (ps, /proc/<pid>/cmdline); a process's environment is readable by its own user only.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, openSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ENGINE_HOST_NODE_OPTIONS, LAUNCH_KEY_ENV } from '../shared/hostProtocol';
@@ -161,4 +162,14 @@ export function hostEnvironment(spec: HostLaunchSpec, base: NodeJS.ProcessEnv = 
   delete env[LAUNCH_KEY_ENV];
   if (spec.launchKey) env[LAUNCH_KEY_ENV] = spec.launchKey;
   return env;
+}
+
+/**
+ * A digest of what a host is started with: its flags, token, folders and store password. The host
+ * keeps it and tells every window that attaches, which restarts it when its own settings differ;
+ * a digest, so neither the token nor the password is ever handed around.
+ */
+export function launchKeyFor(args: string[], token: string, folders: string[], storePassword: string | undefined): string {
+  const passwordDigest = storePassword === undefined ? null : createHash('sha256').update(storePassword).digest('hex');
+  return createHash('sha256').update(JSON.stringify([args, token, folders, passwordDigest])).digest('hex');
 }
