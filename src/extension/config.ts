@@ -9,6 +9,8 @@ export interface EngineMonitorConfig {
   server: { port: number; host: string; token: string };
   engine: {
     autoStart: boolean;
+    /** With no window attached and nothing running, the engine stops after this many seconds. */
+    keepAliveSeconds: number;
     pollIntervalMs: number;
     concurrency: number;
     maxAttempts: number;
@@ -39,6 +41,7 @@ export function readConfig(): EngineMonitorConfig {
     server: { port: read('server.port'), host: orDefault('server.host'), token: read('server.token') },
     engine: {
       autoStart: read('engine.autoStart'),
+      keepAliveSeconds: read('engine.keepAliveSeconds'),
       pollIntervalMs: read('engine.pollIntervalMs'),
       concurrency: read('engine.concurrency'),
       maxAttempts: read('engine.maxAttempts'),

@@ -1,21 +1,22 @@
-// EngineController: the policy around the engine host process. When to start it (auto-start only
-// with a queue folder and engine.autoStart), restarts after a crash (with backoff, telling the
-// user once), restarts when a setting the host reads changes, Workspace Trust, attaching to
-// another window's engine when the storage folder is locked, and the control commands. It owns
-// the window's mode (engineMode.ts); remote mode, monitoring a headless engine at
-// engineMonitor.remote.url instead of forking one, is in remoteEngine.ts.
+// EngineController: the policy around the engine host process. Attaching to the engine already
+// running on this workspace's storage (a reload, a second window), when to start one (auto-start
+// only with a queue folder and engine.autoStart), restarts after a crash (with backoff, telling
+// the user once), restarts when a setting the host reads changes, Workspace Trust, and the control
+// commands. The host outlives the window (hostProcess.ts): every attached window controls it
+// alike, and a window going away only detaches. It owns the window's mode (engineMode.ts); remote
+// mode, monitoring a headless engine at engineMonitor.remote.url instead, is in remoteEngine.ts.
 import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
-import type { ControlCommand } from '../shared/hostProtocol';
-import { createHash } from 'node:crypto';
+import type { ControlCommand, EngineLock } from '../shared/hostProtocol';
 import { onDidChangeConfig, readConfig, type EngineMonitorConfig } from './config';
 import { parseStoreUrl } from '../shared/storeUrl';
-import { hostArgsFor, isNotifyUrl } from './hostLaunch';
+import { hostArgsFor, isNotifyUrl, launchKeyFor } from './hostLaunch';
 import { ContextKeys, STORE_PASSWORD_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
 import { hostStateOf, type EngineMode, type HostState } from './engineMode';
+import { isAlive } from './hostConnection';
 import type { HostExit, HostProcess, HostStartResult } from './hostProcess';
 import type { QueueFolders } from './queue';
 import { ControlUnavailableError, RemoteEngine } from './remoteEngine';
@@ -26,6 +27,10 @@ const CRASH_BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
 /** A host that ran this long before dying is considered healthy again: the backoff restarts. */
 const STABLE_UPTIME_MS = 60_000;
 const ATTACH_RETRY_MS = 3000;
+/** Another window restarts the host: this window attaches to the new one after this pause. */
+const SUCCESSOR_WAIT_MS = 300;
+/** How long a locked storage folder's owner may take to accept this window before it reads it only. */
+const LOCKED_ATTACH_MS = 30_000;
 
 export class EngineController extends Disposable {
   private mode: EngineMode = { kind: 'local', state: 'off' };
@@ -119,6 +124,8 @@ export class EngineController extends Disposable {
   async autoStart(): Promise<void> {
     try {
       if (readConfig().remote.url) return await this.useRemote();
+      // An engine already running on this storage (the window reloaded): attach, whatever autoStart says.
+      if (await this.attachExisting()) return;
       // Known before the decision, so the views' welcome (queue folder or not) is right at once.
       const hasQueueFolder = await this.queueFolders.exists();
       if (!readConfig().engine.autoStart || !hasQueueFolder) return;
@@ -156,7 +163,7 @@ export class EngineController extends Disposable {
     await this.control({ command: 'stop' });
   }
 
-  /** Command "Restart Engine": a fresh host process, keeping a user's "stopped". */
+  /** Command "Restart Engine": a fresh host process (from any attached window), keeping a user's "stopped". */
   async restart(): Promise<void> {
     this.throwIfRemote('restart');
     if (this.mode.kind === 'attached') {
@@ -167,9 +174,10 @@ export class EngineController extends Disposable {
   }
 
   /**
-   * Sends a control command: over the host's IPC channel to this window's own engine, over HTTP
-   * (POST, with the token) to a remote engine. Rejects with the engine's reason (no such item, not
-   * running…) or, for a remote engine that refuses control, a ControlUnavailableError.
+   * Sends a control command: over the host's control connection to the engine this window is
+   * attached to (whichever window started it), over HTTP (POST, with the token) to a remote
+   * engine. Rejects with the engine's reason (no such item, not running…) or, for a remote engine
+   * that refuses control, a ControlUnavailableError.
    */
   async control(command: ControlCommand): Promise<unknown> {
     if (this.mode.kind === 'remote') {
@@ -183,14 +191,20 @@ export class EngineController extends Disposable {
     return this.host.control(command);
   }
 
-  /** deactivate(): stop our host and wait for it (it persists on SIGTERM). */
+  /**
+   * deactivate() (a reload, a closed window): detach. The engine runs on, its attempts untouched;
+   * the next window on this workspace attaches to it, and with none it stops by itself after
+   * engineMonitor.engine.keepAliveSeconds once nothing runs.
+   */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
     clearTimeout(this.restartTimer);
     clearTimeout(this.attachTimer);
     this.client.setEndpoint(undefined, undefined);
-    await this.host.shutdown();
-    this.setMode({ kind: 'local', state: 'off' });
+    this.host.detach();
+    // No state event: the views and the status bar are being disposed with this window, and work
+    // they would start now would find them gone.
+    this.mode = { kind: 'local', state: 'off' };
   }
 
   /** Restarting a process cannot be done over HTTP: a remote engine is restarted where it runs. */
@@ -201,7 +215,7 @@ export class EngineController extends Disposable {
   private notOwner(): void {
     const pid = this.mode.kind === 'attached' ? this.mode.lock.pid : undefined;
     void vscode.window.showInformationMessage(
-      `This window shows the engine started by another VS Code window (pid ${pid ?? '?'}). Control it from that window.`,
+      `This window shows an engine (pid ${pid ?? '?'}) it cannot control: it did not accept this window's attachment. Control it where it was started, or restart it there.`,
     );
   }
 
@@ -229,17 +243,40 @@ export class EngineController extends Disposable {
   private restartHost(stopped: boolean): Promise<void> {
     return this.serialize(async () => {
       clearTimeout(this.restartTimer);
-      await this.host.shutdown();
-      await this.doStartHost(stopped);
+      // The other attached windows hear a fresh host follows, and attach to it.
+      await this.host.shutdown(undefined, true);
+      await this.doStartHost(stopped, false);
     });
   }
 
-  private async doStartHost(stopped: boolean): Promise<void> {
+  /** The fast path: attach to the engine running on this storage folder, if there is one. */
+  private attachExisting(): Promise<boolean> {
+    return this.serialize(async () => {
+      const storage = this.context.storageUri;
+      if (this.shuttingDown || this.isDisposed || !storage || readConfig().remote.url) return false;
+      if (this.host.isRunning) return true;
+      // An engine that looks alive: say "starting" while connecting, never "off" for a moment.
+      if (this.host.mayAttach(storage.fsPath)) this.setMode({ kind: 'local', state: 'starting' });
+      const result = await this.host.attach(storage.fsPath);
+      if (!result) {
+        if (this.mode.kind === 'local' && this.mode.state === 'starting') this.mode = { kind: 'local', state: 'off' };
+        return false;
+      }
+      await this.onAttached(result);
+      return true;
+    });
+  }
+
+  private async doStartHost(stopped: boolean, attachFirst = true): Promise<void> {
     if (this.shuttingDown || this.isDisposed || this.host.isRunning) return;
     // A remote engine replaces ours (a start queued before the setting changed must not fork one).
     if (readConfig().remote.url) return;
     clearTimeout(this.attachTimer);
     const storage = this.context.storageUri;
+    if (attachFirst && storage) {
+      const attached = await this.host.attach(storage.fsPath);
+      if (attached) return this.onAttached(attached);
+    }
     const folders = this.queueFolders.workspaceFolderPaths();
     if (!storage || folders.length === 0) {
       this.setMode({ kind: 'local', state: 'failed', error: 'Open a folder to run the engine.' });
@@ -266,8 +303,43 @@ export class EngineController extends Disposable {
       storePassword,
       restricted: !vscode.workspace.isTrusted,
       stopped,
+      keepAliveSeconds: config.engine.keepAliveSeconds,
+      launchKey: argsKey,
     });
+    if (result.kind === 'locked') return this.onLocked(result.lock, storage.fsPath, config.server.token);
     this.onStartResult(result, config.server.token, argsKey);
+  }
+
+  /**
+   * Attached to an engine this window did not start (a reload, another window): it runs with the
+   * settings its starter had. When this window's differ (a change made while no window watched), or
+   * it waits for trust this window has, this window restarts or trusts it, as for a change here.
+   */
+  private async onAttached(result: Extract<HostStartResult, { kind: 'ready' }>): Promise<void> {
+    const config = readConfig();
+    this.onStartResult(result, config.server.token, result.info.launchKey);
+    // No launch key: `engine-monitor serve` started from a shell, with flags of the user's choosing,
+    // which no window's settings replace.
+    if (result.info.launchKey === '') return;
+    const key = await this.argsKey(config, vscode.workspace.isTrusted);
+    if (key !== result.info.launchKey) {
+      this.output.info('The running engine host was started with other settings than this window has; restarting it.');
+      void this.restartHost(this.engineState() === 'stopped');
+    } else if (result.info.restricted && vscode.workspace.isTrusted) {
+      void this.onTrustGranted();
+    }
+  }
+
+  /** Another engine won the storage folder's lock: attach to it once it is ready, else read it only. */
+  private async onLocked(lock: EngineLock, storageDir: string, token: string): Promise<void> {
+    const until = Date.now() + LOCKED_ATTACH_MS;
+    while (Date.now() < until && !this.shuttingDown && !this.isDisposed && (lock.pid === 0 || isAlive(lock.pid))) {
+      const attached = await this.host.attach(storageDir);
+      if (attached) return this.onAttached(attached);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (this.shuttingDown || this.isDisposed) return;
+    this.onStartResult({ kind: 'locked', lock }, token, '');
   }
 
   private useRemote(): Promise<void> {
@@ -286,15 +358,11 @@ export class EngineController extends Disposable {
     await this.host.shutdown();
   }
 
-  /**
-   * What the running host was started with, to restart it when that changes: its flags, token,
-   * folders and (as a digest, never the secret itself) the store password.
-   */
+  /** What the running host was started with (launchKeyFor), to restart it when that changes. */
   private async argsKey(config: EngineMonitorConfig, trusted: boolean): Promise<string> {
     const args = hostArgsFor(config, trusted);
     const password = args.includes('--store') ? await this.context.secrets.get(STORE_PASSWORD_SECRET) : undefined;
-    const passwordDigest = password === undefined ? null : createHash('sha256').update(password).digest('hex');
-    return JSON.stringify([args, config.server.token, this.queueFolders.workspaceFolderPaths(), passwordDigest]);
+    return launchKeyFor(args, config.server.token, this.queueFolders.workspaceFolderPaths(), password);
   }
 
   private onStartResult(result: HostStartResult, token: string, argsKey: string): void {
@@ -330,13 +398,18 @@ export class EngineController extends Disposable {
 
   private onHostExit(e: HostExit): void {
     if (e.expected || this.shuttingDown || this.isDisposed) return;
-    // A host that never got ready already reported failure through start(): do not loop on it.
-    if (e.uptimeMs === 0) return;
     this.client.setEndpoint(undefined, undefined);
+    if (e.restartFollows) {
+      // Another window restarts the engine: attach to its new host (or start one, should it fail).
+      this.setMode({ kind: 'local', state: 'starting' });
+      const wasStopped = this.engineState() === 'stopped';
+      this.restartTimer = setTimeout(() => void this.startHost(wasStopped), SUCCESSOR_WAIT_MS);
+      return;
+    }
     if (e.uptimeMs >= STABLE_UPTIME_MS) this.crashes = 0;
     const delay = CRASH_BACKOFF_MS[this.crashes];
     this.crashes++;
-    const how = e.signal ?? `exit code ${e.code}`;
+    const how = e.reason ?? 'its process ended without saying why';
     if (delay === undefined) {
       const error = `The engine host kept exiting (${how}).`;
       this.setMode({ kind: 'local', state: 'failed', error });
@@ -374,7 +447,9 @@ export class EngineController extends Disposable {
     }
     const mode = this.mode;
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
-      // This window owns the engine (isOwner): restart it if what it was started with changed.
+      // This window is attached to the engine (isOwner): restart it if what it was started with
+      // changed, unless a shell started it (no launch key): its flags are the user's, not settings.
+      if (mode.argsKey === '') return;
       const key = await this.argsKey(config, vscode.workspace.isTrusted);
       if (key !== mode.argsKey) {
         this.output.info('Settings the engine host reads have changed; restarting it.');
@@ -396,7 +471,7 @@ export class EngineController extends Disposable {
     if (mode.kind === 'local' && mode.state === 'running' && this.host.isRunning) {
       const config = readConfig();
       const key = await this.argsKey(config, true);
-      if (key !== mode.argsKey) {
+      if (mode.argsKey !== '' && key !== mode.argsKey) {
         this.output.info('The workspace is trusted now; restarting the engine host with the hooks from the settings.');
         await this.restartHost(false);
         return;

@@ -1,12 +1,14 @@
-// Which engine this window shows, with the data each kind needs: its own engine host (local),
-// another window's engine that owns the storage folder (attached), or a headless engine at
-// engineMonitor.remote.url (remote). The state the status bar, the views and the
+// Which engine this window shows, with the data each kind needs: the engine host on this
+// workspace's storage, which this window started or attached to over its control connection
+// (local), an engine that owns the storage folder but did not accept this window's control
+// connection, read only (attached), or a headless engine at engineMonitor.remote.url (remote). The state the status bar, the views and the
 // `engineMonitor.hostState` context key use is derived from it.
 import type { EngineLock } from '../shared/hostProtocol';
 
 /**
- * off: no engine; starting; running: our own host; attached: another window's engine; remote: a
- * headless engine at engineMonitor.remote.url; failed: gave up (or a bad remote URL).
+ * off: no engine; starting; running: the host this window controls (whichever window started it);
+ * attached: an engine this window reads only; remote: a headless engine at
+ * engineMonitor.remote.url; failed: gave up (or a bad remote URL).
  */
 export type HostState = 'off' | 'starting' | 'running' | 'attached' | 'remote' | 'failed';
 
@@ -16,7 +18,7 @@ export type EngineMode =
   | { kind: 'local'; state: 'running'; argsKey: string }
   /** It could not start, or kept exiting; `error` says why. */
   | { kind: 'local'; state: 'failed'; error: string }
-  /** Control goes to the window that owns `lock`; this one only reads the engine. */
+  /** The engine named by `lock` refused this window's control connection: this window only reads it. */
   | { kind: 'attached'; lock: EngineLock }
   | { kind: 'remote'; url: string }
   /** engineMonitor.remote.url is set but is not a usable URL: state failed, and no engine runs here. */

@@ -1,7 +1,12 @@
-// What the extension forks the engine host with: its command line and its environment. Apart from
-// the VS Code API so plain Node tests can check (and run) it. The API token travels in the
-// environment, never on the command line, which every user of the machine can read (ps,
-// /proc/<pid>/cmdline); a process's environment is readable by its own user only.
+// How the extension starts the engine host: its command line, its environment, and the detached
+// launch itself. Apart from the VS Code API so plain Node tests can check (and run) it. The API
+// token travels in the environment, never on the command line, which every user of the machine can
+// read (ps, /proc/<pid>/cmdline); a process's environment is readable by its own user only.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, renameSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { ENGINE_HOST_NODE_OPTIONS, LAUNCH_KEY_ENV } from '../shared/hostProtocol';
 import { SETTINGS, type FlagSettingKey } from '../shared/settings';
 import { parseStoreUrl } from '../shared/storeUrl';
 import type { EngineMonitorConfig } from './config';
@@ -27,6 +32,57 @@ export interface HostLaunchSpec {
   storePassword?: string;
   restricted: boolean;
   stopped: boolean;
+  /** engineMonitor.engine.keepAliveSeconds: the host stops this long after the last window left, when idle. */
+  keepAliveSeconds?: number;
+  /** A digest of the settings it is started with, which it tells every window that attaches. */
+  launchKey?: string;
+}
+
+/** The host's stdout and stderr, in the storage folder: the window that started it is not its parent for long. */
+export const HOST_LOG_FILE = 'engine.log';
+/** Past this size, a new start moves the log to engine.log.1 (one old log is kept). */
+const HOST_LOG_MAX_BYTES = 1024 * 1024;
+
+export interface DetachedLaunch {
+  child: ChildProcess;
+  logFile: string;
+  /** Where this start's lines begin in the log. */
+  logOffset: number;
+}
+
+/**
+ * Starts the engine host in a session (process group) of its own, its output in the storage
+ * folder's engine.log, unreferenced: nothing ties it to the launching process, which may reload,
+ * close or be killed while the engine's attempts run on. On Windows `windowsHide` keeps a console
+ * window from opening. Windows attach to it over its control connection (controlServer.ts).
+ */
+export function launchDetachedHost(spec: HostLaunchSpec): DetachedLaunch {
+  const logFile = path.join(spec.storageDir, HOST_LOG_FILE);
+  let size = 0;
+  try {
+    size = statSync(logFile).size;
+    if (size > HOST_LOG_MAX_BYTES) {
+      renameSync(logFile, `${logFile}.1`);
+      size = 0;
+    }
+  } catch {
+    // no log yet
+  }
+  const fd = openSync(logFile, 'a', 0o600);
+  try {
+    const child = spawn(process.execPath, [...ENGINE_HOST_NODE_OPTIONS, spec.cliPath, ...hostCommandLine(spec)], {
+      cwd: spec.storageDir,
+      env: hostEnvironment(spec),
+      stdio: ['ignore', fd, fd],
+      detached: true,
+      windowsHide: true,
+    });
+    child.unref();
+    return { child, logFile, logOffset: size };
+  } finally {
+    // The child has its own copy of the descriptor.
+    closeSync(fd);
+  }
 }
 
 /**
@@ -85,6 +141,7 @@ export function hostCommandLine(spec: HostLaunchSpec): string[] {
   // --quiet: the host would print every log entry on stdout, which the output channel already
   // mirrors from /events (with levels).
   args.push('--storage', spec.storageDir, '--grace', String(HOST_GRACE_MS), '--quiet', ...spec.args);
+  if (spec.keepAliveSeconds !== undefined) args.push('--keep-alive', String(spec.keepAliveSeconds));
   if (spec.restricted) args.push('--restricted');
   if (spec.stopped) args.push('--stopped');
   return args;
@@ -103,5 +160,17 @@ export function hostEnvironment(spec: HostLaunchSpec, base: NodeJS.ProcessEnv = 
   // node-postgres reads PGPASSWORD when the URL has none: the password stays off the command
   // line. Without a stored one, a PGPASSWORD or ~/.pgpass the user set up applies as for psql.
   if (spec.storePassword) env.PGPASSWORD = spec.storePassword;
+  delete env[LAUNCH_KEY_ENV];
+  if (spec.launchKey) env[LAUNCH_KEY_ENV] = spec.launchKey;
   return env;
+}
+
+/**
+ * A digest of what a host is started with: its flags, token, folders and store password. The host
+ * keeps it and tells every window that attaches, which restarts it when its own settings differ;
+ * a digest, so neither the token nor the password is ever handed around.
+ */
+export function launchKeyFor(args: string[], token: string, folders: string[], storePassword: string | undefined): string {
+  const passwordDigest = storePassword === undefined ? null : createHash('sha256').update(storePassword).digest('hex');
+  return createHash('sha256').update(JSON.stringify([args, token, folders, passwordDigest])).digest('hex');
 }

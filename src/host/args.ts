@@ -56,6 +56,8 @@ Options:
   --on-health-change <cmd> the same when /health changes status or a check
   --notify-url <url>       POST every hook event as JSON to this http(s) URL (repeatable)
   --hook-timeout <ms>      a hook command's time before SIGTERM, then SIGKILL   default ${d('hooks.timeoutMs')}
+  --keep-alive <s>         stop by itself once no VS Code window has been attached for this many
+                           seconds and no attempt is running (the extension passes it)  default: never
   --stopped                serve, but do not launch until started
   --restricted             untrusted workspace: launch nothing until trust is granted
   --quiet                  do not print engine log entries
@@ -66,6 +68,8 @@ export class UsageError extends Error {}
 
 export interface CliOptions extends HostOptions {
   graceMs: number;
+  /** --keep-alive in seconds; undefined: never stop by itself (a headless engine). */
+  keepAliveSeconds?: number;
   quiet: boolean;
   /** Said on stderr at start (a token given on the command line). */
   warnings: string[];
@@ -104,6 +108,7 @@ const SERVE_OPTIONS = {
   'on-health-change': { type: 'string' },
   'notify-url': { type: 'string', multiple: true },
   'hook-timeout': { type: 'string', default: d('hooks.timeoutMs') },
+  'keep-alive': { type: 'string' },
   stopped: { type: 'boolean', default: false },
   restricted: { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
@@ -179,6 +184,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     outputMaxBytes: setting('output.maxBytesPerAttempt'),
     outputMaxTotalMB: setting('output.maxTotalMB'),
     graceMs: int('grace', values.grace, 0, 86_400_000),
+    keepAliveSeconds: values['keep-alive'] === undefined ? undefined : int('keep-alive', values['keep-alive'], 0, 86_400),
     snapshotIntervalMs: int('snapshot-interval', values['snapshot-interval'], 100, 86_400_000),
     snapshotMinJournalBytes: int('snapshot-min-journal', values['snapshot-min-journal'], 0, 2 ** 40),
     launchHelpers: values['launch-helpers'] === undefined ? undefined : int('launch-helpers', values['launch-helpers'], 1, MAX_LAUNCH_HELPERS),

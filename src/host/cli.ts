@@ -1,11 +1,12 @@
 // `engine-monitor serve …`: the engine and its HTTP API without VS Code. Its flags, its output and
-// its exit codes are a public interface that scripts rely on. The VS Code extension forks this
-// same file, so headless and embedded engines are one program.
+// its exit codes are a public interface that scripts rely on. The VS Code extension starts this
+// same file (detached, with --keep-alive), so headless and embedded engines are one program.
 import type { LogEntry } from '../shared/api';
 import { escapeControls } from '../shared/format';
-import { EXIT_LOCKED, EXIT_USAGE, type EngineLock, type FromHostMessage } from '../shared/hostProtocol';
+import { EXIT_LOCKED, EXIT_USAGE, LAUNCH_KEY_ENV, type EngineLock, type FromHostMessage } from '../shared/hostProtocol';
 import { parseServeArgs, TOKEN_ENV, USAGE, UsageError, type CliOptions } from './args';
 import { serveControlChannel } from './controlChannel';
+import { startControlServer, type ControlServer } from './controlServer';
 import { startEngineHost, type RunningHost } from './engineHost';
 import { runClient } from './client/main';
 import { redactStoreUrl } from '../core/store/pgStore';
@@ -31,13 +32,15 @@ async function main(argv: string[]): Promise<number> {
   // The launch helper and every item it launches inherit this environment: the API's secret is
   // not theirs to read.
   if (options.tokenFromEnv) delete process.env[TOKEN_ENV];
+  const launchKey = process.env[LAUNCH_KEY_ENV] ?? '';
+  delete process.env[LAUNCH_KEY_ENV];
   // A password in --store would show in ps for as long as the engine runs: the process title
   // (which on Linux and macOS replaces the command line ps reads) shows it redacted.
   if (options.storeUrl && redactStoreUrl(options.storeUrl) !== options.storeUrl) {
     process.title = ['engine-monitor', ...argv.map((a) => (a === options.storeUrl ? redactStoreUrl(a) : a.startsWith('--store=') ? `--store=${redactStoreUrl(a.slice(8))}` : a))].join(' ');
   }
 
-  // Forked by the extension: report over IPC as well as on stdout.
+  // Forked with an IPC channel (tests, tools): report over it as well as on stdout.
   // With a callback, a message to an extension host that has just gone (EPIPE) is dropped instead
   // of thrown as an 'error' event that would end the engine.
   const send = (m: FromHostMessage) => process.send?.(m, undefined, undefined, () => undefined);
@@ -63,12 +66,30 @@ async function main(argv: string[]): Promise<number> {
   const host = started.host;
   // Before the ready line: a SIGTERM sent as soon as it is read must find the graceful stop, not
   // Node's default, which ends the process at once and leaves engine.lock and endpoint.json behind.
-  const stop = stopOnSignals(host, options.graceMs);
+  let control: ControlServer | undefined;
+  const stop = stopOnSignals(host, options.graceMs, () => control);
+  try {
+    // Windows attach here (control.json appears last: a window waiting for it finds a ready engine).
+    control = await startControlServer(host, {
+      storageDir: options.storageDir,
+      launchKey,
+      keepAliveMs: options.keepAliveSeconds === undefined ? undefined : options.keepAliveSeconds * 1000,
+      stop: (why) => void stop(why),
+    });
+  } catch (err) {
+    const message = (err as Error).message;
+    process.stderr.write(`engine-monitor: ${message}\nengine-monitor: the engine did not start and nothing is left running; fix the cause above and start it again\n`);
+    send({ type: 'fatal', message });
+    await host.shutdown(0);
+    setTimeout(() => process.exit(1), 2000).unref();
+    return 1;
+  }
   announce(host, options);
   send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
   if (process.send) {
     serveControlChannel(host, send);
-    // Like a language server: when the editor that forked us goes away, so do we.
+    // A parent that forked us with a channel and went away takes us along. (VS Code windows do not
+    // fork the host: they start it detached and attach over the control connection.)
     process.on('disconnect', () => void stop('parent process disconnected'));
   }
 
@@ -88,12 +109,14 @@ function reportLocked(options: CliOptions, holder: EngineLock, send: (m: FromHos
 }
 
 /** SIGINT and SIGTERM stop the engine gracefully; the returned function does the same. */
-function stopOnSignals(host: RunningHost, graceMs: number): (why: string) => Promise<void> {
+function stopOnSignals(host: RunningHost, graceMs: number, control: () => ControlServer | undefined): (why: string) => Promise<void> {
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`engine-monitor: ${why}; stopping (grace ${graceMs} ms)\n`);
+    // Windows hear why first, so none takes this for a crash.
+    await control()?.close(why, false);
     await host.shutdown(graceMs);
     process.exit(0);
   };

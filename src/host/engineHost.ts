@@ -1,7 +1,7 @@
 // The engine host: wires the engine core to the HTTP server in one process of its own, so the
-// VS Code extension host never runs engine work. Used by `engine-monitor serve` and forked by the
-// extension like a language server (control messages then arrive over the IPC channel,
-// controlChannel.ts).
+// VS Code extension host never runs engine work. Used by `engine-monitor serve`, which VS Code
+// windows start detached and attach to (control messages then arrive over its control
+// connection, controlServer.ts).
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/engine';

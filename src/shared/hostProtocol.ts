@@ -1,7 +1,9 @@
-// Messages between the VS Code extension and the engine host it forks (node IPC channel, as a
-// language client talks to its server). Reads go over the HTTP API like any script's; control
-// (start, stop, retry, cancel, hold…) goes over this channel, token or not: HTTP takes control only
-// when a token is configured, since without one any local process could control the engine.
+// Messages between VS Code windows and the engine host. Reads go over the HTTP API like any
+// script's; control (start, stop, retry, cancel, hold…) goes over a private channel, token or not:
+// HTTP takes control only when a token is configured. That channel is the host's control
+// connection (controlServer.ts), which any window of the same user can open, since the host
+// outlives the window that started it; a process forked with an IPC channel (tests, tools) may
+// also use the IPC channel, with the same messages.
 
 export type ControlCommand =
   | { command: 'start' }
@@ -36,6 +38,53 @@ export type FromHostMessage =
   | { type: 'controlResult'; requestId: number; ok: false; error: string }
   /** The host could not start (port refused, storage locked by another engine…). */
   | { type: 'fatal'; message: string };
+
+/**
+ * `<storage>/control.json`, private to the user (mode 0600): where the host's control connection
+ * listens (loopback) and the secret a window proves it may control the engine with.
+ */
+export interface ControlFile {
+  pid: number;
+  port: number;
+  token: string;
+}
+
+export const CONTROL_FILE = 'control.json';
+
+/** A window → host message on the control connection, one JSON object a line. */
+export type ToControlMessage =
+  /** First line: the secret from control.json. The connection held open is the window's attachment. */
+  | { type: 'attach'; token: string; who?: string }
+  | ({ type: 'control'; requestId: number } & ControlCommand)
+  /** Stop the host (Stop/Restart a fresh process); `restart`: tell the other windows one follows. */
+  | { type: 'shutdown'; requestId: number; restart: boolean };
+
+/** Host → window on the control connection. */
+export type FromControlMessage =
+  | { type: 'welcome'; info: HostInfo }
+  | { type: 'refused'; error: string }
+  | { type: 'controlResult'; requestId: number; ok: true; result?: unknown }
+  | { type: 'controlResult'; requestId: number; ok: false; error: string }
+  /** The host is ending; `restart`: a window asked for a fresh one, which is on its way. */
+  | { type: 'stopping'; reason: string; restart: boolean };
+
+/** What an attaching window learns about the host: enough to decide whether it needs a restart. */
+export interface HostInfo {
+  pid: number;
+  url: string;
+  startedAt: string;
+  /** The launch key its starter gave it (ENGINE_MONITOR_LAUNCH_KEY): a digest of its settings. */
+  launchKey: string;
+  /** It was started with --restricted (trust not granted yet) and has not been granted trust since. */
+  restricted: boolean;
+  /** --keep-alive in seconds; undefined: it never stops by itself (headless). */
+  keepAliveSeconds?: number;
+  /** Windows attached now, this one included. */
+  attached: number;
+}
+
+/** The variable the launching window passes its settings' digest in (never a secret itself). */
+export const LAUNCH_KEY_ENV = 'ENGINE_MONITOR_LAUNCH_KEY';
 
 /** Exit code of `serve` when another live engine holds the storage folder's lock. */
 export const EXIT_LOCKED = 3;

@@ -58,6 +58,14 @@ export const SETTINGS = {
     default: true,
     markdownDescription: 'Start the engine when a workspace with a queue folder opens.',
   },
+  'engine.keepAliveSeconds': {
+    type: 'integer',
+    default: 60,
+    minimum: 0,
+    maximum: 86_400,
+    markdownDescription:
+      "How long the engine keeps running, in seconds, once no VS Code window is attached to it and no attempt is running. A reload or a closed window only detaches: running attempts go on, and the next window on this workspace attaches to the same engine. Applies from the engine's next start.",
+  },
   'engine.pollIntervalMs': {
     type: 'integer',
     default: 2000,
@@ -181,7 +189,8 @@ export const SETTINGS = {
 
 export type SettingKey = keyof typeof SETTINGS;
 type Spec<K extends SettingKey> = (typeof SETTINGS)[K];
-export type IntegerSettingKey = { [K in SettingKey]: Spec<K>['type'] extends 'integer' ? K : never }[SettingKey];
+/** Integer settings the CLI takes as a flag with the same default (keepAliveSeconds has none: headless never stops). */
+export type IntegerSettingKey = { [K in SettingKey]: Spec<K>['type'] extends 'integer' ? (Spec<K> extends { flag: string } ? K : never) : never }[SettingKey];
 /** The settings `engine-monitor serve` also takes as a flag. */
 export type FlagSettingKey = { [K in SettingKey]: Spec<K> extends { flag: string } ? K : never }[SettingKey];
 export type SettingValue<K extends SettingKey> = Spec<K>['type'] extends 'integer'

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { EngineMonitorConfig } from '../../src/extension/config';
-import { hostArgsFor, hostCommandLine, hostEnvironment, type HostLaunchSpec } from '../../src/extension/hostLaunch';
+import { hostArgsFor, hostCommandLine, hostEnvironment, launchKeyFor, type HostLaunchSpec } from '../../src/extension/hostLaunch';
 import { parseServeArgs } from '../../src/host/args';
 import { ENGINE_HOST_NODE_OPTIONS, type FromHostMessage } from '../../src/shared/hostProtocol';
 import { SETTINGS } from '../../src/shared/settings';
@@ -21,6 +21,7 @@ function config(token: string): EngineMonitorConfig {
     server: { port: 0, host: SETTINGS['server.host'].default, token },
     engine: {
       autoStart: true,
+      keepAliveSeconds: SETTINGS['engine.keepAliveSeconds'].default,
       pollIntervalMs: SETTINGS['engine.pollIntervalMs'].default,
       concurrency: SETTINGS['engine.concurrency'].default,
       maxAttempts: SETTINGS['engine.maxAttempts'].default,
@@ -52,6 +53,25 @@ describe('Extension: the engine host gets its token through the environment', fu
     token,
     restricted: false,
     stopped: false,
+  });
+
+  it('the launch key windows compare changes with every input, and holds neither the token nor the password', () => {
+    const args = hostArgsFor(config(TOKEN), true);
+    const key = launchKeyFor(args, TOKEN, ['/ws'], 'pg-secret');
+    assert.equal(key, launchKeyFor([...args], TOKEN, ['/ws'], 'pg-secret'));
+    for (const other of [
+      launchKeyFor(hostArgsFor(config(TOKEN), false), TOKEN, ['/ws'], 'pg-secret'),
+      launchKeyFor(args, 'other-token', ['/ws'], 'pg-secret'),
+      launchKeyFor(args, TOKEN, ['/ws', '/ws2'], 'pg-secret'),
+      launchKeyFor(args, TOKEN, ['/ws'], 'other-secret'),
+      launchKeyFor(args, TOKEN, ['/ws'], undefined),
+    ]) assert.notEqual(other, key);
+    assert.match(key, /^[0-9a-f]{64}$/);
+    // The host keeps --keep-alive and the key apart from the settings: headless serve has neither.
+    const s = { ...spec(''), keepAliveSeconds: 60, launchKey: key };
+    assert.deepEqual(hostCommandLine(s).slice(-2), ['--keep-alive', '60']);
+    assert.equal(hostEnvironment(s, {}).ENGINE_MONITOR_LAUNCH_KEY, key);
+    assert.equal(hostEnvironment(spec(''), { ENGINE_MONITOR_LAUNCH_KEY: 'inherited' }).ENGINE_MONITOR_LAUNCH_KEY, undefined);
   });
 
   it('every setting that has a command-line flag reaches the host, except the token', () => {

@@ -16,7 +16,7 @@ import {
 
 const properties = manifest.contributes.configuration.properties as Record<string, Record<string, unknown>>;
 const keys = Object.keys(SETTINGS) as SettingKey[];
-const integerKeys = keys.filter((k): k is IntegerSettingKey => SETTINGS[k].type === 'integer');
+const integerKeys = keys.filter((k): k is IntegerSettingKey => SETTINGS[k].type === 'integer' && 'flag' in SETTINGS[k]);
 
 /** Where parseServeArgs puts each integer setting's flag. */
 const CLI_FIELD: Record<IntegerSettingKey, keyof CliOptions | ((o: CliOptions) => number)> = {

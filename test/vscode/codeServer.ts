@@ -21,6 +21,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { format } from 'node:util';
 import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
+import { endEngineHosts } from './engineProbe';
 
 /** Root of the repository (this file lives in <repo>/test/vscode). */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -229,6 +230,8 @@ export async function startCodeServer(opts: StartCodeServerOptions = {}): Promis
       await sleep(200);
       killGroup(pid, 'SIGKILL');
       liveGroups.delete(pid);
+      // The engine host is detached from VS Code and outlives it by design: the test ends it.
+      await endEngineHosts(userDataDir);
       rmSync(tmpRoot, { recursive: true, force: true, maxRetries: 3 });
     };
 

@@ -66,3 +66,53 @@ export async function getJson<T>(url: string): Promise<T> {
   assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
   return (await res.json()) as T;
 }
+
+/**
+ * Ends every engine host whose engine.lock or control.json lies under `root` (a code-server
+ * user-data-dir). The host is detached from VS Code and outlives it by design (until its
+ * keep-alive passes), so a test that started one ends it: SIGTERM, then SIGKILL after 10 s.
+ * Returns the pids it ended.
+ */
+export async function endEngineHosts(root: string): Promise<number[]> {
+  const pids = new Set<number>();
+  const stack = [root];
+  while (stack.length) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if ((e.name === 'engine.lock' || e.name === 'control.json') && p.includes('engine-monitor')) {
+        try {
+          const pid = (JSON.parse(readFileSync(p, 'utf8')) as { pid?: unknown }).pid;
+          if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) pids.add(pid);
+        } catch {
+          // being written or removed
+        }
+      }
+    }
+  }
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  const ended: number[] = [];
+  for (const pid of pids) {
+    if (!alive(pid)) continue;
+    ended.push(pid);
+    process.kill(pid, 'SIGTERM');
+  }
+  const deadline = Date.now() + 10_000;
+  while (ended.some(alive) && Date.now() < deadline) await sleep(100);
+  for (const pid of ended.filter(alive)) process.kill(pid, 'SIGKILL');
+  return ended;
+}
