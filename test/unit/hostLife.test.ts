@@ -163,6 +163,22 @@ describe('engine host: detached from its window, attached to over its control co
     assert.ok(!hostCommandLine(spec()).includes('--keep-alive'));
   });
 
+  it('a restart asked from one window tells the others a fresh host follows, and the host exits cleanly', async () => {
+    const first = await startAndAttach();
+    const second = await attachToHost(ws.storage, 'second');
+    assert.equal(second.kind, 'attached');
+    if (second.kind !== 'attached') return;
+    connections.push(second.connection);
+    assert.equal(second.connection.info.attached, 2);
+    await first.shutdown(true);
+    const heard = await second.connection.closed;
+    assert.deepEqual(heard.stopping, { reason: 'a window asked for a fresh engine host', restart: true });
+    assert.equal(await waitForExit(first.info.pid, 15_000), true);
+    // Nothing left that a window could attach to.
+    assert.equal(readControlFile(ws.storage), undefined);
+    assert.equal((await attachToHost(ws.storage)).kind, 'none');
+  });
+
   function readEndpoint(): string {
     try {
       return (JSON.parse(readFileSync(path.join(ws.storage, 'endpoint.json'), 'utf8')) as { url: string }).url;
