@@ -71,7 +71,7 @@ const builds = [
     format: 'cjs',
     target: 'node20',
     // The launch helper the engine forks to spawn attempts (src/core/launching/), found
-    // beside dist/cli.js. Its own bundle, so it loads only src/core/attemptProcess.ts: fork cost
+    // beside dist/cli.js. Its own bundle, so it loads only src/core/launching/attemptProcess.ts: fork cost
     // grows with memory.
     entryPoints: { 'launch-helper': 'src/host/launchHelperMain.ts' },
     outdir: 'dist',

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Store } from '../src/core/store';
 import { definitionHash, storedDefinition, type ItemDefinition } from '../src/core/intake/items';
-import { LEVEL_RANK } from '../src/core/logQuery';
+import { LEVEL_RANK } from '../src/core/reads/logQuery';
 import type { LogAction, LogLevel } from '../src/shared/api';
 
 export interface SeedOptions {

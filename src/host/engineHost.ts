@@ -4,7 +4,7 @@
 // connection, controlServer.ts).
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { Engine, type EngineOptions } from '../core/engine';
+import { Engine, type EngineOptions } from '../core/kernel/engine';
 import type { LaunchHelperEntry } from '../core/launching';
 import { startHttpServer, type RunningHttpServer } from '../server/server';
 import type { EndpointFile, EngineLock } from '../shared/hostProtocol';

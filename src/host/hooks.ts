@@ -9,7 +9,7 @@
 // acceptable for events that are rare by nature (an item failing for good, health changing).
 import { healthBody as healthBodyOf } from '../shared/health';
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { EngineEvent, HealthSnapshot } from '../core/monitoredEngine';
+import type { EngineEvent, HealthSnapshot } from '../core/kernel/monitoredEngine';
 import type { HealthResponse, HookEvent, HookEventName, ItemDetail, LogEntry } from '../shared/api';
 
 export interface HookOptions {

@@ -22,10 +22,10 @@
 // the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts,
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/attemptProcess';
+import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';
 import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launching/protocol';
-import { retireOutputPacks } from '../core/outputCapture';
-import { groupAlive, signalGroup } from '../core/processGroup';
+import { retireOutputPacks } from '../core/features/output/outputCapture';
+import { groupAlive, signalGroup } from '../core/launching/processGroup';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
 const ORPHAN_GRACE_MS = 2000;

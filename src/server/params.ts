@@ -12,7 +12,7 @@ import {
   single,
   type RawParams,
 } from '../shared/queryParams';
-import { logQueryOf } from '../core/logQuery';
+import { logQueryOf } from '../core/reads/logQuery';
 import type { LogQuery } from '../core/kernel/monitoredEngine';
 import { badRequest } from './respond';
 

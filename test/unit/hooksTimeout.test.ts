@@ -8,7 +8,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { EngineEvent } from '../../src/core/monitoredEngine';
+import type { EngineEvent } from '../../src/core/kernel/monitoredEngine';
 import { MAX_CONCURRENT_HOOKS, startHooks, type HookedEngine } from '../../src/host/hooks';
 import type { ItemDetail, LogEntry } from '../../src/shared/api';
 import { waitFor } from './support/workspace';

@@ -3,7 +3,7 @@
 // returns for the same filter.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LEVEL_RANK, queryLogs } from '../../src/core/logQuery';
+import { LEVEL_RANK, queryLogs } from '../../src/core/reads/logQuery';
 import { Store } from '../../src/core/store';
 import { parseLogsQuery } from '../../src/server/params';
 import { LOG_ACTIONS, LOG_LEVELS, type LogAction, type LogEntry } from '../../src/shared/api';

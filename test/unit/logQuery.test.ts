@@ -4,7 +4,7 @@
 // or from the database.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ENTRY_CACHE_SIZE, essentialWords, queryLogs } from '../../src/core/logQuery';
+import { ENTRY_CACHE_SIZE, essentialWords, queryLogs } from '../../src/core/reads/logQuery';
 import { searchWords } from '../../src/shared/logFilter';
 import { Store } from '../../src/core/store';
 import { LOG_LEVELS, type LogEntry } from '../../src/shared/api';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import type { ServerResponse } from 'node:http';
 import { startHttpServer, type RunningHttpServer } from '../../src/server';
 import { TurnQueue } from '../../src/server/turnQueue';
-import { essentialWords } from '../../src/core/logQuery';
+import { essentialWords } from '../../src/core/reads/logQuery';
 import { LOG_ACTIONS, LOG_LEVELS, type LogEntry } from '../../src/shared/api';
 import { encodeCursor, parseIsoDateTime } from '../../src/server/params';
 import { OpenApiChecker, request, type HttpResult } from './support/http';

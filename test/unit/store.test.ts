@@ -6,7 +6,7 @@ import path from 'node:path';
 import * as zlib from 'node:zlib';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/kernel/engine';
-import { queryLogs } from '../../src/core/logQuery';
+import { queryLogs } from '../../src/core/reads/logQuery';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
 import { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';

@@ -4,10 +4,10 @@
 // fleet tests do). The engine's own reads (records.ts, logQuery.ts) are how each test looks at
 // the rows, so a store that stores something differently fails where the engine would notice.
 import assert from 'node:assert/strict';
-import type { ItemDefinition } from '../../src/core/items';
-import { storedDefinition } from '../../src/core/items';
-import { queryLogs } from '../../src/core/logQuery';
-import { readDueItems, readHeld, readItem, readItemDetail, readItemPage, readNextDueAt, readRunningAttempts, readStoredState, readWaitingFor } from '../../src/core/records';
+import type { ItemDefinition } from '../../src/core/intake/items';
+import { storedDefinition } from '../../src/core/intake/items';
+import { queryLogs } from '../../src/core/reads/logQuery';
+import { readDueItems, readHeld, readItem, readItemDetail, readItemPage, readNextDueAt, readRunningAttempts, readStoredState, readWaitingFor } from '../../src/core/reads/records';
 import type { StoreBackend } from '../../src/core/store';
 import type { PgStore } from '../../src/core/store/pgStore';
 import { PG_MUTATIONS, WITH_ENGINE_ID } from '../../src/core/store/pgSchema';

@@ -3,7 +3,7 @@
 // outcome (the item's new state, the counters, the log entries) is the engine's.
 import type { AttemptResult } from '../launching/attemptProcess';
 import type { ItemDefinition } from '../intake/items';
-import type { LaunchEnd } from '../records';
+import type { LaunchEnd } from '../reads/records';
 
 /** The process's own run time, which starts after the attempt was recorded. */
 export function attemptDuration(result: AttemptResult): number {

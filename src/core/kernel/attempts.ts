@@ -7,12 +7,11 @@ import type { AttemptLauncher } from '../launching';
 import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { AttemptOutputs } from '../features/output/attemptOutputs';
 import type { ProblemMatching } from '../features/problems/problemMatching';
-import { readHeld, type ItemRow } from '../records';
+import { readHeld, type ItemRow } from '../reads/records';
 import { describeFailure, launchEnd, outcomeDetails } from './attemptOutcome';
 import type { Claimer } from './claimer';
 import type { KernelContext } from './context';
 import type { FinishedAttempt } from './monitoredEngine';
-import { readable } from './storeReads';
 import type { AttemptRef } from './transitions';
 
 export interface ActiveAttempt extends AttemptRef {
@@ -133,7 +132,7 @@ export class Attempts {
     this.active.delete(a.attemptId);
     const end = launchEnd(result);
     // On a store other engines share, another may hold or release the item meanwhile: its row says.
-    const held = () => (this.claimer.shared || a.held === undefined ? readHeld(readable(store), a.item.id) : a.held);
+    const held = () => (this.claimer.shared || a.held === undefined ? readHeld(store, a.item.id) : a.held);
     store.batch(() => {
       transitions.attemptEnded(a, result, end.outcome, problems);
       const details: Record<string, unknown> = outcomeDetails(a.item, a.attempt, result);

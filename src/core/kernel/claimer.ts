@@ -5,7 +5,7 @@
 import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import { itemIndexReady } from '../features/search';
-import { readDueItems, readNextDueAt, readRunningAttempts, statsOverview, type ItemRow, type StoredState } from '../records';
+import { readDueItems, readNextDueAt, readRunningAttempts, statsOverview, type ItemRow, type StoredState } from '../reads/records';
 import type { Store } from '../store';
 import type { ActiveAttempt, Attempts } from './attempts';
 import type { KernelContext } from './context';

@@ -2,7 +2,7 @@
 // asked for (an outcome, a poll, a control request, the due timer): it takes as many due items as
 // there are free slots through the claimer, records their attempts, and spawns them once the
 // store has those records on disk, so that no process runs that a crash could leave unrecorded.
-import type { ItemRow } from '../records';
+import type { ItemRow } from '../reads/records';
 import type { ActiveAttempt, Attempts } from './attempts';
 import type { Claimer } from './claimer';
 import type { KernelContext } from './context';

@@ -2,8 +2,8 @@
 // limit, retries failures with backoff and records every outcome in the store. This file is the
 // composition root (which store, which claimer, which features) and the lifecycle: start, stop,
 // trust, shutdown. The launch loop is dispatch.ts, the attempts under way attempts.ts, every state
-// change transitions.ts; reads are delegated to records.ts and logQuery.ts; the features (control,
-// dependencies, schedules, output, problems, fleet) live in ../features and join through hooks.ts.
+// change transitions.ts; reads are delegated to ../reads; the features live in ../features and join
+// through hooks.ts.
 import type { ItemDetail, ItemSummary, ScheduleSummary, LogAction, LogLevel, StatsOverview, StatusResponse, EngineState } from '../../shared/api';
 import { healthStatus } from '../../shared/health';
 import { searchWords } from '../../shared/logFilter';
@@ -21,8 +21,8 @@ import { PersistencePolicy } from './persistence';
 import { Store } from '../store';
 import { PgStore } from '../store/pgStore';
 import type { StoreBackend } from '../store/backend';
-import { readItemDetail, readItemPage, readStoredState } from '../records';
-import { queryLogs } from '../logQuery';
+import { readItemDetail, readItemPage, readStoredState } from '../reads/records';
+import { queryLogs } from '../reads/logQuery';
 import { EngineEventBus } from './eventBus';
 import { EngineHooks } from './hooks';
 import { Transitions } from './transitions';
@@ -30,7 +30,6 @@ import { Attempts } from './attempts';
 import { Dispatcher } from './dispatch';
 import { LocalClaimer, type Claimer } from './claimer';
 import type { ChangeEnd, KernelContext } from './context';
-import { readable } from './storeReads';
 import { EngineLog } from './engineLog';
 import type { EngineMode, EngineOptions } from './engineOptions';
 import { engineState, engineStatus } from './engineStatus';
@@ -39,8 +38,7 @@ export type { EngineOptions } from './engineOptions';
 
 export class Engine implements ControllableEngine {
   readonly version: string;
-  /** Queue files a window is still typing (intake/draftHolds.ts). */
-  readonly drafts: ItemIngestion['drafts'];
+  readonly drafts: ItemIngestion['drafts']; // queue files a window is still typing
   private mode: EngineMode;
   private readonly events = new EngineEventBus();
   private readonly hooks = new EngineHooks();
@@ -295,7 +293,7 @@ export class Engine implements ControllableEngine {
 
   /** GET /items/{id}. */
   itemDetail(itemId: string): ItemDetail | undefined {
-    return readItemDetail(readable(this.store), itemId, Date.now());
+    return readItemDetail(this.store, itemId, Date.now());
   }
 
   stats(): StatsOverview {
@@ -326,11 +324,11 @@ export class Engine implements ControllableEngine {
   }
 
   queryLogs(query: LogQuery): LogPage {
-    return queryLogs(readable(this.store), query);
+    return queryLogs(this.store, query);
   }
 
   listItems(query: ItemsPage): { items: ItemSummary[]; total: number } {
-    const { items, total } = readItemPage(readable(this.store), query, Date.now());
+    const { items, total } = readItemPage(this.store, query, Date.now());
     if (total !== null) return { items, total };
     const stats = this.stats();
     return { items, total: query.filter?.outcome ? stats[query.filter.outcome] : stats.total };
@@ -362,7 +360,7 @@ export class Engine implements ControllableEngine {
   // ---- state, storage and log -------------------------------------------------------------
 
   private loadState(): void {
-    const state = readStoredState(readable(this.store));
+    const state = readStoredState(this.store);
     this.transitions.load(state);
     this.claimer.loaded(state);
     this.poller.lastPollAt = state.lastPollAt;

@@ -3,7 +3,7 @@
 // entries in batches (Store.indexLogs: every second, and before a search reads it), not one by one.
 import type { LogAction, LogEntry, LogLevel } from '../../shared/api';
 import type { EngineEventBus } from './eventBus';
-import { LEVEL_RANK } from '../logQuery';
+import { LEVEL_RANK } from '../reads/logQuery';
 import type { StoreBackend } from '../store/backend';
 
 export class EngineLog {

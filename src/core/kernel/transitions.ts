@@ -28,12 +28,11 @@
 import type { AttemptProblem, LaunchOutcome, LaunchRecord } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import type { ItemDefinition } from '../intake/items';
-import { launchRecord, readItem, type Counters, type ItemRow, type LaunchEnd, type StoredState } from '../records';
+import { launchRecord, readItem, type Counters, type ItemRow, type LaunchEnd, type StoredState } from '../reads/records';
 import type { StoreBackend } from '../store/backend';
 import type { LogWriter } from '../intake/ingest';
 import type { EngineHooks } from './hooks';
 import { backoffDelay, type BackoffOptions } from './retryPolicy';
-import { readable } from './storeReads';
 
 /** An attempt's problems as its row keeps them: JSON, or null when the item has no matcher. */
 function problemsJson(problems: AttemptProblem[] | null): string | null {
@@ -208,7 +207,7 @@ export class Transitions {
    * the dependencies feature, its caller, fails the dependents itself.
    */
   failedWithoutAttempt(itemId: string, error: string): void {
-    const row = readItem(readable(this.store), itemId);
+    const row = readItem(this.store, itemId);
     if (!row || row.outcome !== 'pending') return;
     const now = Date.now();
     this.store.mutate('item_state', ['failed', row.attempts, null, 0, error, now, itemId]);

@@ -27,10 +27,10 @@
 // batches what is said to it, watchdog.ts kills one that stops answering, inProcess.ts is the
 // fallback, and helperCheckpoints.ts runs the store's checkpoints in the helpers' processes.
 import { existsSync } from 'node:fs';
-import { KILL_GRACE_MS, resultWithoutProcess, type RunningAttempt } from '../attemptProcess';
-import type { ItemDefinition } from '../items';
-import { LeftoverSweeper } from '../leftoverProcesses';
-import type { OutputTarget } from '../outputFiles';
+import { KILL_GRACE_MS, resultWithoutProcess, type RunningAttempt } from './attemptProcess';
+import type { ItemDefinition } from '../intake/items';
+import { LeftoverSweeper } from './leftoverProcesses';
+import type { OutputTarget } from '../features/output/outputFiles';
 import type { CheckpointJob, CheckpointRun } from '../store';
 import { HelperAttempt } from './helperAttempt';
 import { HelperCheckpoints } from './helperCheckpoints';

@@ -1,11 +1,11 @@
 // One attempt as the engine sees it, wherever its process is spawned: in a helper (its pid arrives
 // later) or in this process after a fallback. It keeps the RunningAttempt shape of in-process
 // launching, so the engine does not know the difference.
-import type { AttemptResult, RunningAttempt } from '../attemptProcess';
-import { KILL_GRACE_MS } from '../attemptProcess';
-import type { ItemDefinition } from '../items';
-import { newAttemptMarker } from '../leftoverProcesses';
-import type { OutputTarget } from '../outputFiles';
+import type { AttemptResult, RunningAttempt } from './attemptProcess';
+import { KILL_GRACE_MS } from './attemptProcess';
+import type { ItemDefinition } from '../intake/items';
+import { newAttemptMarker } from './leftoverProcesses';
+import type { OutputTarget } from '../features/output/outputFiles';
 import type { Helper } from './helperProcess';
 
 /** Who ends an attempt: the launcher, which knows where it runs. */

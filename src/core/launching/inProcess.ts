@@ -1,8 +1,8 @@
 // Launching in the engine's own process: the fallback when no helper can run (or by choice), and
 // the cleanup the engine does itself for an attempt whose helper died.
-import { KILL_GRACE_MS, launchAttempt } from '../attemptProcess';
-import type { LeftoverSweeper } from '../leftoverProcesses';
-import { endGroup } from '../processGroup';
+import { KILL_GRACE_MS, launchAttempt } from './attemptProcess';
+import type { LeftoverSweeper } from './leftoverProcesses';
+import { endGroup } from './processGroup';
 import type { HelperAttempt } from './helperAttempt';
 import type { AttemptLauncherOptions } from './options';
 

@@ -5,10 +5,10 @@
 // messages, in the order they were said): Node's IPC costs a stringify, a pipe write and, on the
 // other side, a read and a parse per packet, and the engine host's main thread paid that for each
 // launch and twice more for its `started` and `done` (docs/PERFORMANCE.md).
-import type { ItemDefinition } from '../items';
-import type { AttemptResult } from '../attemptProcess';
+import type { ItemDefinition } from '../intake/items';
+import type { AttemptResult } from './attemptProcess';
 import type { CheckpointMessage } from '../store';
-import type { OutputTarget } from '../outputFiles';
+import type { OutputTarget } from '../features/output/outputFiles';
 
 /** Engine → helper. */
 export type ToLaunchHelper =

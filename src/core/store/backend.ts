@@ -109,12 +109,3 @@ export interface StoreBackend {
   /** Persists what is pending and releases the database. */
   close(): void;
 }
-
-/**
- * Whether a store is shared by a fleet (PostgreSQL): for the engine's composition, which wires the
- * fleet's parts only then. Reads that differ between the stores are the stores' own (above). The
- * engine is typed with the sql.js Store, so the check reads the marker rather than the class.
- */
-export function isFleetStore(store: object): boolean {
-  return (store as { fleet?: boolean }).fleet === true;
-}

@@ -6,7 +6,7 @@
 import { renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { startWorker, workerCode, type WorkerCode } from '../workerCode';
+import { startWorker, workerCode, type WorkerCode } from '../launching/workerCode';
 import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE } from './files';
 import { installSnapshot, removeSnapshotTemporary, writeSnapshotFilesInBackground } from './snapshotFiles';
 

@@ -2,7 +2,7 @@
 // wrote, so no index kept in this process could know when to grow: SQL narrows, and the rule of
 // the search is checked here on what it returns.
 import { itemSearchText, wordsStartWords } from '../../shared/itemFilter';
-import type { ItemDefinition } from '../items';
+import type { ItemDefinition } from '../intake/items';
 import type { ItemMatches, LogSearch, StoreBackend, StoreValue } from './backend';
 import { prefixQuery } from './pgSchema';
 import { matchesOf, selectLogIds, whereClause } from './reads';

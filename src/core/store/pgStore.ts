@@ -13,7 +13,7 @@
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
-import { startWorker, workerCode } from '../workerCode';
+import { startWorker, workerCode } from '../launching/workerCode';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
 import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';

@@ -2,13 +2,12 @@
 // attempt), hold and release a pending one or a schedule template. Each request is checked against
 // the item's state (a refusal is a ControlError the HTTP routes turn into 404 or 409), recorded
 // through transitions.ts, and on disk before it is answered.
-import type { ItemRow } from '../../records';
-import { itemState, readFailedItemIds, readItem } from '../../records';
+import type { ItemRow } from '../../reads/records';
+import { itemState, readFailedItemIds, readItem } from '../../reads/records';
 import { itemFromRow } from '../../intake/items';
 import type { Attempts } from '../../kernel/attempts';
 import type { KernelContext } from '../../kernel/context';
 import { ControlError } from '../../kernel/monitoredEngine';
-import { readable } from '../../kernel/storeReads';
 import type { Dependencies } from '../dependencies/dependencies';
 import type { Scheduler } from '../schedules/schedules';
 
@@ -41,7 +40,7 @@ export class ItemControl {
   }
 
   retryAllFailed(): number {
-    const ids = readFailedItemIds(readable(this.k.store));
+    const ids = readFailedItemIds(this.k.store);
     for (const id of ids) this.retryItem(id);
     return ids.length;
   }
@@ -115,7 +114,7 @@ export class ItemControl {
   }
 
   private requireItem(itemId: string): ItemRow {
-    const row = readItem(readable(this.k.store), itemId);
+    const row = readItem(this.k.store, itemId);
     if (!row) throw new ControlError('not_found', `no item with id "${itemId}"`);
     return row;
   }

@@ -7,7 +7,7 @@ import type { AttemptResult } from '../../launching/attemptProcess';
 import type { EngineEventBus } from '../../kernel/eventBus';
 import { itemFromRow, type ItemDefinition } from '../../intake/items';
 import { LOG_LEVELS } from '../../../shared/api';
-import { statsOverview } from '../../records';
+import { statsOverview } from '../../reads/records';
 import type { FleetCounters, PgStore } from '../../store/pgStore';
 
 export type LogArgs = [LogAction, LogLevel, string, string | null, Record<string, unknown> | null];

@@ -9,9 +9,8 @@ import type { ActiveAttempt, Attempts } from '../../kernel/attempts';
 import type { Claimer, LaunchRound } from '../../kernel/claimer';
 import type { KernelContext } from '../../kernel/context';
 import type { EngineLog } from '../../kernel/engineLog';
-import { readDueItems, type ItemRow } from '../../records';
+import { readDueItems, type ItemRow } from '../../reads/records';
 import { isStoreUnavailable, type PgStore } from '../../store/pgStore';
-import { readable } from '../../kernel/storeReads';
 import { FleetWork } from './fleet';
 
 /** How often a fleet engine with free slots looks for items other engines made due. */
@@ -47,7 +46,7 @@ export class FleetClaimer implements Claimer {
     const active = this.attempts.active;
     const before = new Set(active.keys());
     try {
-      return { starts: this.k.store.batch(() => record(readDueItems(readable(this.k.store), now, free, true))), committed: true };
+      return { starts: this.k.store.batch(() => record(readDueItems(this.k.store, now, free, true))), committed: true };
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
       for (const id of [...active.keys()]) if (!before.has(id)) active.delete(id);

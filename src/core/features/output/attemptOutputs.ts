@@ -9,9 +9,8 @@ import type { LogWriter } from '../../intake/ingest';
 import type { AttemptRef } from '../../kernel/transitions';
 import type { OutputTarget } from './outputFiles';
 import { OutputRetention, type OutputOptions } from './outputRetention';
-import { readItem } from '../../records';
+import { readItem } from '../../reads/records';
 import type { StoreBackend } from '../../store/backend';
-import { readable } from '../../kernel/storeReads';
 
 export interface AttemptOutputParts {
   store: StoreBackend;
@@ -92,7 +91,7 @@ export class AttemptOutputs {
       'SELECT id, outcome, output_bytes, output_pruned FROM attempts WHERE item_id = ? AND attempt = ? ORDER BY id DESC LIMIT 1',
       [itemId, attempt],
     );
-    if (!row) return readItem(readable(store), itemId) ? { found: 'no_attempt' } : { found: 'no_item' };
+    if (!row) return readItem(store, itemId) ? { found: 'no_attempt' } : { found: 'no_item' };
     if (row.output_pruned) return { found: 'pruned' };
     // Spawned, or about to be (journaled): a follower waits for its output and its end.
     const running = this.parts.running().has(row.id);

@@ -4,7 +4,7 @@
 // counters whether it has read every item.
 import { performance } from 'node:perf_hooks';
 import { itemSearchText } from '../../../shared/itemFilter';
-import type { ItemDefinition } from '../../items';
+import type { ItemDefinition } from '../../intake/items';
 import type { Store } from '../../store';
 import { addPosting, emptyIndex, freeze, trimPostings, type ItemIndex } from './dictionary';
 import { eachToken } from './tokens';

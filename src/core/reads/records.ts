@@ -1,11 +1,11 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../shared/api';
-import { searchWords } from '../shared/logFilter';
-import { itemFromRow, type ItemDefinition } from './items';
-import type { ItemsPage } from './monitoredEngine';
-import type { StoreBackend, StoreValue } from './store/backend';
-import { whereClause } from './store/reads';
+import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../../shared/api';
+import { searchWords } from '../../shared/logFilter';
+import { itemFromRow, type ItemDefinition } from '../intake/items';
+import type { ItemsPage } from '../kernel/monitoredEngine';
+import type { StoreBackend, StoreValue } from '../store/backend';
+import { whereClause } from '../store/reads';
 
 /** An `items` row as stored. */
 export interface ItemRow {

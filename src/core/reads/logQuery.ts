@@ -1,13 +1,13 @@
 // /logs queries against the store. Every filter is served by an index (action, item, level, time)
 // or by the store's own full-text search for text (StoreBackend.searchLogs), and
 // paging is keyset on the id, so a page costs the same at entry 10 as at entry 1,000,000.
-import type { LogEntry, LogLevel } from '../shared/api';
-import { LOG_LEVELS } from '../shared/api';
-import { searchWords, type LogFilter, type LogOrder } from '../shared/logFilter';
-import type { LogPage, LogQuery } from './monitoredEngine';
-import type { StoreBackend, StoreValue } from './store/backend';
-import { selectLogIds } from './store/reads';
-import { jsonArrayParts } from '../shared/jsonParts';
+import type { LogEntry, LogLevel } from '../../shared/api';
+import { LOG_LEVELS } from '../../shared/api';
+import { searchWords, type LogFilter, type LogOrder } from '../../shared/logFilter';
+import type { LogPage, LogQuery } from '../kernel/monitoredEngine';
+import type { StoreBackend, StoreValue } from '../store/backend';
+import { selectLogIds } from '../store/reads';
+import { jsonArrayParts } from '../../shared/jsonParts';
 
 export const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
