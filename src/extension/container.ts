@@ -66,7 +66,7 @@ export class Container extends Disposable {
     this._register(this.controller.onDidChangeState(updateLoaded));
     this._register(this.client.onDidChangeConnection(updateLoaded));
     for (const d of registerCommands(this)) this._register(d);
-    this._register(registerDashboard(context, this.client));
+    this._register(registerDashboard(context, this.client, this.controller));
   }
 
   private loaded: boolean | undefined;
