@@ -54,7 +54,7 @@ export const ContextKeys = {
   /**
    * The views know what to show: connected with the engine's first answers in (see
    * EngineModel.loaded), or settled without an engine (off, failed, remote). Until then every
-   * view's welcome says "Loading…", never an empty state (#21 item 9).
+   * view's welcome says "Connecting to the engine…", never an empty state.
    */
   loaded: 'engineMonitor.loaded',
   /** checks.engine of /health, or '' while unknown */

@@ -75,7 +75,7 @@ export class Container extends Disposable {
    * The `engineMonitor.loaded` context key: whether the views may show what they hold (data, or an
    * empty state such as "No items yet" or "The engine is not running"). Connected: once every
    * visible view has the engine's first answer. Not connected: once autoStart() has decided and
-   * nothing is starting or connecting. Until then the views' welcome says "Loading…".
+   * nothing is starting or connecting. Until then the views' welcome says "Connecting to the engine…".
    */
   private updateLoaded(): void {
     const loaded = this.isLoaded();
