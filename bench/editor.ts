@@ -20,6 +20,7 @@ import type { LoopDelay } from './lib';
 import { launchChromium, runCommand, startCodeServer, workbenchUrl } from '../test/vscode/codeServer';
 import { EXTENSION_ID, packageInStaging, readZip } from '../test/package/support';
 import { scenarioEditorStartup } from './editorStartup';
+import { scenarioEditorSettle } from './editorSettle';
 
 const num = (name: string, full: number, quick: number, q: boolean) => {
   const v = process.env[name];
@@ -120,12 +121,17 @@ async function oneWindow(ctx: EditorBenchContext, extensionDir: string, suite: s
 }
 
 export async function scenarioEditor(ctx: EditorBenchContext): Promise<void> {
-  // BENCH_EDITOR_PARTS=startup,host (default both): start-up timings (bench/editorStartup.ts, on
-  // this folder's development build) and the packaged extension's activation and host load.
-  const parts = (process.env.BENCH_EDITOR_PARTS || 'startup,host').split(',').map((p) => p.trim());
+  // BENCH_EDITOR_PARTS=startup,settle,host (default all three): start-up timings
+  // (bench/editorStartup.ts), window load and reload to the settled counts (bench/editorSettle.ts),
+  // both on this folder's development build, and the packaged extension's activation and host load.
+  const parts = (process.env.BENCH_EDITOR_PARTS || 'startup,settle,host').split(',').map((p) => p.trim());
   if (parts.includes('startup')) {
     mkdirSync(ctx.tmp, { recursive: true });
     await scenarioEditorStartup(ctx, path.resolve(__dirname, '..'));
+  }
+  if (parts.includes('settle')) {
+    mkdirSync(ctx.tmp, { recursive: true });
+    await scenarioEditorSettle(ctx, path.resolve(__dirname, '..'));
   }
   if (!parts.includes('host')) return;
   const runs = num('BENCH_EDITOR_RUNS', 3, 1, ctx.quick);

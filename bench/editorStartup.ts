@@ -30,7 +30,7 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
 }
 
 const statusText = (page: Page) => page.locator('.part.statusbar').innerText().catch(() => '');
-const ourItem = async (page: Page) => /Engine (off|starting|healthy|degraded|unhealthy|stopped|restricted|stalled|unreachable|attached)/i.test(await statusText(page));
+const ourItem = async (page: Page) => /Engine (off|starting|connecting|healthy|degraded|unhealthy|stopped|restricted|stalled|unreachable|attached)/i.test(await statusText(page));
 async function statsHasData(page: Page): Promise<boolean> {
   const text = await page
     .locator('.part.sidebar .pane')

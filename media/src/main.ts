@@ -2,7 +2,7 @@
 // host (src/extension/dashboard) over the typed protocol in src/shared/webviewProtocol.ts and
 // renders every engine string as text.
 import type { EngineState, LogAction } from '../../src/shared/api';
-import { DASHBOARD_COMMANDS, type ConnectionInfo, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
+import { DASHBOARD_COMMANDS, type ConnectionInfo, type ConnectionPhase, type DashboardCommand, type DashboardState, type LiveEvent } from '../../src/shared/webviewProtocol';
 import { LaunchChart } from './chart';
 import { h, icon, replaceChildren } from './dom';
 import { AttentionView } from './attention';
@@ -31,13 +31,19 @@ const STATUS_ACTIONS = new Set<LogAction>([
 const state: DashboardState = vscodeApi.getState() ?? { filter: {}, scrollY: 0, logScrollTop: 0 };
 const saveState = () => vscodeApi.setState(state);
 
-let connection: ConnectionInfo = { connected: false, baseUrl: undefined };
+// Until the extension's first word the panel knows nothing: it says "connecting", offers no Start.
+let connection: ConnectionInfo = { connected: false, baseUrl: undefined, phase: 'connecting' };
 let engineState: EngineState | undefined;
+/**
+ * The engine's own overview has been read since the stream connected. Until then the panel says
+ * "connecting", not "live": a badge saying live beside cards that still say "—" is wrong.
+ */
+let overviewLoaded = false;
 let restoredScroll = false;
 
 // ---- layout ----
 const statusLine = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
-const connectionPill = h('span', { class: 'connection', 'data-connected': 'false' });
+const connectionPill = h('span', { class: 'connection', 'data-connected': 'pending' });
 const banner = h('div', { class: 'banner', hidden: true });
 
 const buttons: Record<DashboardCommand | 'refresh', HTMLButtonElement> = {
@@ -117,40 +123,70 @@ function announce(text: string, error = false): void {
   statusLine.classList.toggle('error-text', error);
 }
 
+function phaseOf(c: ConnectionInfo): ConnectionPhase {
+  return c.phase ?? (c.connected ? 'live' : c.baseUrl ? 'unreachable' : 'off');
+}
+
+/** What the panel says: an engine that was live and dropped is "not reachable" until the host knows more. */
+let phase: ConnectionPhase = 'connecting';
+
 function updateButtons(): void {
   const live = connection.connected;
+  // Start is offered only once the panel knows: the engine said it is not running, or none runs.
+  // While one starts or is being reached, a Start button would invite starting a second one.
+  buttons.start.hidden = !(phase === 'off' || (live && engineState !== undefined));
   buttons.start.disabled = live && engineState === 'running';
   buttons.stop.disabled = !live || engineState === 'stopped';
   buttons.pollNow.disabled = !live || engineState !== 'running';
   buttons.refresh.disabled = !live;
 }
 
+function updatePill(): void {
+  const shown = phase === 'live' && !overviewLoaded ? 'connecting' : phase;
+  const look: Record<ConnectionPhase, [connected: string, codicon: string, text: string]> = {
+    connecting: ['pending', 'loading', 'connecting…'],
+    live: ['true', 'circle-filled', 'live'],
+    unreachable: ['false', 'circle-slash', 'not connected'],
+    off: ['false', 'circle-slash', 'engine off'],
+  };
+  const [connected, codicon, text] = look[shown];
+  connectionPill.dataset.connected = connected;
+  const glyph = icon(codicon);
+  if (shown === 'connecting') glyph.classList.add('codicon-modifier-spin');
+  replaceChildren(connectionPill, glyph, text);
+}
+
 function applyConnection(c: ConnectionInfo, initial: boolean): void {
   const wasConnected = connection.connected;
   connection = c;
-  connectionPill.dataset.connected = String(c.connected);
-  replaceChildren(connectionPill, icon(c.connected ? 'circle-filled' : 'circle-slash'), c.connected ? 'live' : 'not connected');
+  phase = wasConnected && !c.connected && phaseOf(c) === 'connecting' ? 'unreachable' : phaseOf(c);
   if (c.connected) {
     banner.hidden = true;
     document.body.classList.remove('offline');
     if (initial || !wasConnected) {
+      overviewLoaded = false;
       if (!initial) announce('Engine reachable again.');
       loadAll();
     }
   } else {
     engineState = undefined;
+    overviewLoaded = false;
     document.body.classList.add('offline');
-    const text = c.baseUrl
-      ? `Engine not reachable at ${c.baseUrl}. Numbers are hidden until it answers again.`
-      : 'No engine is running. Start it with "Engine Monitor: Start", or open a workspace folder.';
-    replaceChildren(banner, icon('debug-disconnect'), h('span', {}, text));
+    const text =
+      phase === 'connecting'
+        ? 'Connecting to the engine…'
+        : phase === 'unreachable'
+          ? `Engine not reachable${c.baseUrl ? ` at ${c.baseUrl}` : ''}. Numbers are hidden until it answers again.`
+          : 'No engine is running. Start it with "Engine Monitor: Start", or open a workspace folder.';
+    replaceChildren(banner, icon(phase === 'connecting' ? 'loading' : 'debug-disconnect'), h('span', {}, text));
     banner.hidden = false;
-    overview.clear();
+    overview.clear(phase === 'connecting' ? 'Connecting to the engine…' : undefined);
     attention.clear();
     upcoming.clear();
-    logs.showUnavailable('Engine not reachable.');
-    if (!initial || wasConnected) announce('Engine not reachable.');
+    logs.showUnavailable(phase === 'connecting' ? 'Connecting to the engine…' : 'Engine not reachable.');
+    if (phase !== 'connecting' && (!initial || wasConnected)) announce('Engine not reachable.');
   }
+  updatePill();
   updateButtons();
 }
 
@@ -194,6 +230,10 @@ async function refreshOverview(): Promise<void> {
     overview.setStats(o.status.stats);
     attention.set(await query('attention', {}));
     upcoming.set(await query('upcoming', {}));
+    engineState = o.health.checks.engine;
+    overviewLoaded = true;
+    updatePill();
+    updateButtons();
     if (statusLine.classList.contains('error-text')) announce('');
   } catch (err) {
     announce(`Could not read the engine status: ${(err as Error).message}`, true);
@@ -283,5 +323,8 @@ onHostMessage((message) => {
       return;
   }
 });
+overview.clear('Connecting to the engine…');
+updatePill();
+updateButtons();
 saveState();
 vscodeApi.postMessage({ type: 'ready' });

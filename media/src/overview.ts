@@ -91,10 +91,10 @@ export class OverviewView {
     this.clear();
   }
 
-  /** The unreachable state: no numbers rather than stale ones. */
-  clear(): void {
+  /** The unreachable (or not yet reached) state: no numbers rather than stale ones. */
+  clear(why = 'Unknown while the engine is not reachable.'): void {
     this.setStats(undefined);
-    replaceChildren(this.healthBody, h('p', { class: 'muted' }, 'Unknown while the engine is not reachable.'));
+    replaceChildren(this.healthBody, h('p', { class: 'muted' }, why));
     for (const b of [this.engineBody, this.scannerBody, this.lastLaunchBody]) replaceChildren(b, h('p', { class: 'muted' }, '—'));
   }
 

@@ -55,7 +55,7 @@ export const ContextKeys = {
   /**
    * The views know what to show: connected with the engine's first answers in (see
    * EngineModel.loaded), or settled without an engine (off, failed, remote). Until then every
-   * view's welcome says "Loading…", never an empty state that the data would replace a moment later.
+   * view's welcome says "Connecting to the engine…", never an empty state.
    */
   loaded: 'engineMonitor.loaded',
   /** checks.engine of /health, or '' while unknown */

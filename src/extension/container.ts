@@ -73,7 +73,7 @@ export class Container extends Disposable {
     this._register(this.controller.onDidChangeState(updateLoaded));
     this._register(this.client.onDidChangeConnection(updateLoaded));
     this.registerCommands(context);
-    this._register(registerDashboard(context, this.client));
+    this._register(registerDashboard(context, this.client, this.controller));
   }
 
   /** The item quick pick open now (Find Item, or the pick of Cancel/Hold/Release): the tests type into it. */
@@ -102,7 +102,7 @@ export class Container extends Disposable {
    * The `engineMonitor.loaded` context key: whether the views may show what they hold (data, or an
    * empty state such as "No items yet" or "The engine is not running"). Connected: once every
    * visible view has the engine's first answer. Not connected: once autoStart() has decided and
-   * nothing is starting or connecting. Until then the views' welcome says "Loading…".
+   * nothing is starting or connecting. Until then the views' welcome says "Connecting to the engine…".
    */
   private updateLoaded(): void {
     const loaded = this.isLoaded();

@@ -1,8 +1,11 @@
 // Entry point. activate() builds the composition root and returns at once; the engine host
-// starts in the background (second phase), so activation never waits for a process.
+// starts in the background (second phase), so activation never waits for a process. The tree
+// data providers are registered inside the Container's constructor, before anything is awaited:
+// a view restored by a reload must never find no provider.
 import * as vscode from 'vscode';
 import { ContextKeys } from './constants';
 import { Container } from './container';
+import { traceStartup } from './startupTrace';
 
 export interface EngineMonitorApi {
   /** Base URL of the engine's HTTP API, or undefined while no engine is known. */
@@ -22,6 +25,7 @@ export function activate(context: vscode.ExtensionContext): EngineMonitorApi {
   void c.start().catch((err) => c.output.error(`Starting the engine failed: ${String(err)}`));
   c.activationMs = Date.now() - started;
   c.output.info(`Engine Monitor activated in ${c.activationMs} ms.`);
+  context.subscriptions.push(traceStartup(c, started));
   return {
     baseUrl: () => c.client.baseUrl,
     _testing: c,

@@ -21,6 +21,10 @@ import { appendField, safeMarkdown } from './views/format';
 export class EngineStatusBar extends Disposable {
   private readonly item: vscode.StatusBarItem;
   private hasQueueFolder = false;
+  private readonly _onDidChangeText = this._register(new vscode.EventEmitter<string>());
+  /** What the item says changed (or it was hidden: ''); the start-up trace logs each step. */
+  readonly onDidChangeText = this._onDidChangeText.event;
+  private shownText = '';
 
   constructor(
     private readonly model: EngineModel,
@@ -35,6 +39,8 @@ export class EngineStatusBar extends Disposable {
     this._register(model.onDidChange(() => this.update()));
     this._register(controller.onDidChangeState(() => this.update()));
     this._register(client.onDidChangeProblem(() => this.update()));
+    this._register(client.onDidChangeConnection(() => this.update()));
+    this._register(client.onDidChangeEndpoint(() => this.update()));
     const setHasQueueFolder = (has: boolean) => {
       this.hasQueueFolder = has;
       this.update();
@@ -54,6 +60,7 @@ export class EngineStatusBar extends Disposable {
     const state = controller.state;
     if (state === 'off' && !this.hasQueueFolder) {
       item.hide();
+      this.setShownText('');
       return;
     }
     const tooltip = safeMarkdown();
@@ -107,22 +114,28 @@ export class EngineStatusBar extends Disposable {
         item.text = '$(loading~spin) Engine connecting…';
         tooltip.appendText(`Connecting to the remote engine at ${remote}.`);
       }
-    } else if (state === 'starting' || (model.baseUrl && !model.available && state !== 'failed' && state !== 'off')) {
-      const starting = state === 'starting';
-      item.text = starting ? '$(loading~spin) Engine starting…' : '$(debug-disconnect) Engine unreachable';
-      if (!starting) background = new vscode.ThemeColor('statusBarItem.warningBackground');
-      tooltip.appendText(starting ? 'The engine is starting.' : 'The engine is not answering; reconnecting.');
-      if (model.baseUrl) {
-        tooltip.appendMarkdown('\n\n');
-        appendField(tooltip, 'Endpoint', model.baseUrl);
-      }
     } else if (state === 'failed') {
       item.text = '$(error) Engine failed';
       background = new vscode.ThemeColor('statusBarItem.errorBackground');
       tooltip.appendText(controller.lastError ?? 'The engine could not start.');
-    } else {
+    } else if (state === 'off' && controller.decided) {
       item.text = '$(circle-slash) Engine off';
       tooltip.appendText('The engine is not running. Run "Engine Monitor: Start Engine" to start it.');
+    } else if (state !== 'starting' && this.client.problem && !this.client.connected) {
+      // An engine we know of (ours or another window's) refused or dropped the stream: it was
+      // reachable or should be, so this is a warning, not a start-up phase.
+      item.text = '$(debug-disconnect) Engine unreachable';
+      background = new vscode.ThemeColor('statusBarItem.warningBackground');
+      tooltip.appendText('The engine is not answering; reconnecting.');
+      appendEndpoint(tooltip, model.baseUrl);
+    } else {
+      // Starting, or an engine that runs (ours or attached) whose first answers are not in yet, or
+      // activation has not decided yet whether this window starts or attaches: all of them end in
+      // data within moments, so none of them may read "off" or "unreachable" meanwhile.
+      const starting = state === 'starting';
+      item.text = starting ? '$(loading~spin) Engine starting…' : '$(loading~spin) Engine connecting…';
+      tooltip.appendText(starting ? 'The engine is starting.' : 'Connecting to the engine.');
+      appendEndpoint(tooltip, model.baseUrl);
     }
     if (command === Commands.showStatus) tooltip.appendMarkdown('\n\n---\n\nClick to show the engine status.');
     item.tooltip = tooltip;
@@ -130,5 +143,18 @@ export class EngineStatusBar extends Disposable {
     item.backgroundColor = background;
     item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
     item.show();
+    this.setShownText(item.text);
   }
+
+  private setShownText(text: string): void {
+    if (text === this.shownText) return;
+    this.shownText = text;
+    this._onDidChangeText.fire(text);
+  }
+}
+
+function appendEndpoint(tooltip: vscode.MarkdownString, baseUrl: string | undefined): void {
+  if (!baseUrl) return;
+  tooltip.appendMarkdown('\n\n');
+  appendField(tooltip, 'Endpoint', baseUrl);
 }

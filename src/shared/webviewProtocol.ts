@@ -117,7 +117,16 @@ export interface ConnectionInfo {
   connected: boolean;
   /** The engine's API URL, or undefined while no engine is known. */
   baseUrl: string | undefined;
+  /**
+   * What the window knows while the stream is not connected: 'connecting' (an engine is starting,
+   * or being reached, or the window has not decided yet), 'unreachable' (a known engine stopped
+   * answering), 'off' (none runs and none is expected). 'live' while connected. Absent from an
+   * older host: the webview then guesses from `baseUrl`.
+   */
+  phase?: ConnectionPhase;
 }
+
+export type ConnectionPhase = 'connecting' | 'live' | 'unreachable' | 'off';
 
 /** Host → webview. */
 export type HostToWebview =

@@ -31,7 +31,7 @@ async function rows(view: Locator): Promise<Record<string, string>> {
 }
 
 function statusBarItem(page: Page): Locator {
-  return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped|restricted|stalled|starting|off|failed|unreachable)/ }).first();
+  return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped|restricted|stalled|starting|connecting|off|failed|unreachable)/ }).first();
 }
 
 /** Notifications (item failures) would cover the views in screenshots. */

@@ -19,7 +19,7 @@ import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 const POLL_MS = 500;
 
 function statusBarItem(page: Page): Locator {
-  return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped|restricted|stalled|starting|off|failed|unreachable)/ }).first();
+  return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped|restricted|stalled|starting|connecting|off|failed|unreachable)/ }).first();
 }
 
 describe('Workspace Trust (code-server with Workspace Trust on)', function () {

@@ -4,12 +4,14 @@
 import * as vscode from 'vscode';
 import type { EngineConnection } from '../engineConnection';
 import { dashboardWebviewOptions } from './dashboardHtml';
-import { DashboardPanel } from './dashboardPanel';
+import { DashboardPanel, type EngineStateSource } from './dashboardPanel';
 
 export const DASHBOARD_VIEW_TYPE = 'engineMonitor.dashboard';
 const TITLE = 'Engine Status';
 
 let current: DashboardPanel | undefined;
+/** Whether an engine is starting, expected or off: the panel says "connecting" rather than guess. */
+let engineState: EngineStateSource | undefined;
 
 function track(panel: DashboardPanel): DashboardPanel {
   current = panel;
@@ -20,7 +22,8 @@ function track(panel: DashboardPanel): DashboardPanel {
 }
 
 /** Registers the serializer that restores the panel after a reload; dispose to unregister and close it. */
-export function registerDashboard(context: vscode.ExtensionContext, connection: EngineConnection): vscode.Disposable {
+export function registerDashboard(context: vscode.ExtensionContext, connection: EngineConnection, state?: EngineStateSource): vscode.Disposable {
+  engineState = state;
   const serializer = vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, {
     // The webview's own state (filters, scroll) comes back through its getState(); nothing to do
     // with `state` here beyond letting the restored panel take it up.
@@ -30,10 +33,11 @@ export function registerDashboard(context: vscode.ExtensionContext, connection: 
         panel.dispose();
         return;
       }
-      track(new DashboardPanel(panel, context.extensionUri, connection));
+      track(new DashboardPanel(panel, context.extensionUri, connection, engineState));
     },
   });
   return new vscode.Disposable(() => {
+    engineState = undefined;
     serializer.dispose();
     current?.dispose();
   });
@@ -50,5 +54,5 @@ export function showDashboard(context: vscode.ExtensionContext, connection: Engi
     // Filters and scroll survive hiding through getState; the data is simply read again.
     retainContextWhenHidden: false,
   });
-  track(new DashboardPanel(panel, context.extensionUri, connection));
+  track(new DashboardPanel(panel, context.extensionUri, connection, engineState));
 }

@@ -4,9 +4,11 @@
 import * as vscode from 'vscode';
 import { Commands, type CommandId } from '../constants';
 import type { EngineConnection } from '../engineConnection';
+import type { HostState } from '../engineMode';
 import {
   isWebviewToHost,
   type ConnectionInfo,
+  type ConnectionPhase,
   type DashboardCommand,
   type HostToWebview,
   type QueryRequest,
@@ -19,6 +21,17 @@ import { readAttention, readItem, readLogPage, readOutput, readOverview, readTim
 // (a dashboard command without one does not compile).
 const COMMAND_IDS: Record<DashboardCommand, CommandId> = Commands;
 
+/** What the window's engine policy knows (EngineController): read, never driven, by the panel. */
+export interface EngineStateSource {
+  readonly state: HostState;
+  /** Activation has decided whether this window starts, attaches to or monitors an engine. */
+  readonly decided: boolean;
+  readonly onDidChangeState: vscode.Event<unknown>;
+}
+
+/** The connection's reason to be down, where the connection knows one (EngineClient does). */
+type WithProblem = EngineConnection & { readonly problem?: unknown; readonly onDidChangeProblem?: vscode.Event<unknown> };
+
 export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** False until the webview's script says `ready`; reset when its content is reloaded. */
@@ -30,19 +43,31 @@ export class DashboardPanel implements vscode.Disposable {
   constructor(
     readonly panel: vscode.WebviewPanel,
     extensionUri: vscode.Uri,
-    private readonly connection: EngineConnection,
+    private readonly connection: WithProblem,
+    private readonly engineState?: EngineStateSource,
   ) {
     // Set here as well as at creation: a panel restored by the serializer comes with defaults.
     panel.webview.options = dashboardWebviewOptions(extensionUri);
     panel.webview.html = dashboardHtml(panel.webview, extensionUri);
+    if (engineState) this.disposables.push(engineState.onDidChangeState(() => this.postConnection()));
+    if (connection.onDidChangeProblem) this.disposables.push(connection.onDidChangeProblem(() => this.postConnection()));
     this.disposables.push(
       this.onDidDisposeEmitter,
       panel.onDidDispose(() => this.dispose()),
       panel.webview.onDidReceiveMessage((m: unknown) => this.onMessage(m)),
-      connection.onDidChangeConnection(() => this.post({ type: 'connection', connection: this.connectionInfo() })),
+      connection.onDidChangeConnection(() => this.postConnection()),
       connection.onDidReceiveEvent((event) => this.post({ type: 'event', event })),
     );
   }
+
+  private postConnection(): void {
+    const info = this.connectionInfo();
+    const key = JSON.stringify(info);
+    if (key === this.lastConnection) return;
+    this.lastConnection = key;
+    this.post({ type: 'connection', connection: info });
+  }
+  private lastConnection: string | undefined;
 
   reveal(): void {
     this.panel.reveal(undefined, false);
@@ -57,7 +82,23 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   private connectionInfo(): ConnectionInfo {
-    return { connected: this.connection.connected, baseUrl: this.connection.baseUrl };
+    return { connected: this.connection.connected, baseUrl: this.connection.baseUrl, phase: this.phase() };
+  }
+
+  /**
+   * "connecting" for everything that ends in data within moments (an engine starting, one being
+   * reached, activation not decided yet), so a panel restored by a reload shows neither "live"
+   * nor a Start button for an engine that is only on its way.
+   */
+  private phase(): ConnectionPhase {
+    const c = this.connection;
+    if (c.connected) return 'live';
+    const source = this.engineState;
+    if (!source) return c.baseUrl ? 'unreachable' : 'off';
+    const state = source.state;
+    if (state === 'failed' || (state === 'off' && source.decided)) return 'off';
+    if (state !== 'starting' && c.problem) return 'unreachable';
+    return 'connecting';
   }
 
   private post(message: HostToWebview): void {
@@ -74,6 +115,7 @@ export class DashboardPanel implements vscode.Disposable {
     switch (m.type) {
       case 'ready':
         this.webviewReady = true;
+        this.lastConnection = JSON.stringify(this.connectionInfo());
         this.post({ type: 'init', connection: this.connectionInfo() });
         return;
       case 'query':

@@ -1,0 +1,40 @@
+// The start-up, step by step, in the output channel: how long after activate() the engine was
+// decided, started or attached, reached, and when the views had their first data. A slow first
+// paint is then read off one log ("startup +812 ms: stream connected") instead of guessed at, by
+// a user filing a report as much as by the bench. It stops listening once the views are loaded.
+import type * as vscode from 'vscode';
+import type { Container } from './container';
+import { disposeAll } from './dispose';
+
+export function traceStartup(c: Container, activatedAt: number): vscode.Disposable {
+  const subs: vscode.Disposable[] = [];
+  const seen = new Set<string>();
+  let done = false;
+  const mark = (step: string, once = true) => {
+    if (done || (once && seen.has(step))) return;
+    seen.add(step);
+    c.output.info(`startup +${Date.now() - activatedAt} ms: ${step}`);
+  };
+  const settledNow = () => {
+    if (!c.model.loaded || !c.logs.loaded) return;
+    mark('settled: every visible view has its data');
+    done = true;
+    queueMicrotask(() => disposeAll(subs));
+  };
+  subs.push(
+    c.controller.onDidChangeState((s) => mark(`engine ${s}`, false)),
+    c.client.onDidChangeEndpoint((url) => url && mark(`endpoint ${url}`, false)),
+    c.client.onDidChangeConnection((on) => on && mark('event stream connected')),
+    c.model.onDidChange((parts) => {
+      for (const p of parts) if (c.model[p] !== undefined) mark(`first ${p}`);
+      settledNow();
+    }),
+    c.logs.onDidChange(() => {
+      if (c.logs.loaded) mark('first log entries');
+      settledNow();
+    }),
+    c.statusBar.onDidChangeText((text) => mark(`status bar "${text}"`, false)),
+  );
+  mark(`status bar "${c.statusBar.text}"`);
+  return { dispose: () => disposeAll(subs) };
+}
