@@ -1,4 +1,4 @@
-// Scenario 4, part three: from a window (re)load to the settled counts, in code-server + Chromium,
+// Scenario 4, settle: from a window (re)load to the settled counts, in code-server + Chromium,
 // each a median of BENCH_STARTUP_RUNS runs. "Settled": the Stats view shows the engine's real total,
 // the Items view lists its items and the status bar says "Engine healthy"; the side bar, status bar
 // and views are read every 30 ms, as a user's eye would see them.

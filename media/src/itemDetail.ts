@@ -217,7 +217,7 @@ export class ItemDetailView {
     if (a.exitCode !== null) exit.push(`exit ${a.exitCode}`);
     if (a.signal) exit.push(`${exit.length ? ', ' : ''}${a.signal}`);
     if (a.error) exit.push(h('span', { class: 'attempt-error' }, a.error));
-    // What the item's problem matcher found (section 10); the Problems panel shows them in full.
+    // What the item's problem matcher found; the Problems panel shows them in full.
     if (a.problems.length > 0) {
       const where = a.problems.slice(0, 10).map((p) => `${p.file}:${p.line}${p.column !== null ? `:${p.column}` : ''} ${p.message}`);
       if (a.problems.length > 10) where.push(`… and ${a.problems.length - 10} more`);

@@ -1,4 +1,4 @@
-// "Upcoming": the next occurrences of the schedule templates (section 9), soonest first, each with
+// "Upcoming": the next occurrences of the schedule templates, soonest first, each with
 // how long until it and the expression it comes from. Read again with the overview.
 import type { UpcomingRun } from '../../src/shared/webviewProtocol';
 import { h, replaceChildren } from './dom';

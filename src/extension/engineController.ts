@@ -77,7 +77,7 @@ export class EngineController extends Disposable {
     );
     // No hostState context key yet: 'off' before autoStart() has looked for a queue folder would
     // show "No queue folder" or "not running" for a moment in a workspace about to start its
-    // engine (#21 item 9). The views say "Loading…" until decided (see `decided`).
+    // engine. The views say "Connecting to the engine…" until decided (see `decided`).
   }
 
   /** autoStart() has decided what this window does (start, attach, remote, or stay off). */

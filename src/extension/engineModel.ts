@@ -51,7 +51,7 @@ export class EngineModel extends Disposable {
   private readonly refreshers: Record<ModelPart, Throttled>;
   /**
    * Reads /status once even while no view shows it: whether the store is shared by a fleet
-   * (section 11) decides whether the Fleet view appears at all. Asked on connecting and when an
+   * decides whether the Fleet view appears at all. Asked on connecting and when an
    * engine starts or stops (in a fleet, /events carries every engine's entries).
    */
   private readonly fleetProbe: Throttled;
@@ -62,7 +62,7 @@ export class EngineModel extends Disposable {
    */
   private readonly watched = new Set<ModelPart>(['stats', 'health']);
   /**
-   * Whether the engine takes `/items?state=` (section 8). An engine of part one (a remote one not
+   * Whether the engine takes `/items?state=` . An older engine (a remote one not
    * yet upgraded) refuses the parameter with 400; then the items are read by outcome and grouped
    * by their `state` field here. Asked again after every reconnect.
    */
@@ -212,7 +212,7 @@ export class EngineModel extends Disposable {
   }
 
   /**
-   * An engine from before section 9 (a remote one not yet upgraded) answers 404 for /schedules:
+   * An engine from before schedules (a remote one not yet upgraded) answers 404 for /schedules:
    * it has no schedules, which the view shows as its empty message rather than as an error.
    */
   private async loadSchedules(): Promise<ScheduleSummary[]> {

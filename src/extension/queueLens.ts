@@ -1,4 +1,4 @@
-// CodeLens above every entry of a queue file (contract section 10): the item's state, attempts and
+// CodeLens above every entry of a queue file: the item's state, attempts and
 // last finish, and the Items view's own commands (Show Output, Retry, Cancel, Hold/Release, Open
 // in Terminal) with the item's id.
 //

@@ -1,4 +1,4 @@
-// What the CodeLens above each queue-file entry says and offers (contract section 10), as plain
+// What the CodeLens above each queue-file entry says and offers, as plain
 // data: no `vscode` import, so the unit tests and the bench run it in Node. queueLens.ts turns
 // these into vscode.CodeLens objects.
 //

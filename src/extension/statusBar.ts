@@ -2,7 +2,7 @@
 // degraded and unhealthy, a tooltip with the checks and the endpoint URL; a click shows the
 // dashboard.
 //
-// Failed items show as `$(error) 3 failed` whatever the engine's health (#21 item 4: "Engine
+// Failed items show as `$(error) 3 failed` whatever the engine's health ("Engine
 // healthy · 0 pending" while 14 items had failed), but do not colour the background: the
 // warning and error backgrounds keep meaning "the engine itself needs you" (degraded, unhealthy,
 // unreachable). A failed item stays failed until retried, so a background for it would stay on

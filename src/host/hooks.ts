@@ -1,4 +1,4 @@
-// Hooks (contract section 12): when an item fails for good or /health changes, run the user's
+// Hooks: when an item fails for good or /health changes, run the user's
 // command (`--on-item-failed`, `--on-health-change`) with the event as JSON on stdin, and POST the
 // same JSON to every `--notify-url`. They live in the engine host, beside the engine and outside
 // it: the engine only logs; this module listens to its events and writes `hook_failed` entries

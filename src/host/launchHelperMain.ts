@@ -52,7 +52,7 @@ const STARTED_DELAY_MS = 20;
  * What this helper has to tell the engine, sent as one packet at the end of the turn of the event
  * loop (or, for `started` alone, after STARTED_DELAY_MS), in the order it was said: every packet
  * costs the engine's main thread a read, a parse and a wake-up of its event loop, about as much as
- * the rest of its work on a launch (docs/PERFORMANCE.md, #19 target 1, round four).
+ * the rest of its work on a launch (docs/PERFORMANCE.md, the launch CPU target).
  */
 let outbox: FromLaunchHelper[] = [];
 let flushAtTurnEnd = false;

@@ -1,4 +1,4 @@
-// The fleet's tables in PostgreSQL (contract section 11): the sql.js schema (schema.ts) at its
+// The fleet's tables in PostgreSQL: the sql.js schema (schema.ts) at its
 // current version, plus what a fleet needs: which engine ran each attempt and wrote each log entry,
 // the engines and their leases, counters kept by triggers (so /stats reads one row, fleet-wide,
 // never a scan), and a NOTIFY per log entry for every engine's /events. Word-prefix search uses

@@ -61,7 +61,7 @@ CREATE VIRTUAL TABLE logs_fts USING fts4 (content="logs", message, tokenize=unic
 CREATE TABLE source_files (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
 `;
 
-// Part two (contract section 8): a held item is never launched until released; an attempt's
+// Control: a held item is never launched until released; an attempt's
 // captured output lives in a file under <storage>/output/ (never in the database), of which the
 // row keeps the size, and whether retention has deleted it (the output endpoint then answers 410).
 const SCHEMA_V2 = `
@@ -70,7 +70,7 @@ ALTER TABLE attempts ADD COLUMN output_bytes INTEGER;
 ALTER TABLE attempts ADD COLUMN output_pruned INTEGER NOT NULL DEFAULT 0;
 `;
 
-// Part two (contract section 9): an item's priority and whether it waits for dependencies (kept on
+// Schedules and dependencies: an item's priority and whether it waits for dependencies (kept on
 // every transition, so dispatch skips blocked items through an index instead of joining); the
 // dependencies themselves, by id (a dependency may not be known yet); schedule templates, which
 // are not items (not counted) and keep where their next occurrence is computed from.
@@ -95,13 +95,13 @@ CREATE TABLE schedules (
 );
 `;
 
-// Part two (contract section 10): the problems the item's problem matcher found in an attempt's
+// Problem matchers: the problems the item's problem matcher found in an attempt's
 // output, as the JSON array GET /items/{id} serves; NULL when the item has no matcher.
 const SCHEMA_V4 = `
 ALTER TABLE attempts ADD COLUMN problems TEXT;
 `;
 
-// Smaller item rows (issue #19, memory): the database lives in the engine host's memory. An item's
+// Smaller item rows (memory): the database lives in the engine host's memory. An item's
 // definition JSON leaves out what the row's columns hold (items.ts, storedDefinition: id, name,
 // max_attempts, run_at), and def_hash keeps 16 hex digits (the prefix of the 32 written before).
 // Only rows whose JSON agrees with their columns lose those fields; a row that did not would keep
@@ -125,12 +125,12 @@ export const MUTATIONS = {
   item_state: 'UPDATE items SET outcome = ?, attempts = ?, due_at = ?, running = ?, last_error = ?, updated_at = ? WHERE id = ?',
   // Retries waiting out a backoff, moved by a jump of the wall clock (attempts > 0: not a runAt).
   items_backoff_shift: "UPDATE items SET due_at = due_at + ? WHERE outcome = 'pending' AND running = 0 AND attempts > 0 AND due_at IS NOT NULL",
-  // Section 8: hold/release (held, updated_at, id), and a queue file's new definition of a pending or
+  // Control: hold/release (held, updated_at, id), and a queue file's new definition of a pending or
   // failed item (name, source, definition, def_hash, max_attempts, run_at, attempts, due_at, updated_at, id).
   item_hold: 'UPDATE items SET held = ?, updated_at = ? WHERE id = ?',
   item_update:
     'UPDATE items SET name = ?, source = ?, definition = ?, def_hash = ?, max_attempts = ?, run_at = ?, attempts = ?, due_at = ?, updated_at = ? WHERE id = ?',
-  // Section 9. item_insert and item_update keep their v1/v2 parameters (a journal written before
+  // Schedules and dependencies: item_insert and item_update keep their v1/v2 parameters (a journal written before
   // the upgrade replays unchanged); priority and the blocked flag follow in their own statements.
   item_priority: 'UPDATE items SET priority = ? WHERE id = ?',
   item_blocked: 'UPDATE items SET blocked = ? WHERE id = ?',
@@ -152,7 +152,7 @@ export const MUTATIONS = {
   // that retention deleted it.
   attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
   attempt_output_pruned: 'UPDATE attempts SET output_pruned = 1 WHERE id = ?',
-  // Section 10 (problems as JSON, id), journaled with the attempt's finish.
+  // Problem matchers (problems as JSON, id), journaled with the attempt's finish.
   attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
   // An attempt's end in one statement: attempt_finish, attempt_output_bytes and attempt_problems
   // together (finished_at, outcome, exit_code, signal, error, stdout_tail, stderr_tail,

@@ -177,7 +177,7 @@ export const UPCOMING_LIMIT = 5;
 
 /**
  * The next occurrence of each enabled schedule template, soonest first, the first five. A held
- * (disabled) template has no next run. An engine from before section 9 answers 404: no schedules.
+ * (disabled) template has no next run. An engine from before schedules answers 404: no schedules.
  */
 export async function readUpcoming(reader: DashboardReader): Promise<UpcomingRun[]> {
   let schedules: ScheduleSummary[];
@@ -208,7 +208,7 @@ export async function readAttention(reader: DashboardReader): Promise<AttentionI
 type ItemsPage = { items: ItemSummary[]; total: number };
 
 /**
- * `/items?state=` (section 8); an engine of part one refuses the parameter (400), and then the
+ * `/items?state=`; an older engine refuses the parameter (400), and then the
  * state is found in the `outcome` lists (running ones among the first 500 pending).
  */
 async function readItemsInState(reader: DashboardReader, state: 'running' | 'failed'): Promise<ItemsPage> {

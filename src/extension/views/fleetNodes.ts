@@ -1,4 +1,4 @@
-// Fleet view (contract section 11): one row per engine sharing the PostgreSQL store, from
+// Fleet view: one row per engine sharing the PostgreSQL store, from
 // /status.fleet: where it runs, its state, what it runs now and when it last renewed its lease.
 // The view is shown only when more than one engine is listed (the `engineMonitor.fleet` context
 // key); a single engine is what every other view already describes.

@@ -9,7 +9,7 @@ export function formatTime(iso: string | null | undefined): string {
   if (!iso) return 'never';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  // The dashboard's helpers: one format in the sidebar and the dashboard (#21 item 12).
+  // The dashboard's helpers: one format in the sidebar and the dashboard.
   const sameDay = new Date().toDateString() === d.toDateString();
   return sameDay ? formatClock(iso) : formatDateTime(iso);
 }

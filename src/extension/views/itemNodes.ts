@@ -1,4 +1,4 @@
-// Items view: items grouped by state (contract section 8), running first with its elapsed time.
+// Items view: items grouped by state, running first with its elapsed time.
 //
 // Context values, for `when` clauses in package.json (`viewItem == …` in view/item/context):
 //   item.running   an attempt is running now                   (Cancel, Hold: the attempt goes on, no retry until released)
@@ -28,7 +28,7 @@ const GROUPS: Record<ItemGroup, { label: string; icon: string; color?: string; e
   waiting: { label: 'Waiting', icon: 'clock', color: 'charts.yellow', expanded: true },
   held: { label: 'Held', icon: 'debug-pause', color: 'charts.orange', expanded: true },
   blocked: { label: 'Blocked', icon: 'circle-slash', expanded: true },
-  // Expanded: a failure is what the user opened the view for (#21 item 7).
+  // Expanded: a failure is what the user opened the view for.
   failed: { label: 'Failed', icon: 'error', color: 'problemsErrorIcon.foreground', expanded: true },
   launched: { label: 'Launched', icon: 'pass', color: 'testing.iconPassed', expanded: false },
 };
@@ -57,7 +57,7 @@ const CONTEXT_VALUES: Record<ItemState, string> = {
 
 /** The state of an item, also from an engine of part one that does not send `state`. */
 export function stateOf(item: ItemSummary): ItemState {
-  // `state` is absent from part one's engine (a remote one not yet upgraded).
+  // `state` is absent from an older engine (a remote one not yet upgraded).
   return item.state ?? (item.phase === 'done' ? item.outcome : item.phase);
 }
 

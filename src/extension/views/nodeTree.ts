@@ -40,7 +40,7 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    * is left alone, one that changed is updated in place (VS Code knows elements by identity) and
    * only it is refreshed. Only a change in the list of roots refreshes the whole view. Rebuilding
    * everything on every poll made VS Code redraw every row, which closed any open tooltip within
-   * a second (#21 item 1) and cost the extension host work proportional to the view.
+   * a second and cost the extension host work proportional to the view.
    */
   setRoots(roots: TreeNode[]): void {
     const full = !sameIds(this.roots, roots);
@@ -166,7 +166,7 @@ function merge(shown: TreeNode, next: TreeNode, changed: TreeNode[] | undefined)
     return before ? merge(before, c, below) : c;
   });
   // Every property of the new node, and none left over from the old one.
-  for (const key of Object.keys(shown)) delete (shown as unknown as Record<string, unknown>)[key];
+  for (const key of Object.keys(shown)) Reflect.deleteProperty(shown, key);
   Object.assign(shown, next, { children });
   return shown;
 }

@@ -1,4 +1,4 @@
-// Schedules view (contract section 9): one row per schedule template from GET /schedules, saying
+// Schedules view: one row per schedule template from GET /schedules, saying
 // when it fires next ("next in 4 min · 0 2 * * * (Europe/Berlin)") or that it is disabled.
 //
 // Context values, for `when` clauses in package.json (`viewItem == …` in view/item/context):

@@ -22,7 +22,7 @@ export type ViewName = 'stats' | 'health' | 'status' | 'logs' | 'items' | 'sched
 const SCHEDULE_TICK_MS = 10_000;
 /**
  * /status is read again this often while the Fleet view is visible: heartbeats age, and an engine
- * whose lease expires becomes "lost" without anything else changing (section 11).
+ * whose lease expires becomes "lost" without anything else changing.
  */
 const FLEET_TICK_MS = 5_000;
 
@@ -93,7 +93,7 @@ export class EngineViews extends Disposable {
     const m = this.model;
     if (parts.has('stats') || parts.has('health')) this.providers.stats.setRoots(statsNodes(m.stats, m.health, m.error));
     // However the first item arrived (Add Item…, a file written by hand, a script), the
-    // walkthrough's step completes on it (#21 item 6).
+    // walkthrough's step completes on it.
     if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasItems, m.stats.total > 0);
     if (parts.has('health')) {
       this.providers.health.setRoots(healthNodes(m.health, m.error));
@@ -167,7 +167,7 @@ export class EngineViews extends Disposable {
   /**
    * The Failed group starts expanded, but VS Code remembers a collapsed state by id (Collapse All,
    * or a collapse in an earlier session) and a group that reappears would open collapsed, hiding
-   * the new failure (#21 item 7): when failures appear, expand the group explicitly.
+   * the new failure: when failures appear, expand the group explicitly.
    */
   private revealFirstFailure(failed: number): void {
     const before = this.failedShown;

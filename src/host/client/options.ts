@@ -1,4 +1,4 @@
-// The command-line client's arguments (contract section 12): `engine-monitor <command> [options]`
+// The command-line client's arguments: `engine-monitor <command> [options]`
 // asks a running engine over its HTTP API. Parsed strictly with node:util.parseArgs; whatever is
 // wrong is a ClientUsageError naming the problem (exit 2). Kept apart from `serve`'s flags
 // (../args.ts) so the two grow independently.
