@@ -97,6 +97,31 @@ describe('control: cancel, hold, release and edited definitions', function () {
     assertInvariants(engine);
   });
 
+  it('Retry right after Cancel waits for the cancelled process to exit: one item, one process at a time', async function () {
+    this.timeout(30_000);
+    const deaf = uniqueSleep();
+    // SIGTERM-deaf: it lives until the SIGKILL 5 s after the cancel.
+    ws.enqueue('deaf.json', { id: 'deaf', command: `trap '' TERM; sleep ${deaf}; true`, shell: true, maxAttempts: 1 });
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    await waitFor('the deaf item to run', () => processesMentioning(`sleep ${deaf}`).length === 2);
+    // What the cancelled attempt's row says at the moment the retried one starts.
+    const atRelaunch: (string | null)[] = [];
+    engine.subscribe((e) => {
+      if (e.type === 'log' && e.entry.action === 'launch_started' && e.entry.itemId === 'deaf') {
+        const first = engine!.itemDetail('deaf')!.attempts.find((a) => a.error === 'cancelled');
+        atRelaunch.push(first?.signal ?? null);
+      }
+    });
+    engine.cancelItem('deaf');
+    engine.retryItem('deaf');
+    assert.equal(engine.itemDetail('deaf')!.outcome, 'pending');
+    await waitFor('the retried attempt to start', () => atRelaunch.length === 1, 20_000);
+    assert.deepEqual(atRelaunch, ['SIGKILL'], 'the retried attempt started only after the cancelled process had been killed and recorded');
+    await waitFor('the retried attempt\'s shell and sleep, and nothing more', () => processesMentioning(`sleep ${deaf}`).length === 2);
+    engine.cancelItem('deaf');
+  });
+
   it('cancels a waiting and a backing-off item without an attempt, and refuses unknown and finished items with reasons', async () => {
     ws.enqueue('items.json', [
       nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }),

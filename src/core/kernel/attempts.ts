@@ -70,6 +70,12 @@ export class Attempts {
     return [...this.active.values(), ...this.ending.values()];
   }
 
+  /** True while a cancelled attempt of the item still has a process (until it exits). */
+  isEnding(itemId: string): boolean {
+    for (const a of this.ending.values()) if (a.item.id === itemId) return true;
+    return false;
+  }
+
   /** The running attempt of an item, if this engine runs one. */
   of(itemId: string): ActiveAttempt | undefined {
     for (const a of this.active.values()) if (a.item.id === itemId) return a;

@@ -75,14 +75,24 @@ export class LocalClaimer implements Claimer {
 
   /** The due items' attempts are journaled in one batch; they are spawned once it is on disk. */
   claim(free: number, now: number, record: (rows: ItemRow[]) => ActiveAttempt[]): LaunchRound | null {
-    const due = readDueItems(this.store, now, free);
+    // One item, one process at a time: an item retried right after a cancel waits until its
+    // cancelled attempt's process has exited (a SIGTERM-deaf one lives until its SIGKILL); that
+    // exit dispatches again.
+    const candidates = readDueItems(this.store, now, free);
+    const due = this.attempts.ending.size === 0 ? candidates : candidates.filter((row) => !this.attempts.isEnding(row.id));
+    this.waitingForExit = due.length < candidates.length;
     if (due.length === 0) return null;
     return { starts: this.store.batch(() => record(due)), committed: false };
   }
 
+  /** An item was due but its cancelled attempt's process had not exited yet (see claim). */
+  private waitingForExit = false;
+
   nextLook(now: number): number | null {
     const next = readNextDueAt(this.store, now);
     if (next === null) return null;
+    // Due now but waiting for a process to exit: the exit dispatches, a timer would only spin.
+    if (next <= now && this.waitingForExit) return null;
     // setTimeout overflows past ~24.8 days; re-arm in steps.
     return Math.min(Math.max(next - now, 0), 2 ** 31 - 1);
   }
