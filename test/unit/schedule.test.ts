@@ -75,6 +75,19 @@ describe('schedules (section 9)', function () {
     assert.deepEqual([s.lastRunAt, s.lastOutcome, s.nextRunAt], ['2026-11-24T02:00:00.000Z', 'launched', '2026-11-24T02:01:00.000Z']);
   });
 
+  it('after the clock is corrected backwards, fires again from the corrected time (not a day later)', async () => {
+    clock = at('2026-11-25T02:00:30Z'); // a day ahead
+    ws.enqueue('hourly.json', { id: 'hourly', command: process.execPath, args: ['-e', '0'], schedule: { cron: '0 * * * *', timezone: 'UTC' } });
+    const e = await open();
+    await stepAndSettle(e, '2026-11-25T03:00:10Z');
+    assert.deepEqual(occurrences(e), ['hourly@2026-11-25T03:00Z']);
+    // The clock is corrected: back to the real time, a day earlier.
+    await step(e, '2026-11-24T03:10:00Z');
+    assert.equal(e.listSchedules()[0].nextRunAt, '2026-11-24T04:00:00.000Z', 'the next occurrence counts from the corrected clock');
+    await stepAndSettle(e, '2026-11-24T04:00:05Z');
+    assert.deepEqual(occurrences(e).sort(), ['hourly@2026-11-24T04:00Z', 'hourly@2026-11-25T03:00Z']);
+  });
+
   it('runs exactly one catch-up occurrence after a stop across several, and keeps templates and their state through a crash (the storage folder as a kill -9 leaves it)', async () => {
     clock = at('2026-11-24T01:58:30Z');
     ws.enqueue('nightly.json', { id: 'nightly', command: process.execPath, args: ['-e', '0'], schedule: '*/1 * * * *' });

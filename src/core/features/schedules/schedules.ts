@@ -75,6 +75,12 @@ export class Scheduler {
     const now = this.hooks.now();
     let fired = false;
     for (const t of this.store.all<TemplateRow>('SELECT * FROM schedules WHERE enabled = 1 ORDER BY id')) {
+      if (t.next_from > now) {
+        // Counted from a time still ahead: the wall clock was corrected backwards (it ran a day
+        // ahead, say). Count from now, or nothing would fire until the clock caught up again.
+        this.store.mutate('schedule_enabled', [1, now, now, t.id]);
+        t.next_from = now;
+      }
       const def = JSON.parse(t.definition) as ItemDefinition;
       const cron = cronOf(def);
       // The latest occurrence at or before now (previousRuns is strictly before its reference).
