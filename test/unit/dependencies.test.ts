@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
+import { Store } from '../../src/core/store';
+import type { SqlValue } from 'sql.js';
 import { Engine } from '../../src/core/kernel/engine';
 import { parseItem } from '../../src/core/intake/items';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
@@ -129,6 +131,39 @@ describe('dependencies and priority (section 9)', function () {
     assert.deepEqual(entries.map((e) => e.itemId).sort(), ['x', 'y', 'z']);
     assert.ok(entries.filter((e) => e.itemId !== 'z').every((e) => e.message.includes(x.error!)));
     assertInvariants(engine);
+  });
+
+  it('judges a 2,000-item chain and a 2,000-item cycle in one pass: an unrelated item launches at once', async function () {
+    // One search per judged item was quadratic: such a chain held the engine ~45 s, about two
+    // million dependency reads. Counted here, the reads of the whole run stay a few per item.
+    this.timeout(60_000);
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with .call(this), and put back below
+    const all = Store.prototype.all;
+    let dependencyReads = 0;
+    Store.prototype.all = function (this: Store, sql: string, params?: SqlValue[]) {
+      if (sql.includes('FROM dependencies')) dependencyReads++;
+      return all.call(this, sql, params);
+    } as typeof all;
+    const n = 2000;
+    const chain = Array.from({ length: n }, (_, i) => JSON.stringify({ id: `c${i}`, command: 'true', ...(i < n - 1 ? { dependsOn: [`c${i + 1}`] } : { runAt: '2098-01-01T00:00:00.000Z' }) }));
+    const ring = Array.from({ length: n }, (_, i) => JSON.stringify({ id: `r${i}`, command: 'true', dependsOn: [`r${(i + 1) % n}`] }));
+    try {
+    ws.enqueue('chain.jsonl', chain.join('\n') + '\n');
+    ws.enqueue('ring.jsonl', ring.join('\n') + '\n');
+    ws.enqueue('free.json', nodeItem('free', '0'));
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    await waitFor('the unrelated item to launch', () => engine!.itemDetail('free')?.outcome === 'launched', 15_000);
+    const chained = engine.itemDetail('c0')!;
+    assert.deepEqual([chained.outcome, chained.state], ['pending', 'blocked']);
+    const ringed = engine.itemDetail('r0')!;
+    assert.equal(ringed.outcome, 'failed');
+    assert.match(ringed.error!, /^dependency cycle: /);
+    assert.equal(engine.stats().failed, n, 'every item of the ring failed, none of the chain');
+    } finally {
+      Store.prototype.all = all;
+    }
+    assert.ok(dependencyReads < 10 * 2 * n, `${dependencyReads} dependency reads for ${2 * n} items: a few per item, not a search per item`);
   });
 
   it('keeps an item with unknown dependencies blocked (one item_blocked per missing set), across a restart, and runs it once they appear', async () => {
