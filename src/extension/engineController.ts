@@ -16,7 +16,7 @@ import { ContextKeys, STORE_PASSWORD_SECRET } from './constants';
 import { Disposable, toDisposable } from './dispose';
 import type { EngineClient } from './engineClient';
 import { hostStateOf, type EngineMode, type HostState } from './engineMode';
-import { isAlive } from './hostConnection';
+import { isAlive } from '../shared/processAlive';
 import type { HostExit, HostProcess, HostStartResult } from './hostProcess';
 import type { QueueFolders } from './queue';
 import { ControlUnavailableError, RemoteEngine } from './remoteEngine';

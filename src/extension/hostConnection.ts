@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { CONTROL_FILE, type ControlCommand, type ControlFile, type FromControlMessage, type HostInfo, type ToControlMessage } from '../shared/hostProtocol';
+import { isAlive } from '../shared/processAlive';
 
 const ATTACH_TIMEOUT_MS = 3_000;
 const CONTROL_TIMEOUT_MS = 15_000;
@@ -180,14 +181,4 @@ export async function waitForExit(pid: number, timeoutMs: number): Promise<boole
     await new Promise((r) => setTimeout(r, 50));
   }
   return true;
-}
-
-/** Whether a process with this pid exists (EPERM: it does, another user's). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -11,7 +11,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type HostInfo } from '../shared/hostProtocol';
 import { Disposable } from './dispose';
-import { attachToHost, isAlive, readControlFile, waitForExit, type HostConnection } from './hostConnection';
+import { attachToHost, readControlFile, waitForExit, type HostConnection } from './hostConnection';
+import { isAlive } from '../shared/processAlive';
 import { HOST_LOG_FILE, launchDetachedHost, type HostLaunchSpec } from './hostLaunch';
 
 export type { HostLaunchSpec } from './hostLaunch';

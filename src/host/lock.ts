@@ -7,6 +7,7 @@ import { closeSync, fstatSync, linkSync, openSync, readFileSync, readSync, renam
 import path from 'node:path';
 import type { EngineLock } from '../shared/hostProtocol';
 import { storageError, writeStorageFile } from './storageFiles';
+import { isAlive } from '../shared/processAlive';
 
 export const LOCK_FILE = 'engine.lock';
 
@@ -181,14 +182,6 @@ function readLock(file: string): LockRecord | undefined {
   }
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** A process's start time in clock ticks since boot, from `/proc/<pid>/stat`; undefined elsewhere. */
 export function processStartTime(pid: number): number | undefined {

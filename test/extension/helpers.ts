@@ -9,7 +9,7 @@ import type { EngineMonitorApi } from '../../src/extension/extension';
 import type { TreeNode } from '../../src/extension/views/nodeTree';
 import type { ViewName } from '../../src/extension/views/treeViews';
 // The engine's own liveness check (signal 0; EPERM means alive), re-exported for the suites.
-export { isAlive } from '../../src/host/lock';
+export { isAlive } from '../../src/shared/processAlive';
 
 export const EXTENSION_ID = 'engine-monitor.engine-monitor';
 

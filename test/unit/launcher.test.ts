@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import os from 'node:os';
 import path from 'node:path';
 import { launchAttempt, OUTPUT_TAIL_BYTES } from '../../src/core/launching/attemptProcess';
-import { isAlive } from '../../src/host/lock';
+import { isAlive } from '../../src/shared/processAlive';
 import { escapees, escapingCommand, killEscapees, newTag, untilFileExists } from './support/escapees';
 import { itemDefinition, waitFor } from './support/workspace';
 

@@ -24,8 +24,8 @@ export async function waitUntil<T>(what: string, check: () => Promise<T | undefi
   }
 }
 
-/** The path of endpoint.json under `root` (a code-server user-data-dir), in Engine Monitor's storage. */
-export function findEndpointFile(root: string): string | undefined {
+/** Files named one of `names` under `root` (a code-server user-data-dir), in Engine Monitor's storage. */
+function* storageFilesNamed(root: string, names: readonly string[]): Generator<string> {
   const stack = [root];
   while (stack.length) {
     const dir = stack.pop()!;
@@ -38,9 +38,14 @@ export function findEndpointFile(root: string): string | undefined {
     for (const e of entries) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) stack.push(p);
-      else if (e.name === 'endpoint.json' && p.includes('engine-monitor')) return p;
+      else if (names.includes(e.name) && p.includes('engine-monitor')) yield p;
     }
   }
+}
+
+/** The path of endpoint.json under `root` (a code-server user-data-dir), in Engine Monitor's storage. */
+export function findEndpointFile(root: string): string | undefined {
+  for (const p of storageFilesNamed(root, ['endpoint.json'])) return p;
   return undefined;
 }
 
@@ -75,26 +80,12 @@ export async function getJson<T>(url: string): Promise<T> {
  */
 export async function endEngineHosts(root: string): Promise<number[]> {
   const pids = new Set<number>();
-  const stack = [root];
-  while (stack.length) {
-    const dir = stack.pop()!;
-    let entries;
+  for (const p of storageFilesNamed(root, ['engine.lock', 'control.json'])) {
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      const pid = (JSON.parse(readFileSync(p, 'utf8')) as { pid?: unknown }).pid;
+      if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) pids.add(pid);
     } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if ((e.name === 'engine.lock' || e.name === 'control.json') && p.includes('engine-monitor')) {
-        try {
-          const pid = (JSON.parse(readFileSync(p, 'utf8')) as { pid?: unknown }).pid;
-          if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) pids.add(pid);
-        } catch {
-          // being written or removed
-        }
-      }
+      // being written or removed
     }
   }
   const alive = (pid: number) => {
