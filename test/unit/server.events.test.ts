@@ -150,17 +150,11 @@ describe('server: /events', () => {
     // Before pacing, a reading client on loopback took the whole replay in one turn: 100,000
     // entries held the engine's thread for seconds and /health answered 503.
     engine.seedLogs(3000);
-    let turn = 0;
-    let ticking = true;
-    const tick = (): void => {
-      turn++;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const turns = countTurns();
     const replayTurns: number[] = [];
     const query = engine.queryLogs.bind(engine);
     engine.queryLogs = (q) => {
-      if (q.order === 'asc') replayTurns.push(turn);
+      if (q.order === 'asc') replayTurns.push(turns.now);
       return query(q);
     };
     try {
@@ -170,7 +164,7 @@ describe('server: /events', () => {
       assert.ok(replayTurns.length < 3000 / 50, `/health was answered while the replay was under way (${replayTurns.length} pages sent)`);
       await client.waitFor((e) => e.filter((x) => x.event === 'log').length >= 3000, 20_000, 'the replay');
     } finally {
-      ticking = false;
+      turns.stop();
     }
     assert.ok(replayTurns.length >= 3000 / 50, `paged (${replayTurns.length} queries)`);
     for (let i = 1; i < replayTurns.length; i++) {
@@ -196,17 +190,11 @@ describe('server: /events', () => {
     await server.close();
     server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, events: { replayPageSize: 50, replayTurnBytes: 4096 } });
     for (let i = 0; i < 200; i++) engine.addLog({ message: 'x'.repeat(900), details: { i } }, false);
-    let turn = 0;
-    let ticking = true;
-    const tick = (): void => {
-      turn++;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const turns = countTurns();
     const pagesPerTurn = new Map<number, number>();
     const query = engine.queryLogs.bind(engine);
     engine.queryLogs = (q) => {
-      if (q.order === 'asc') pagesPerTurn.set(turn, (pagesPerTurn.get(turn) ?? 0) + 1);
+      if (q.order === 'asc') pagesPerTurn.set(turns.now, (pagesPerTurn.get(turns.now) ?? 0) + 1);
       return query(q);
     };
     try {
@@ -216,7 +204,7 @@ describe('server: /events', () => {
         assert.deepEqual(client.named('log').map((e) => Number(e.id)), Array.from({ length: 200 }, (_, i) => i + 1));
       }
     } finally {
-      ticking = false;
+      turns.stop();
     }
     // ~1 KB frames, 4 KB a turn: the client served first uses the budget; at most one more page is
     // read in the same turn (by a client that found a little left).
@@ -314,3 +302,20 @@ describe('server: /events', () => {
     assert.equal((await request(server.url, '/stats')).status, 200);
   });
 });
+
+/** Counts event-loop turns (one setImmediate each) until stopped: in which turn something ran. */
+function countTurns(): { readonly now: number; stop(): void } {
+  let now = 0;
+  let ticking = true;
+  const tick = (): void => {
+    now++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    get now() {
+      return now;
+    },
+    stop: () => (ticking = false),
+  };
+}
