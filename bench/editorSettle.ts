@@ -8,8 +8,8 @@
 //                  exist). A fresh browser profile has no saved layout, so opening the views is
 //                  part of the figure (about a palette's round trip).
 //   reload, attached — "Developer: Reload Window" in that window, to the settled counts again.
-//                  Attached once the engine outlives its window (same pid before and after, no
-//                  "engine starting" in the trace); until then the reload restarts the engine, and
+//                  Attached once the engine outlives its window (same pid before and after);
+//                  until then the reload restarts the engine, and
 //                  the row says so.
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -162,7 +162,9 @@ export async function settleRun(extensionDir: string, ws: string, total: number)
     await sleep(500);
     t.traces = { windowStart: windowStartTrace, reloadAttached: startupTrace(userDataDir) };
     const after = readEndpoint(userDataDir)?.pid;
-    t.reloadMode = owner !== undefined && owner === after && !t.traces.reloadAttached.some((l) => /engine starting/.test(l)) ? 'attached' : 'restarted';
+    // The same engine host before and after: attached. (The trace says "starting" while a window
+    // attaches too, so only the pid tells.)
+    t.reloadMode = owner !== undefined && owner === after ? 'attached' : 'restarted';
   } finally {
     await browser.close().catch(() => undefined);
     await server.stop();
