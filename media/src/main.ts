@@ -223,17 +223,16 @@ async function refreshOverview(): Promise<void> {
     if (!connection.connected) return;
     overview.setStatus(o.status);
     overview.setHealth(o.health);
-    // The buttons follow the engine check shown above at once: the two reads below take their
-    // time, and a Start button still on beside "running" invites a click that does nothing.
-    engineState = o.health.checks.engine;
-    updateButtons();
     overview.setStats(o.status.stats);
-    attention.set(await query('attention', {}));
-    upcoming.set(await query('upcoming', {}));
+    // The badge and the buttons follow the numbers and the engine check just shown, together and
+    // at once: the two reads below take their time, and meanwhile a Start button beside
+    // "connecting…" (or still on beside "running") would be a guess.
     engineState = o.health.checks.engine;
     overviewLoaded = true;
     updatePill();
     updateButtons();
+    attention.set(await query('attention', {}));
+    upcoming.set(await query('upcoming', {}));
     if (statusLine.classList.contains('error-text')) announce('');
   } catch (err) {
     announce(`Could not read the engine status: ${(err as Error).message}`, true);
