@@ -17,7 +17,7 @@ export type WatchedPart = 'status' | 'items' | 'schedules';
  */
 export const ITEM_GROUPS = ['running', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
 export type ItemGroup = (typeof ITEM_GROUPS)[number];
-/** The item states each group holds (contract section 8's `state`). */
+/** The item states each group holds (the `state` of /items and GET /items/{id}). */
 export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
   running: ['running'],
   waiting: ['backoff', 'waiting', 'scheduled'],
@@ -40,7 +40,7 @@ export class EngineModel extends Disposable {
   health: HealthResponse | undefined;
   status: StatusResponse | undefined;
   items: ItemsSnapshot | undefined;
-  /** GET /schedules (section 9): one row per schedule template; empty from an engine without schedules. */
+  /** GET /schedules: one row per schedule template; empty from an engine without schedules. */
   schedules: ScheduleSummary[] | undefined;
   /** The last refresh error while connected (e.g. 401), shown by the views. */
   error: string | undefined;

@@ -373,12 +373,12 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             source: { type: 'string', description: 'Where the item came from.' },
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
-            lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (section 10\'s CodeLens shows it).'),
+            lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (the queue file\'s CodeLens shows it).'),
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
             waitingFor: {
               type: 'array',
               items: { type: 'string' },
-              description: 'Only on a blocked item (section 9): the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+              description: 'Only on a blocked item: the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
             },
           },
         },
@@ -394,7 +394,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         Schedule: {
           type: 'object',
-          description: 'A schedule template (section 9): not an item and not counted; each occurrence becomes an item `<id>@<ISO minute>Z`.',
+          description: 'A schedule template: not an item and not counted; each occurrence becomes an item `<id>@<ISO minute>Z`.',
           required: ['id', 'schedule', 'timezone', 'overlap', 'nextRunAt', 'lastRunAt', 'lastOutcome', 'enabled'],
           properties: {
             id: { type: 'string', description: 'The template\'s id; hold and release it with `POST /items/{id}/hold|release`.' },
@@ -422,7 +422,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             maxAttempts: { type: 'integer', minimum: 1 },
             runAt: nullableTime('Not launched before this time; null: as soon as possible.'),
             schedule: {
-              description: 'A schedule template\'s cron expression and zone (section 9); null for an item (an occurrence has none: it is an item).',
+              description: 'A schedule template\'s cron expression and zone; null for an item (an occurrence has none: it is an item).',
               oneOf: [
                 { type: 'null' },
                 {
@@ -432,11 +432,11 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                 },
               ],
             },
-            dependsOn: { type: 'array', items: { type: 'string' }, maxItems: 100, description: 'Ids that must have launched before this item starts (section 9); empty: none.' },
-            priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, higher launches first, then discovery order (section 9); default 0.' },
+            dependsOn: { type: 'array', items: { type: 'string' }, maxItems: 100, description: 'Ids that must have launched before this item starts; empty: none.' },
+            priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, higher launches first, then discovery order; default 0.' },
             problemMatcher: {
               description:
-                'Only when the item has one (section 10): its problem matcher as the queue file wrote it: a built-in name ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), a single-line matcher object, or an array of them.',
+                'Only when the item has one: its problem matcher as the queue file wrote it: a built-in name ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), a single-line matcher object, or an array of them.',
             },
             source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
           },
@@ -444,7 +444,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         AttemptProblem: {
           type: 'object',
           description:
-            "A problem the item's problem matcher found in the attempt's output (section 10). The engine reads at most 1 MiB of each finished attempt's output (all of it when smaller, else its first 256 KiB and last 768 KiB) and keeps at most 1000 problems.",
+            "A problem the item's problem matcher found in the attempt's output. The engine reads at most 1 MiB of each finished attempt's output (all of it when smaller, else its first 256 KiB and last 768 KiB) and keeps at most 1000 problems.",
           required: ['file', 'line', 'column', 'severity', 'message', 'code'],
           properties: {
             file: { type: 'string', description: "Absolute path: a relative file name in the output resolved against the item's cwd (or the matcher's fileLocation folder)." },
@@ -484,7 +484,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             waitingFor: {
               type: 'array',
               items: { type: 'string' },
-              description: 'Only on a blocked item (section 9): the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+              description: 'Only on a blocked item: the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
             },
           },
         },
@@ -679,7 +679,7 @@ function readPaths(): Record<string, PathItem> {
     '/schedules': {
       get: {
         operationId: 'getSchedules',
-        summary: 'Schedule templates with their next and last run (section 9)',
+        summary: 'Schedule templates with their next and last run',
         description: 'Takes no query parameters. In id order.',
         responses: {
           '200': ok('Every schedule template.', { type: 'array', items: ref('Schedule') }),

@@ -168,7 +168,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
     assert.match(later, /^running /);
 
     const failedGroup = rows.find((r) => r.label === 'Failed');
-    assert.equal(failedGroup?.expanded, 'true', 'the Failed group is open (#21 item 7)');
+    assert.equal(failedGroup?.expanded, 'true', 'the Failed group is open: a failure is what the user came for');
     assert.equal(failedGroup?.description, '1');
     const failedIndex = rows.indexOf(failedGroup);
     assert.equal(rows[failedIndex + 1].label, 'Nightly backup (fails)', 'its failed item is visible');

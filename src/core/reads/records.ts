@@ -122,7 +122,7 @@ interface AttemptRow {
   signal: string | null;
   error: string | null;
   output_bytes: number | null;
-  /** Section 10: the matcher's problems as JSON; null when the item has no matcher (or before v4). */
+  /** The problem matcher's problems as JSON; null when the item has no matcher (or before v4). */
   problems: string | null;
 }
 
