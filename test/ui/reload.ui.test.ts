@@ -50,7 +50,9 @@ describe('Reload: the engine outlives the window (code-server)', function () {
     const storage = path.dirname(findEndpointFile(root)!);
     const before = readEndpoint(root)!.pid;
     await waitUntil('the deploy to run', async () => (await getJson<ItemDetail>(`${url}/items/deploy`)).state === 'running', 30_000);
-    assert.equal((await windowsAttached(storage))?.windows, 1, 'the window is attached to the engine');
+    // The host starts launching before the window that started it has attached (it waits for
+    // control.json, then connects): wait for the attachment rather than expect it at once.
+    await waitUntil('the window to be attached to the engine', async () => (await windowsAttached(storage))?.windows === 1, 30_000);
 
     await page.evaluate(() => ((window as unknown as { beforeReload?: boolean }).beforeReload = true));
     const reloadAt = Date.now();
