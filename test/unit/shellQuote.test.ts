@@ -7,13 +7,15 @@ import { commandLine, quoteCmd, quotePowerShell, quotePosix, shellKindOf } from 
 
 /** The argv a real /bin/sh gives a program for the typed line. */
 function argvThroughSh(args: string[]): string[] {
-  const line = commandLine({ command: process.execPath, args: ['-e', 'process.stdout.write(JSON.stringify(process.argv.slice(1)))', ...args], shell: false }, 'posix');
+  // Node reads its own options after `-e SCRIPT` until `--` (a first argument such as "- " would be
+  // refused as a bad option), so the script's arguments come after `--`, which Node leaves out of argv.
+  const line = commandLine({ command: process.execPath, args: ['-e', 'process.stdout.write(JSON.stringify(process.argv.slice(1)))', '--', ...args], shell: false }, 'posix');
   return JSON.parse(execFileSync('/bin/sh', ['-c', line], { encoding: 'utf8' })) as string[];
 }
 
 describe('shell quoting for Open Attempt in Terminal', () => {
   it('gives /bin/sh back exactly the argv, for hand-picked hard arguments', () => {
-    const hard = ['', ' ', "it's", '"double"', "'", "''", 'a b  c', '$HOME', '`id`', '$(id)', '\\', 'back\\slash', '*', '~', '!x', '#not a comment', 'semi;colon', 'a\nb', '\t', 'ünï©ødé', '--flag=value with space', '-n', '&&', '|', '>out'];
+    const hard = ['', ' ', "it's", '"double"', "'", "''", 'a b  c', '$HOME', '`id`', '$(id)', '\\', 'back\\slash', '*', '~', '!x', '#not a comment', 'semi;colon', 'a\nb', '\t', 'ünï©ødé', '--flag=value with space', '-n', '- ', '-', '--', '&&', '|', '>out'];
     assert.deepEqual(argvThroughSh(hard), hard);
   });
 
