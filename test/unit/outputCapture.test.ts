@@ -213,6 +213,51 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.ok(readdirSync(dir).some((f) => f.endsWith('.t0.out')), 'the output went on into a tail segment');
   });
 
+  it('readers while the tail segments rotate fast get a whole view every time: head, a marker counting exactly what is missing, and the newest bytes', async function () {
+    this.timeout(120_000);
+    // The smallest cap rotates a 12 KiB segment every few writes; readers that open the segments
+    // while the writer deletes the oldest ones used to give up (ENOENT) after five tries.
+    const t = target(MIN_OUTPUT_MAX_BYTES);
+    const capture = new OutputCapture(t);
+    const lineOf = (i: number): string => `${String(i).padStart(15, '0')}\n`;
+    const lines = 40_000;
+    const expected = Array.from({ length: lines }, (_, i) => lineOf(i)).join('');
+    let writing = true;
+    let views = 0;
+    const check = (text: string): void => {
+      const marker = /\n\[engine-monitor: (\d+) bytes of output dropped here\]\n/.exec(text);
+      if (!marker) {
+        assert.equal(text, expected.slice(0, text.length));
+        return;
+      }
+      const head = text.slice(0, marker.index);
+      const tail = text.slice(marker.index + marker[0].length);
+      const dropped = Number(marker[1]);
+      assert.equal(head, expected.slice(0, head.length), 'the head is the first bytes');
+      assert.equal(tail, expected.slice(head.length + dropped, head.length + dropped + tail.length), 'the tail follows exactly the bytes the marker says were dropped');
+    };
+    const reader = async (): Promise<void> => {
+      while (writing) {
+        const text = await served(dir, t.attemptId, undefined);
+        if (text !== undefined) {
+          check(text);
+          views++;
+        }
+      }
+    };
+    const readers = [reader(), reader(), reader()];
+    for (let i = 0; i < lines; i += 100) {
+      capture.push('o', Buffer.from(expected.slice(i * 16, (i + 100) * 16)));
+      // Let the writes and the readers take turns on the thread pool.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await capture.close();
+    writing = false;
+    await Promise.all(readers);
+    assert.ok(views > 0, 'the readers read while the output was written');
+    check((await served(dir, t.attemptId, undefined))!);
+  });
+
   it('a folder removed under the writer is made again', async () => {
     const first = target();
     const a = new OutputCapture(first);

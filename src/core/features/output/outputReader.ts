@@ -67,16 +67,22 @@ const TAG: Record<'stdout' | 'stderr', OutputStreamTag> = { stdout: 'o', stderr:
 
 export const pieceLength = (p: OutputPiece): number => ('bytes' in p ? p.bytes.length : p.length);
 
+/** How often a layout is read again when even the newest segment it was told of is gone. */
+const LAYOUT_TRIES = 50;
+
 /**
  * The attempt's files as they are now; undefined when it has none (it printed nothing, or never
- * ran). A tail segment deleted under the reader (the writer moved on) makes it read again.
+ * ran). Older tail segments deleted under the reader are left out (the writer moved on; the bytes
+ * kept are those after them); only when the newest one named is gone as well, the writer has moved
+ * on past everything read, and the layout is read again, yielding between tries so it can.
  */
 export async function readLayout(dir: string, attemptId: number): Promise<OutputLayout | undefined> {
-  for (let tries = 0; ; tries++) {
+  for (let tries = 1; ; tries++) {
     try {
       return await tryReadLayout(dir, attemptId);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries >= 5) throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries >= LAYOUT_TRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(tries, 10)));
     }
   }
 }
@@ -122,9 +128,19 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     if (tails) {
-      for (let k = tails.first; k <= tails.last; k++) {
-        await openPart(geometry.head + k * geometry.segment, segmentFile(dir, id, k), segmentIndexFile(dir, id, k), 0);
+      // Newest first: the writer deletes the oldest segments once it has moved on, so the first one
+      // found gone means every older one is going too, and what is kept starts after it. Holding the
+      // newer ones open first keeps them readable whatever the writer deletes meanwhile.
+      const segments: Part[] = [];
+      for (let k = tails.last; k >= tails.first; k--) {
+        try {
+          segments.push(await openPart(geometry.head + k * geometry.segment, segmentFile(dir, id, k), segmentIndexFile(dir, id, k), 0));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || k === tails.last) throw err;
+          break;
+        }
       }
+      opened.splice(1, opened.length - 1, ...segments.reverse());
     }
     // Sizes from the last part back to the head: a part is full before the next one gets a byte,
     // so no size read here counts bytes that follow bytes an earlier part does not show.
@@ -192,12 +208,16 @@ async function findInPack(file: string, handle: FileHandle, id: number): Promise
   throw new Error(`${file} holds no output of attempt ${id}`);
 }
 
-/** The logical ranges of L that are kept: all of it, or the head and the last T bytes. */
+/**
+ * The logical ranges of L that are kept: all of it, or the head and the last T bytes (fewer when
+ * the writer deleted older segments while the layout was read: the marker then counts those too).
+ */
 function keptRanges(layout: OutputLayout): { ranges: [number, number][]; dropped: number } {
-  const { total } = layout;
+  const { total, parts } = layout;
   const { cap, head, tail } = layout.geometry;
   if (total <= cap) return { ranges: [[0, total]], dropped: 0 };
-  return { ranges: [[0, head], [total - tail, total]], dropped: total - cap };
+  const tailStart = Math.max(total - tail, parts.length > 1 ? parts[1].start : head);
+  return { ranges: [[0, head], [tailStart, total]], dropped: tailStart - head };
 }
 
 /**
