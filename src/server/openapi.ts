@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'internal_error',
   'request_timeout',
   'headers_too_large',
+  'too_many_readers',
 ] as const;
 
 const commonHeaders = {
@@ -831,6 +832,12 @@ function readPaths(): Record<string, PathItem> {
           '400': { $ref: '#/components/responses/BadRequest' },
           '404': { description: 'No such item, attempt, or the attempt never started a process (code `not_found`).', headers: commonHeaders, content: json(ref('Error')) },
           '410': { description: 'The output was deleted by retention (code `output_pruned`).', headers: commonHeaders, content: json(ref('Error')) },
+          '503': {
+            description:
+              'As many output reads and follows are open as the engine serves at once (code `too_many_readers`); try again after `Retry-After` seconds.',
+            headers: { ...commonHeaders, 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string', pattern: '^\\d+$' } } },
+            content: json(ref('Error')),
+          },
           '416': {
             description: 'The range starts past the end of the output (code `range_not_satisfiable`).',
             headers: { ...commonHeaders, 'Content-Range': { description: '`bytes */<length>`.', schema: { type: 'string', pattern: '^bytes \\*/\\d+$' } } },
@@ -844,6 +851,7 @@ function readPaths(): Record<string, PathItem> {
         '404': { description: 'As GET, without a body.', headers: commonHeaders },
         '410': { description: 'As GET, without a body.', headers: commonHeaders },
         '416': { description: 'As GET, without a body.', headers: commonHeaders },
+        '503': { description: 'As GET, without a body.', headers: commonHeaders },
       }),
     },
     '/metrics': {

@@ -46,7 +46,16 @@ async function sendPieces(res: ServerResponse, pieces: OutputPiece[], runs: bool
 /** How often a follower looks for new output. */
 export const FOLLOW_POLL_MS = 200;
 
+/**
+ * Output reads and follows served at once. Each holds open files while its client takes the bytes
+ * (up to a dozen for an output past the cap, until a slow client has them), so without a bound
+ * enough slow readers run the engine out of file descriptors and every other request fails; with
+ * it the next reader gets a 503 it can retry, and the engine keeps its descriptors.
+ */
+export const MAX_OUTPUT_READERS = 32;
+
 let followers = 0;
+let readers = 0;
 /** Follow responses open now (for tests: a client that left must not leave one behind). */
 export function openFollowers(): number {
   return followers;
@@ -61,6 +70,23 @@ export function addOutputRoute(app: Router, engine: MonitoredEngine): void {
 }
 
 async function serveOutput(engine: MonitoredEngine, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (readers >= MAX_OUTPUT_READERS) {
+    throw new HttpError(
+      503,
+      'too_many_readers',
+      `${MAX_OUTPUT_READERS} output reads and follows are open, as many as this engine serves at once; try again in a moment, or close a reader you no longer need.`,
+      { 'Retry-After': '1' },
+    );
+  }
+  readers++;
+  try {
+    await serveOutputNow(engine, req, res);
+  } finally {
+    readers--;
+  }
+}
+
+async function serveOutputNow(engine: MonitoredEngine, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const query = parseOutputQuery(queryStringOf(req.url));
   const m = OUTPUT_PATH.exec(pathOf(req.url))!;
   const itemId = decodeSegment(m[1]);
@@ -149,7 +175,8 @@ async function follow(
       // Ended is read before the last look: output written before the end is in that look.
       const last = ended;
       if (gone) return;
-      const layout = await readLayout(output.dir, output.attemptId);
+      // Only the parts from where the client is on: a follower holds the newest files, not all.
+      const layout = await readLayout(output.dir, output.attemptId, position);
       try {
         if (layout) {
           const next = await outputSince(layout, position, stream);

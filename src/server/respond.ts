@@ -27,7 +27,8 @@ export type ErrorCode =
   | 'body_too_large'
   | 'internal_error'
   | 'request_timeout'
-  | 'headers_too_large';
+  | 'headers_too_large'
+  | 'too_many_readers';
 
 /** An error a handler throws to answer with a specific status; anything else becomes a 500. */
 export class HttpError extends Error {

@@ -45,8 +45,13 @@ export interface OutputLayout {
   geometry: OutputGeometry;
   /** N: bytes of L on disk now. */
   total: number;
-  /** The parts still on disk, in order: the head, then the tail segments kept. */
+  /**
+   * The parts held open, in order: the head, then the tail segments kept (a reader that asked from
+   * a later offset holds only the parts that reach past it).
+   */
   parts: Part[];
+  /** Offset in L where the kept tail starts: what lies between the head and here was dropped. */
+  firstKept: number;
 }
 
 /** Closes the layout's files; its pieces cannot be copied after this. */
@@ -76,10 +81,10 @@ const LAYOUT_TRIES = 50;
  * kept are those after them); only when the newest one named is gone as well, the writer has moved
  * on past everything read, and the layout is read again, yielding between tries so it can.
  */
-export async function readLayout(dir: string, attemptId: number): Promise<OutputLayout | undefined> {
+export async function readLayout(dir: string, attemptId: number, from = 0): Promise<OutputLayout | undefined> {
   for (let tries = 1; ; tries++) {
     try {
-      return await tryReadLayout(dir, attemptId);
+      return await tryReadLayout(dir, attemptId, from);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries >= LAYOUT_TRIES) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(tries, 10)));
@@ -87,7 +92,12 @@ export async function readLayout(dir: string, attemptId: number): Promise<Output
   }
 }
 
-async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | undefined> {
+/**
+ * `from`: the reader needs only the bytes from this offset of L on (a follower that has the rest),
+ * so parts wholly before it are not held open: a follower waiting on a slow client then holds the
+ * newest segment's two files, not every part's.
+ */
+async function tryReadLayout(dir: string, id: number, from: number): Promise<OutputLayout | undefined> {
   const opened: Part[] = [];
   const openPart = async (start: number, file: string, indexFile: string, indexOffset: number): Promise<Part> => {
     const index = await open(indexFile, 'r');
@@ -116,7 +126,7 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     const { bytesRead } = await head.index.read(header, 0, INDEX_HEADER_BYTES, 0);
     // The writer creates the index and writes its header right after: a short one is that moment.
     if (bytesRead < INDEX_HEADER_BYTES) {
-      await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened });
+      await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened, firstKept: 0 });
       return undefined;
     }
     if (header.toString('latin1', 0, 4) !== INDEX_MAGIC) throw new Error(`${headIndexFile(dir, id)} is not an output index`);
@@ -127,16 +137,21 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+    let firstKept = geometry.head;
     if (tails) {
+      firstKept = geometry.head + tails.first * geometry.segment;
       // Newest first: the writer deletes the oldest segments once it has moved on, so the first one
       // found gone means every older one is going too, and what is kept starts after it. Holding the
       // newer ones open first keeps them readable whatever the writer deletes meanwhile.
       const segments: Part[] = [];
       for (let k = tails.last; k >= tails.first; k--) {
+        const start = geometry.head + k * geometry.segment;
+        if (k < tails.last && start + geometry.segment <= from) break;
         try {
-          segments.push(await openPart(geometry.head + k * geometry.segment, segmentFile(dir, id, k), segmentIndexFile(dir, id, k), 0));
+          segments.push(await openPart(start, segmentFile(dir, id, k), segmentIndexFile(dir, id, k), 0));
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || k === tails.last) throw err;
+          firstKept = start + geometry.segment;
           break;
         }
       }
@@ -146,10 +161,15 @@ async function tryReadLayout(dir: string, id: number): Promise<OutputLayout | un
     // so no size read here counts bytes that follow bytes an earlier part does not show.
     for (let i = opened.length - 1; i >= 0; i--) opened[i].size = (await opened[i].data.stat()).size;
     if (opened.length > 1) opened[0].size = Math.min(opened[0].size, geometry.head);
+    if (opened.length > 1 && from >= geometry.head) {
+      // The reader is past the head: its files need not stay open.
+      const [h] = opened.splice(0, 1);
+      await Promise.all([h.data.close(), h.index.close()]);
+    }
     const last = opened[opened.length - 1];
-    return { geometry, total: last.start + last.size, parts: opened };
+    return { geometry, total: last.start + last.size, parts: opened, firstKept };
   } catch (err) {
-    await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened });
+    await closeLayout({ geometry: outputGeometry(1), total: 0, parts: opened, firstKept: 0 });
     throw err;
   }
 }
@@ -180,7 +200,8 @@ async function readSingle(dir: string, id: number): Promise<OutputLayout | undef
       return undefined;
     }
     const part: Part = { start: 0, size: dataBytes, file, data: handle, index: handle, indexOffset: SINGLE_HEADER_BYTES, indexEnd: dataOffset, dataOffset };
-    return { geometry: outputGeometry(header.readUInt32LE(4)), total: dataBytes, parts: [part] };
+    const geometry = outputGeometry(header.readUInt32LE(4));
+    return { geometry, total: dataBytes, parts: [part], firstKept: geometry.head };
   } catch (err) {
     await handle.close();
     throw err;
@@ -200,7 +221,8 @@ async function findInPack(file: string, handle: FileHandle, id: number): Promise
     const dataOffset = at + PACK_HEADER_BYTES + indexBytes;
     if (pack.readDoubleLE(at + 8) === id && dataOffset + dataBytes <= pack.length) {
       const part: Part = { start: 0, size: dataBytes, file, data: handle, index: handle, indexOffset: at + PACK_HEADER_BYTES, indexEnd: dataOffset, dataOffset };
-      return { geometry: outputGeometry(pack.readUInt32LE(at + 4)), total: dataBytes, parts: [part] };
+      const geometry = outputGeometry(pack.readUInt32LE(at + 4));
+      return { geometry, total: dataBytes, parts: [part], firstKept: geometry.head };
     }
     at = dataOffset + dataBytes;
   }
@@ -213,10 +235,10 @@ async function findInPack(file: string, handle: FileHandle, id: number): Promise
  * the writer deleted older segments while the layout was read: the marker then counts those too).
  */
 function keptRanges(layout: OutputLayout): { ranges: [number, number][]; dropped: number } {
-  const { total, parts } = layout;
+  const { total, firstKept } = layout;
   const { cap, head, tail } = layout.geometry;
   if (total <= cap) return { ranges: [[0, total]], dropped: 0 };
-  const tailStart = Math.max(total - tail, parts.length > 1 ? parts[1].start : head);
+  const tailStart = Math.max(total - tail, firstKept);
   return { ranges: [[0, head], [tailStart, total]], dropped: tailStart - head };
 }
 
@@ -245,7 +267,7 @@ export async function outputView(layout: OutputLayout, stream: StreamFilter): Pr
 export async function outputSince(layout: OutputLayout, from: number, stream: StreamFilter): Promise<{ pieces: OutputPiece[]; end: number }> {
   const pieces: OutputPiece[] = [];
   const { head } = layout.geometry;
-  const firstKept = layout.parts.length > 1 ? layout.parts[1].start : head;
+  const { firstKept } = layout;
   let start = from;
   if (from >= head && from < firstKept) {
     pieces.push({ bytes: droppedMarker(firstKept - from), stream: 'm' });
