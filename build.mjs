@@ -1,7 +1,7 @@
 // One esbuild config for every bundle: the headless CLI / engine host, the VS Code extension
 // and the webview. Type checking is separate (`npm run typecheck`), as esbuild only strips types.
 import * as esbuild from 'esbuild';
-import { copyFileSync, mkdirSync, existsSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -18,6 +18,9 @@ mkdirSync('dist/codicons', { recursive: true });
 const codiconsDir = path.join(path.dirname(require.resolve('@vscode/codicons/package.json')), 'dist');
 for (const f of ['codicon.css', 'codicon.ttf']) copyFileSync(path.join(codiconsDir, f), path.join('dist/codicons', f));
 
+// The same list as ENGINE_HOST_NODE_OPTIONS in src/shared/hostProtocol.ts (a unit test compares them).
+const hostNodeOptions = ['--max-semi-space-size=2', '--v8-pool-size=1', '--max-old-space-size=1024'];
+
 const common = {
   bundle: true,
   sourcemap: !production,
@@ -33,7 +36,10 @@ const builds = [
     target: 'node20',
     entryPoints: { cli: 'src/host/cli.ts' },
     outdir: 'dist',
-    banner: { js: '#!/usr/bin/env node' },
+    // The engine's Node settings for the bin (`engine-monitor serve`), so a user gets the fast engine
+    // without reading the performance notes (ENGINE_HOST_NODE_OPTIONS; `env -S` splits them):
+    // `node [own flags] dist/cli.js` overrides them.
+    banner: { js: `#!/usr/bin/env -S node ${hostNodeOptions.join(' ')}` },
   },
   {
     ...common,
@@ -119,4 +125,6 @@ if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();
 } else {
   await Promise.all(builds.map((b) => esbuild.build(b)));
+  // Runnable as it is (`./dist/cli.js serve`), as npm makes the installed bin.
+  chmodSync('dist/cli.js', 0o755);
 }
