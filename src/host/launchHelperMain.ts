@@ -24,7 +24,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';
 import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launching/protocol';
-import { retireOutputPacks } from '../core/features/output/outputCapture';
+import { retireOutputPacks } from '../core/features/output/outputPacks';
 import { groupAlive, signalGroup } from '../core/launching/processGroup';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LAZY_BYTES, OutputCapture, retireOutputPack } from '../../src/core/features/output/outputCapture';
+import { LAZY_BYTES, OutputCapture } from '../../src/core/features/output/outputCapture';
+import { retireOutputPack } from '../../src/core/features/output/outputPacks';
 import { encodeRecord, encodeSingleHeader, headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/features/output/outputFiles';
 import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/features/output/outputReader';
 import { waitFor } from './support/workspace';
@@ -213,7 +214,11 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.ok(readdirSync(dir).some((f) => f.endsWith('.t0.out')), 'the output went on into a tail segment');
   });
 
-  it('readers while the tail segments rotate fast get a whole view every time: head, a marker counting exactly what is missing, and the newest bytes', async function () {
+  for (const [linesPerPush, how] of [
+    [100, 'small writes'],
+    [4096, 'writes of 64 KiB, more than the tail keeps, so whole segments are counted without being written'],
+  ] as const) {
+  it(`readers while the tail segments rotate fast get a whole view every time: head, a marker counting exactly what is missing, and the newest bytes (${how})`, async function () {
     this.timeout(120_000);
     // The smallest cap rotates a 12 KiB segment every few writes; readers that open the segments
     // while the writer deletes the oldest ones used to give up (ENOENT) after five tries.
@@ -246,8 +251,8 @@ describe('output capture: output kept in memory until it is large, old or comple
       }
     };
     const readers = [reader(), reader(), reader()];
-    for (let i = 0; i < lines; i += 100) {
-      capture.push('o', Buffer.from(expected.slice(i * 16, (i + 100) * 16)));
+    for (let i = 0; i < lines; i += linesPerPush) {
+      capture.push('o', Buffer.from(expected.slice(i * 16, (i + linesPerPush) * 16)));
       // Let the writes and the readers take turns on the thread pool.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -257,6 +262,7 @@ describe('output capture: output kept in memory until it is large, old or comple
     assert.ok(views > 0, 'the readers read while the output was written');
     check((await served(dir, t.attemptId, undefined))!);
   });
+  }
 
   it('a folder removed under the writer is made again', async () => {
     const first = target();

@@ -13,7 +13,7 @@
 // most (an inode: 0.4–2 ms of kernel time on the benchmark's machine, more the more were just
 // deleted); with two files per attempt, capture cost short `sh` items about a quarter of launch
 // throughput (docs/PERFORMANCE.md).
-import { close, closeSync, existsSync, ftruncate, linkSync, mkdirSync, open, openSync, unlinkSync, writeFileSync, writeSync, writev } from 'node:fs';
+import { close, existsSync, ftruncate, mkdirSync, open, unlinkSync, writeFileSync, writev } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import {
   cutMarker,
@@ -25,8 +25,6 @@ import {
   headIndexFile,
   keptBytes,
   outputGeometry,
-  PACK_BYTES,
-  packFile,
   RECORD_BYTES,
   segmentFile,
   singleFile,
@@ -37,6 +35,7 @@ import {
   type OutputStreamTag,
   type OutputTarget,
 } from './outputFiles';
+import { appendToPack } from './outputPacks';
 
 /** Backlog at which the pipes are paused, and below which they resume. */
 export const BACKLOG_HIGH = 1 << 20;
@@ -81,82 +80,6 @@ export const LAZY_BYTES = 64 << 10;
  * polls every 200 ms) sees a running attempt's output about as soon as before.
  */
 export const LAZY_FLUSH_MS = 100;
-
-/** The pack this process appends short outputs to, per output folder (outputFiles.ts). */
-interface Pack {
-  file: string;
-  fd: number;
-  size: number;
-  records: number;
-}
-const packs = new Map<string, Pack>();
-let packCount = 0;
-/** Links to one pack at most (ext4 allows 65,000 per inode). */
-const PACK_RECORDS = 4096;
-/** Folders whose file system refuses hard links: short outputs are single files there. */
-const noLinks = new Set<string>();
-
-/** Appends one attempt's record to the folder's pack and links `<id>.o` to it; false if it could not. */
-function appendToPack(dir: string, attemptId: number, record: Buffer): boolean {
-  if (noLinks.has(dir)) return false;
-  let pack = packs.get(dir);
-  if (pack && (pack.size >= PACK_BYTES || pack.records >= PACK_RECORDS)) {
-    retirePack(dir, pack);
-    pack = undefined;
-  }
-  try {
-    if (!pack) {
-      const file = packFile(dir, process.pid, ++packCount);
-      pack = { file, fd: openSync(file, 'wx'), size: 0, records: 0 };
-      packs.set(dir, pack);
-    }
-    const at = pack.size;
-    if (writeSync(pack.fd, record, 0, record.length, at) !== record.length) throw new Error('short write');
-    pack.size += record.length;
-    pack.records++;
-  } catch {
-    // Disk full, folder gone…: this pack takes nothing more; the caller tries a file of its own.
-    if (pack) retirePack(dir, pack);
-    return false;
-  }
-  try {
-    // Never over an existing name (a stale file, or one a test put there): that is the single file's case.
-    linkSync(pack.file, singleFile(dir, attemptId));
-    return true;
-  } catch (err) {
-    // Anything but a name in the way (the pack's name or folder is gone, links are refused): a new pack next time.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EEXIST') retirePack(dir, pack);
-    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') noLinks.add(dir);
-    return false;
-  }
-}
-
-/** The pack takes no more records: its own name goes, its bytes stay while an attempt's link does. */
-function retirePack(dir: string, pack: Pack): void {
-  packs.delete(dir);
-  try {
-    unlinkSync(pack.file);
-  } catch {
-    // gone already
-  }
-  try {
-    closeSync(pack.fd);
-  } catch {
-    // closed already
-  }
-}
-
-/** When this process exits (the launch helper): its packs' own names go, the attempts' links stay. */
-export function retireOutputPacks(): void {
-  for (const [dir, pack] of [...packs]) retirePack(dir, pack);
-}
-
-/** The same for one output folder (an engine that launched in its own process shuts down). */
-export function retireOutputPack(dir: string): void {
-  const pack = packs.get(dir);
-  if (pack) retirePack(dir, pack);
-}
 
 /** Captures whose output is still only in memory; the flush tick starts their files. */
 const inMemory = new Set<OutputCapture>();
@@ -362,16 +285,40 @@ export class OutputCapture {
       data = [];
       records = [];
     };
-    for (const { stream, chunk } of batch) {
-      let rest = chunk;
+    const { segment } = this.geometry;
+    let left = 0;
+    for (const { chunk } of batch) left += chunk.length;
+    for (let i = 0; i < batch.length; i++) {
+      let stream = batch[i].stream;
+      let rest = batch[i].chunk;
       while (rest.length > 0) {
         if (!this.part || this.part.size === this.part.capacity) {
           await flush();
-          await this.nextPart();
+          // Past the head, the tail keeps the last TAIL_SEGMENTS segments: whole segments of this
+          // batch that later bytes of it would push out are counted, not written and deleted again.
+          // A fast printer at a small cap otherwise spent its time opening, announcing and deleting
+          // segments (a 1 GB print took 13 times as long at the smallest cap as at 10 MiB).
+          const skipped = this.part ? Math.max(0, Math.ceil(left / segment) - TAIL_SEGMENTS) : 0;
+          let skip = skipped * segment;
+          this.total += skip;
+          left -= skip;
+          while (skip > 0) {
+            if (rest.length === 0) {
+              i++;
+              stream = batch[i].stream;
+              rest = batch[i].chunk;
+            }
+            const n = Math.min(skip, rest.length);
+            rest = rest.subarray(n);
+            skip -= n;
+          }
+          await this.nextPart(skipped);
+          if (rest.length === 0) continue;
         }
         const part = this.part!;
         const piece = rest.subarray(0, part.capacity - part.size);
         rest = rest.subarray(piece.length);
+        left -= piece.length;
         data.push(piece);
         if (run && run.stream === stream) run.length += piece.length;
         else {
@@ -392,7 +339,8 @@ export class OutputCapture {
     return header ? [header, ...records] : records;
   }
 
-  private async nextPart(): Promise<void> {
+  /** Opens the next part; `skipped` segments before it were counted without being written. */
+  private async nextPart(skipped = 0): Promise<void> {
     const { dir, attemptId: id } = this.target;
     const { head, segment } = this.geometry;
     const previous = this.part;
@@ -414,7 +362,7 @@ export class OutputCapture {
       return;
     }
     await Promise.all([closeFd(previous.data), closeFd(previous.index)]);
-    const k = previous.k + 1;
+    const k = previous.k + 1 + skipped;
     const data = await openFd(segmentFile(dir, id, k));
     const index = await openFd(segmentIndexFile(dir, id, k));
     this.part = { k, data, index, start: head + k * segment, size: 0, indexed: 0, capacity: segment };
@@ -422,7 +370,8 @@ export class OutputCapture {
     const first = Math.max(0, k - TAIL_SEGMENTS + 1);
     const old = this.firstSegment;
     await this.writeTails(first, k);
-    if (first > old) await this.removeSegments(old, first);
+    // Only segments that were written: skipped ones never had files.
+    if (first > old) await this.removeSegments(old, Math.min(first, previous.k + 1));
   }
 
   private async writeTails(first: number, last: number): Promise<void> {

@@ -24,7 +24,7 @@ import {
   tailsFile,
   type OutputTarget,
 } from './outputFiles';
-import { retireOutputPack } from './outputCapture';
+import { retireOutputPack } from './outputPacks';
 import type { StoreBackend } from '../../store/backend';
 
 export const DEFAULT_OUTPUT_MAX_TOTAL_MB = 1024;
