@@ -13,6 +13,8 @@ import { benchLaunchHelper, floodScript, LoopMonitor } from '../lib';
 interface Config {
   root: string;
   floodMB: number;
+  /** The per-attempt output cap (the engine's default when absent). */
+  outputMaxBytes?: number;
 }
 
 const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     initialMode: 'running',
     version: '0.0.0-bench',
     launchHelper: benchLaunchHelper('output', locateLaunchHelper),
+    outputMaxBytes: config.outputMaxBytes,
   });
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
