@@ -11,6 +11,7 @@ import { ControlError, type AttemptOutput, type ControllableEngine, type EngineE
 import { AttemptLauncher } from '../launching';
 import { ItemIngestion, type LogWriter } from '../intake/ingest';
 import { Poller } from '../intake/poller';
+import { submitItems as submit, type SubmitResult } from '../intake/submit';
 import { Dependencies } from '../features/dependencies/dependencies';
 import { Scheduler } from '../features/schedules/schedules';
 import { AttemptOutputs } from '../features/output/attemptOutputs';
@@ -283,13 +284,11 @@ export class Engine implements ControllableEngine {
   readonly cancelItem = (itemId: string): void => this.control.cancelItem(itemId);
   readonly holdItem = (itemId: string): void => this.control.holdItem(itemId);
   readonly releaseItem = (itemId: string): void => this.control.releaseItem(itemId);
+  readonly submitItems = (body: unknown): Promise<SubmitResult> => submit(body, { store: this.store, options: this.options, ingestion: this.ingestion, changed: (how) => this.changed(how), isClosed: () => this.closed });
 
   // ---- reads ----------------------------------------------------------------------------
 
-  /** GET /schedules. */
-  listSchedules(): ScheduleSummary[] {
-    return this.scheduler.list();
-  }
+  readonly listSchedules = (): ScheduleSummary[] => this.scheduler.list();
 
   /** GET /items/{id}. */
   itemDetail(itemId: string): ItemDetail | undefined {
