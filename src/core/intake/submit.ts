@@ -83,7 +83,7 @@ export async function submitItems(body: unknown, ctx: SubmissionContext, now = D
     if (first !== undefined) invalid.push({ index, reason: `id "${result.item.id}" is already used by entry ${first} of this request; give this entry an id of its own` });
     else seen.set(result.item.id, index);
   }
-  if (invalid.length > 0) throw new SubmitError('invalid', refusal('not valid items', invalid, raw.length), invalid);
+  if (invalid.length > 0) throw new SubmitError('invalid', refusal('invalid', invalid, raw.length), invalid);
   if (ctx.isClosed()) throw new SubmitError('conflict', 'The engine is shutting down; submit the items again once it has restarted.', []);
   // From here to the batch nothing waits: the state judged is the state the items are recorded in.
   const items = entries.map((e) => ({ index: e.index, item: (e.result as { ok: true; item: ItemDefinition }).item }));
@@ -91,7 +91,7 @@ export async function submitItems(body: unknown, ctx: SubmissionContext, now = D
     const reason = ctx.ingestion.submitConflict(item);
     return reason === undefined ? [] : [{ index, reason }];
   });
-  if (conflicts.length > 0) throw new SubmitError('conflict', refusal('refused', conflicts, raw.length), conflicts);
+  if (conflicts.length > 0) throw new SubmitError('conflict', refusal('conflict', conflicts, raw.length), conflicts);
   ctx.ingestion.ingestSubmitted(items, SUBMITTED_SOURCE);
   // Written now and dispatched at once; answered once the journal has it on disk (a launch of
   // these items shares that same wait).
@@ -127,9 +127,9 @@ function contextFor(value: unknown, index: number, options: SubmissionContext['o
 }
 
 /** One message for the whole refusal: how many entries and the first reasons. */
-function refusal(what: string, entries: SubmitRejection[], total: number): string {
+function refusal(kind: SubmitError['kind'], entries: SubmitRejection[], total: number): string {
   const shown = entries.slice(0, 3).map((e) => (total === 1 ? e.reason : `entry ${e.index}: ${e.reason}`));
   const more = entries.length > 3 ? `; and ${entries.length - 3} more (see "entries")` : '';
-  const which = total === 1 ? 'The item is' : `${entries.length} of ${total} entries are`;
-  return `${which} ${what}, so nothing was taken: ${shown.join('; ')}${more}.`;
+  const which = total === 1 ? `The item is ${kind === 'invalid' ? 'not valid' : 'refused'}` : `${entries.length} of ${total} entries are ${kind === 'invalid' ? 'not valid items' : 'refused'}`;
+  return `${which}, so nothing was taken: ${shown.join('; ')}${more}.`;
 }
