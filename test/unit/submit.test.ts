@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { ItemDetail, ItemSummary } from '../../src/shared/api';
 import { serve, type ServeProcess } from './support/cli';
 import { OpenApiChecker, request, type HttpResult } from './support/http';
+import { PostgresServer, startPostgresOrSkip } from './support/postgres';
 import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
 const TOKEN = 'submit-token-51d2';
@@ -168,5 +169,56 @@ describe('POST /items: submitting items over HTTP', function () {
     assert.equal(after.status, 200, after.text);
     assert.equal((after.json as ItemDetail).item.name, 'Kept across a crash');
     assert.equal((after.json as ItemDetail).item.source, 'api');
+  });
+});
+
+describe('POST /items on the PostgreSQL store', function () {
+  this.timeout(120_000);
+  let pg: PostgresServer | undefined;
+  let ws: TempWorkspace;
+  let run: ServeProcess | undefined;
+
+  before(async function () {
+    pg = await startPostgresOrSkip(this);
+  });
+  after(() => pg?.stop());
+  beforeEach(() => {
+    ws = new TempWorkspace('engine-submit-pg-');
+  });
+  afterEach(async () => {
+    if (run && run.child.exitCode === null && run.child.signalCode === null) {
+      run.child.kill('SIGTERM');
+      await run.exited;
+    }
+    ws.dispose();
+  });
+
+  it('takes items all or none, refuses a running item\'s redefinition, launches what it took, and keeps it across kill -9', async () => {
+    const url = pg!.createDatabase(`submit_${process.pid}`);
+    const start = async () =>
+      (run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--store', url, '--poll-interval', '60000'], 60_000, { ENGINE_MONITOR_TOKEN: TOKEN }));
+    await start();
+    const post = (body: unknown) => request(run!.url, '/items', { method: 'POST', headers: { ...AUTH, ...JSON_TYPE }, body: JSON.stringify(body) });
+    const get = async (id: string) => (await request(run!.url, `/items/${id}`, { headers: AUTH })).json as ItemDetail;
+
+    const bad = await post([nodeItem('pg-a', '0'), { command: 7 }]);
+    assert.equal(bad.status, 400, bad.text);
+    assert.deepEqual((bad.json as Refusal).error.entries.map((e) => e.index), [1]);
+    assert.equal((await request(run!.url, '/items/pg-a', { headers: AUTH })).status, 404);
+
+    const taken = await post([nodeItem('pg-a', '0'), nodeItem('pg-long', 'setTimeout(() => {}, 60000)')]);
+    assert.equal(taken.status, 201, taken.text);
+    assert.deepEqual((taken.json as { items: ItemDetail[] }).items.map((d) => d.item.source), ['api', 'api']);
+    await waitFor('pg-a to launch', async () => (await get('pg-a')).outcome === 'launched');
+    await waitFor('pg-long to run', async () => (await get('pg-long')).state === 'running');
+    const changed = await post(nodeItem('pg-long', '0'));
+    assert.equal(changed.status, 409, changed.text);
+
+    const kept = await post(nodeItem('pg-kept', '0', { runAt: '2099-01-01T00:00:00.000Z' }));
+    assert.equal(kept.status, 201);
+    run!.child.kill('SIGKILL');
+    await run!.exited;
+    await start();
+    assert.equal((await get('pg-kept')).item.source, 'api');
   });
 });
