@@ -6,8 +6,8 @@
 // sample ends when this loop reads the line (the shell's own start, well under a millisecond,
 // is inside every sample). Beside it, in the same process and the same run, the bare Node
 // spawner's sample: child_process.spawn() of the same command, detached, until the line arrives.
-// Samples follow one another with an idle gap, so each meets an engine that has nothing to do and
-// a poll timer somewhere in its 2 s.
+// The three kinds take turns, and samples follow one another with an idle gap, so each meets an
+// engine that has nothing to do and a poll timer somewhere in its 2 s.
 import { spawn, spawnSync } from 'node:child_process';
 import { constants, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request, Agent } from 'node:http';
@@ -70,20 +70,6 @@ async function main(): Promise<void> {
   const arrivals = new Arrivals(fifo);
   const shell = (id: string) => ({ command: '/bin/sh', args: ['-c', 'echo "$1" > "$0"', fifo, id] });
 
-  // The floor: Node's own spawn() of the same command, from this process, before the engine exists.
-  const bare: number[] = [];
-  for (let i = 0; i < config.warmup + config.samples; i++) {
-    const id = `bare-${i}`;
-    const arrived = arrivals.next(id);
-    const t0 = performance.now();
-    const { command, args } = shell(id);
-    const child = spawn(command, args, { stdio: 'ignore', detached: true });
-    const ms = (await arrived) - t0;
-    await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(null)));
-    if (i >= config.warmup) bare.push(ms);
-    await sleep(config.gapMs);
-  }
-
   const pollIntervalMs = SETTINGS['engine.pollIntervalMs'].default;
   const engine = await Engine.create({
     workspaceFolders: [ws],
@@ -107,41 +93,57 @@ async function main(): Promise<void> {
     while (engine.itemDetail(id)?.outcome === 'pending' || engine.status().engine.running > 0) await sleep(2);
   };
 
+  // One sample of each kind in turn, so that all three meet the same load on a shared machine.
+  const bare: number[] = [];
   const fromRename: number[] = [];
-  for (let i = 0; i < config.warmup + config.samples; i++) {
-    const id = `rename-${i}`;
-    const file = path.join(queue, `${id}.json`);
-    writeFileSync(`${file}.tmp`, JSON.stringify({ id, ...shell(id) }));
-    const arrived = arrivals.next(id);
-    const t0 = performance.now();
-    renameSync(`${file}.tmp`, file);
-    const ms = (await arrived) - t0;
-    if (i >= config.warmup) fromRename.push(ms);
-    await idle(id);
-    await sleep(config.gapMs);
-  }
-
   const fromPost: number[] = [];
   for (let i = 0; i < config.warmup + config.samples; i++) {
-    const id = `post-${i}`;
-    const body = JSON.stringify({ id, ...shell(id) });
-    const arrived = arrivals.next(id);
-    const t0 = performance.now();
-    const answered = new Promise<number>((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port, path: '/items', method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } },
-        (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 201 ? resolve(performance.now()) : reject(new Error(`POST /items answered ${res.statusCode}`))));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-    const [at] = await Promise.all([arrived, answered]);
-    if (i >= config.warmup) fromPost.push(at - t0);
-    await idle(id);
-    await sleep(config.gapMs);
+    const keep = i >= config.warmup;
+    // The floor: Node's own spawn() of the same command, from this process.
+    {
+      const id = `bare-${i}`;
+      const arrived = arrivals.next(id);
+      const t0 = performance.now();
+      const { command, args } = shell(id);
+      const child = spawn(command, args, { stdio: 'ignore', detached: true });
+      const ms = (await arrived) - t0;
+      await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(null)));
+      if (keep) bare.push(ms);
+      await sleep(config.gapMs);
+    }
+    {
+      const id = `rename-${i}`;
+      const file = path.join(queue, `${id}.json`);
+      writeFileSync(`${file}.tmp`, JSON.stringify({ id, ...shell(id) }));
+      const arrived = arrivals.next(id);
+      const t0 = performance.now();
+      renameSync(`${file}.tmp`, file);
+      const ms = (await arrived) - t0;
+      if (keep) fromRename.push(ms);
+      await idle(id);
+      await sleep(config.gapMs);
+    }
+    {
+      const id = `post-${i}`;
+      const body = JSON.stringify({ id, ...shell(id) });
+      const arrived = arrivals.next(id);
+      const t0 = performance.now();
+      const answered = new Promise<number>((resolve, reject) => {
+        const req = request(
+          { host: '127.0.0.1', port, path: '/items', method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            res.resume();
+            res.on('end', () => (res.statusCode === 201 ? resolve(performance.now()) : reject(new Error(`POST /items answered ${res.statusCode}`))));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+      const [at] = await Promise.all([arrived, answered]);
+      if (keep) fromPost.push(at - t0);
+      await idle(id);
+      await sleep(config.gapMs);
+    }
   }
 
   const launcher = (engine as unknown as { launcher: { mode: string } }).launcher.mode;

@@ -93,9 +93,10 @@ export async function submitItems(body: unknown, ctx: SubmissionContext, now = D
   });
   if (conflicts.length > 0) throw new SubmitError('conflict', refusal('conflict', conflicts, raw.length), conflicts);
   ctx.ingestion.ingestSubmitted(items, SUBMITTED_SOURCE);
-  // Written now and dispatched at once; answered once the journal has it on disk (a launch of
-  // these items shares that same wait).
-  ctx.changed({ settle: true, commit: 'background', dispatch: true });
+  // Written by the dispatch round in this turn's immediate phase, with the attempts it launches
+  // from them, under one fdatasync; answered once that is done (the wait queued after the round).
+  ctx.changed({ settle: true, commit: 'dispatch', dispatch: true });
+  await new Promise((resolve) => setImmediate(resolve));
   if (!(await ctx.store.commitDurably())) {
     throw new Error(`the items were taken but could not be written to disk (${ctx.store.lastError ?? 'storage unavailable'}); they are kept in memory and written once storage works again`);
   }
