@@ -1387,7 +1387,7 @@ function percentile(values: number[], p: number): number {
 
 async function scenarioFastStart(): Promise<void> {
   log('\n== scenario: fast start (an idle engine at the default poll interval)');
-  const r = await runChild<{ bare: number[]; fromRename: number[]; fromPost: number[]; pollIntervalMs: number; launcher: string }>('fastStart', {
+  const r = await runChild<{ bare: number[]; fromRename: number[]; fromPost: number[]; recorded: { rename: number[]; post: number[] }; pollIntervalMs: number; launcher: string }>('fastStart', {
     root: path.join(TMP, 'fast-start'),
     samples: CFG.fastStartSamples,
     warmup: 5,
@@ -1398,7 +1398,7 @@ async function scenarioFastStart(): Promise<void> {
   for (const p of [50, 99]) {
     const bare = percentile(r.bare, p);
     add({ scenario: 'faststart', measure: `bare Node spawner: spawn() to the program's first instruction, p${p}`, value: bare, unit: 'ms', note: `${n} samples` });
-    for (const [label, samples] of [['a queue file renamed in', r.fromRename], ['POST /items', r.fromPost]] as const) {
+    for (const [label, samples, recorded] of [['a queue file renamed in', r.fromRename, r.recorded.rename], ['POST /items', r.fromPost, r.recorded.post]] as const) {
       const v = percentile(samples, p);
       add({
         scenario: 'faststart',
@@ -1408,7 +1408,7 @@ async function scenarioFastStart(): Promise<void> {
         baseline: bare,
         ratio: v / bare,
         ...(p === 99 ? { target: '≤ 50 ms', met: v <= 50 } : {}),
-        note: `${samples.length} samples, max ${fmt(Math.max(...samples))} ms; launcher: ${r.launcher}`,
+        note: `${samples.length} samples, max ${fmt(Math.max(...samples))} ms; the attempt recorded (launch_started) after ${fmt(percentile(recorded, p))} ms at p${p} (whole ms); launcher: ${r.launcher}`,
       });
     }
   }

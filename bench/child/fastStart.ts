@@ -89,6 +89,15 @@ async function main(): Promise<void> {
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, token: TOKEN });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const port = new URL(server.url).port;
+  /**
+   * Wall-clock ms from `t0` to the item's launch_started entry: the attempt recorded (scan or
+   * request, then the claim), before the journal's fdatasync, the launch helper and the spawn.
+   */
+  const recordedAfter = (id: string, t0: number): number => {
+    const entry = engine.queryLogs({ order: 'desc', limit: 1, itemId: id, actions: ['launch_started'] }).entries[0];
+    return entry ? Date.parse(entry.timestamp) - t0 : NaN;
+  };
+  const recorded = { rename: [] as number[], post: [] as number[] };
   const idle = async (id: string) => {
     while (engine.itemDetail(id)?.outcome === 'pending' || engine.status().engine.running > 0) await sleep(2);
   };
@@ -116,10 +125,12 @@ async function main(): Promise<void> {
       const file = path.join(queue, `${id}.json`);
       writeFileSync(`${file}.tmp`, JSON.stringify({ id, ...shell(id) }));
       const arrived = arrivals.next(id);
+      const wall = Date.now();
       const t0 = performance.now();
       renameSync(`${file}.tmp`, file);
       const ms = (await arrived) - t0;
       if (keep) fromRename.push(ms);
+      if (keep) recorded.rename.push(recordedAfter(id, wall));
       await idle(id);
       await sleep(config.gapMs);
     }
@@ -127,6 +138,7 @@ async function main(): Promise<void> {
       const id = `post-${i}`;
       const body = JSON.stringify({ id, ...shell(id) });
       const arrived = arrivals.next(id);
+      const wall = Date.now();
       const t0 = performance.now();
       const answered = new Promise<number>((resolve, reject) => {
         const req = request(
@@ -141,6 +153,7 @@ async function main(): Promise<void> {
       });
       const [at] = await Promise.all([arrived, answered]);
       if (keep) fromPost.push(at - t0);
+      if (keep) recorded.post.push(recordedAfter(id, wall));
       await idle(id);
       await sleep(config.gapMs);
     }
@@ -150,7 +163,7 @@ async function main(): Promise<void> {
   agent.destroy();
   await server.close();
   await engine.shutdown(1000);
-  process.stdout.write(`${JSON.stringify({ bare, fromRename, fromPost, pollIntervalMs, launcher })}\n`);
+  process.stdout.write(`${JSON.stringify({ bare, fromRename, fromPost, recorded, pollIntervalMs, launcher })}\n`);
   rmSync(config.root, { recursive: true, force: true });
   process.exit(0);
 }
