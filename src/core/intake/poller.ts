@@ -18,6 +18,13 @@ export interface PollerHooks {
   onClockJump(ms: number): void;
 }
 
+/**
+ * A poll a change prompts starts at least this long after the previous one ended: the first change
+ * after a quiet spell is polled at once, and a writer that appends to a queue file line by line
+ * makes at most one poll per gap (each reads the whole file again) instead of one per write.
+ */
+const PROMPTED_GAP_MS = 20;
+
 export class Poller {
   /** When the last poll started (epoch ms), also across restarts: /stats reports it. */
   lastPollAt: number | null = null;
@@ -30,6 +37,8 @@ export class Poller {
   private polling: Promise<void> | undefined;
   /** A change was reported: a prompted poll is on its way (queued, or after the one under way). */
   private prompted = false;
+  /** performance.now() when the last prompted poll ended. */
+  private promptedEndedAt = -Infinity;
 
   constructor(
     private readonly store: StoreBackend,
@@ -81,8 +90,9 @@ export class Poller {
 
   /**
    * A queue folder changed: poll in this turn's immediate phase (a burst of events makes one
-   * poll), or right after the poll under way, which may have read the folder before the change.
-   * Not while stopped: then polls are taken on demand only.
+   * poll), or right after the poll under way, which may have read the folder before the change,
+   * and not within PROMPTED_GAP_MS of the last prompted one. Not while stopped: then polls are
+   * taken on demand only.
    */
   private changeReported(): void {
     if (this.prompted || this.hooks.isClosed() || this.hooks.isStopped()) return;
@@ -92,9 +102,17 @@ export class Poller {
         void this.polling.then(run, run);
         return;
       }
+      const wait = this.promptedEndedAt + PROMPTED_GAP_MS - performance.now();
+      if (wait > 0) {
+        setTimeout(run, wait);
+        return;
+      }
       this.prompted = false;
       if (this.hooks.isClosed() || this.hooks.isStopped()) return;
-      this.polling = this.doPoll(false, true).finally(() => (this.polling = undefined));
+      this.polling = this.doPoll(false, true).finally(() => {
+        this.promptedEndedAt = performance.now();
+        this.polling = undefined;
+      });
     };
     setImmediate(run);
   }
