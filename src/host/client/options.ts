@@ -32,7 +32,8 @@ Commands:
                                  first attempt and streams until the attempt ends, exit 0 if it
                                  succeeded, 1 if it failed
   cancel|retry|hold|release <id> control an item (the engine needs a token for this)
-  add [item options] -- COMMAND [ARGS…]    (or add [item options] --shell "LINE")
+  add [item options] -- COMMAND [ARGS…]
+  add [item options] --shell "LINE"
                                  submit an item (POST /items; needs the token) and print its
                                  id; --follow streams each attempt's output until the item is
                                  launched (exit 0) or failed (exit 1), the id then on stderr
@@ -72,7 +73,7 @@ Item options (add):
   --schedule <cron>     a template: an occurrence at each time of the 5-field cron expression
   --timezone <zone>     the schedule's IANA time zone; default the engine's
   --depends-on <id>     launch only once this item has launched (repeated for more)
-  --priority <n>        -100 to 100 (default 0): among due items, higher first
+  --priority <n>        -100 to 100 (default 0): among due items, higher first (--priority=-5)
   --service             a service (it stays up); with --ready-port <port>, --ready-http <url>
                         or --ready-log <regexp> saying when it is ready
   --shell <line>        run LINE with the shell instead of COMMAND [ARGS…]
