@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'conflict',
   'body_too_large',
+  'unsupported_media_type',
   'internal_error',
   'request_timeout',
   'headers_too_large',
@@ -153,7 +154,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
           description: 'The path does not take this method (code `method_not_allowed`).',
           headers: {
             ...commonHeaders,
-            Allow: { description: '`GET, HEAD` on reading paths, `POST` on control paths.', schema: { type: 'string', enum: ['GET, HEAD', 'POST'] } },
+            Allow: { description: '`GET, HEAD` on reading paths, `POST` on control paths, `GET, HEAD, POST` on `/items`.', schema: { type: 'string', enum: ['GET, HEAD', 'POST', 'GET, HEAD, POST'] } },
           },
           content: json(ref('Error')),
         },
@@ -187,6 +188,15 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
               properties: {
                 code: { type: 'string', enum: [...ERROR_CODES] },
                 message: { type: 'string', minLength: 1, description: 'What was wrong and what is allowed.' },
+                entries: {
+                  type: 'array',
+                  description: '`POST /items` only (400, 409): each refused entry, by its index in the submitted array (0 for a single object), with the reason.',
+                  items: {
+                    type: 'object',
+                    required: ['index', 'reason'],
+                    properties: { index: { type: 'integer', minimum: 0 }, reason: { type: 'string', minLength: 1 } },
+                  },
+                },
               },
             },
           },
@@ -536,6 +546,42 @@ function control(operationId: string, summary: string, description: string, answ
   };
 }
 
+/** POST /items: items submitted as a queue file's entries, all or none. */
+function submitOperation(): Operation {
+  const refused = (description: string) => ({ description, headers: commonHeaders, content: json(ref('Error')) });
+  return {
+    operationId: 'submitItems',
+    summary: 'Submit items to launch',
+    description:
+      'The body (`Content-Type: application/json`, at most 1 MiB) is one item object or an array of 1 to 1000, each written and judged exactly as an entry of a queue file (`schemas/item.schema.json`); an entry without `id` gets one, `api-<ms>-<random>`. ' +
+      'The items\' `source` is `api`. An id already known follows the rules of a queue file edited: the same definition changes nothing; another one replaces a pending item that is not running (it starts over) or a failed one (it stays failed until retried); a running or launched item keeps its definition (409). ' +
+      'All or none: one refused entry and nothing is taken. The answer comes once the items are on disk; they are launched at once when due. Only when a token is configured; no query parameters.',
+    security: [{ bearerToken: [] }],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: { oneOf: [{ type: 'object' }, { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'object' } }] },
+        },
+      },
+    },
+    responses: {
+      '201': ok('Taken and on disk: the items as `GET /items/{id}` reports them, in the order submitted; entries with `schedule` are templates, listed in `schedules` as `GET /schedules` does.', {
+        type: 'object',
+        required: ['items'],
+        properties: { items: { type: 'array', items: ref('ItemDetail') }, schedules: { type: 'array', items: ref('Schedule') } },
+      }),
+      '400': refused('The body is not JSON, not items, or an entry is not a valid item (code `bad_request`; `entries` says which and why). Nothing was taken.'),
+      '401': { $ref: '#/components/responses/Unauthorized' },
+      '403': { $ref: '#/components/responses/ControlForbidden' },
+      '409': refused('An entry names an item that is running or launched with another definition, or mixes an item and a schedule template under one id (code `conflict`; `entries` says which and why). Nothing was taken.'),
+      '413': refused('The body is over 1 MiB (code `body_too_large`); send the items in several requests.'),
+      '415': refused('The body is not `application/json` (code `unsupported_media_type`).'),
+      '500': { $ref: '#/components/responses/InternalError' },
+    },
+  };
+}
+
 function controlPaths(): Record<string, PathItem> {
   return {
     '/items/{id}/cancel': {
@@ -730,6 +776,7 @@ function readPaths(): Record<string, PathItem> {
         },
       },
       head: head('Items, headers only', linkHeader),
+      post: submitOperation(),
     },
     '/items/{id}': {
       get: {

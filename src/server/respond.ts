@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'conflict'
   | 'body_too_large'
+  | 'unsupported_media_type'
   | 'internal_error'
   | 'request_timeout'
   | 'headers_too_large'
@@ -32,6 +33,9 @@ export type ErrorCode =
 
 /** An error a handler throws to answer with a specific status; anything else becomes a 500. */
 export class HttpError extends Error {
+  /** POST /items: the refused entries, each with its reason (in the body beside the message). */
+  entries?: { index: number; reason: string }[];
+
   constructor(
     readonly status: number,
     readonly code: ErrorCode,
@@ -91,6 +95,6 @@ export function sendJsonParts(res: ServerResponse, status: number, parts: string
 }
 
 export function sendError(res: ServerResponse, error: HttpError): void {
-  const body: ErrorBody = { error: { code: error.code, message: error.message } };
+  const body: ErrorBody = { error: error.entries ? { code: error.code, message: error.message, entries: error.entries } : { code: error.code, message: error.message } };
   sendJson(res, error.status, body, error.headers);
 }

@@ -34,6 +34,7 @@ import { jsonArrayParts } from '../shared/jsonParts';
 import { addOutputRoute } from './outputRoute';
 import { addMetricsRoute, type EngineMetrics } from './metrics';
 import { addSchedulesRoute } from './schedulesRoute';
+import { addSubmitRoute } from './submitRoute';
 
 export interface RouteContext {
   guard: Guard;
@@ -66,6 +67,7 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
   addOutputRoute(app, engine);
   addMetricsRoute(app, ctx.metrics);
   addSchedulesRoute(app, engine);
+  addSubmitRoute(app, engine, rejectAnyParams);
   addNotFoundAndErrors(app);
   return (req, res) => {
     // Every request ends in the two handlers addNotFoundAndErrors adds; this final callback only
@@ -97,12 +99,14 @@ function protection(guard: Guard): (req: IncomingMessage, res: ServerResponse, n
     }
     const path = pathOf(req.url);
     const control = ITEM_CONTROL.test(path) || ENGINE_CONTROL.test(path);
-    const allowed = control ? req.method === 'POST' : req.method === 'GET' || req.method === 'HEAD';
+    // /items is read, and takes POST to submit items.
+    const submit = path === '/items' && req.method === 'POST';
+    const allowed = control ? req.method === 'POST' : submit || req.method === 'GET' || req.method === 'HEAD';
     if (!allowed) {
       const message = control
         ? `Method ${req.method} is not allowed on ${pathOf(req.url)}, a control path: use POST.`
         : `Method ${req.method} is not allowed on ${pathOf(req.url)}: use GET or HEAD (control paths such as /items/{id}/cancel take POST).`;
-      return sendError(res, new HttpError(405, 'method_not_allowed', message, { Allow: control ? CONTROL_METHODS : READ_METHODS }));
+      return sendError(res, new HttpError(405, 'method_not_allowed', message, { Allow: control ? CONTROL_METHODS : path === '/items' ? `${READ_METHODS}, POST` : READ_METHODS }));
     }
     next();
   };
@@ -299,7 +303,7 @@ function addNotFoundAndErrors(app: Router): void {
   app.use((req: IncomingMessage, res: ServerResponse) => {
     sendError(
       res,
-      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /schedules, /events, /metrics, /openapi.json (and with a token, POST /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
+      new HttpError(404, 'not_found', `No such path ${JSON.stringify(pathOf(req.url))}; paths: /stats, /health, /status, /logs, /items, /items/{id}, /schedules, /events, /metrics, /openapi.json (and with a token, POST /items, /items/{id}/cancel|retry|hold|release, /engine/start|stop|poll).`),
     );
   });
 

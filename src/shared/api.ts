@@ -256,7 +256,8 @@ export interface ItemDetail {
 }
 
 export interface ErrorBody {
-  error: { code: string; message: string };
+  /** `entries`: POST /items only, the refused entries and why. */
+  error: { code: string; message: string; entries?: { index: number; reason: string }[] };
 }
 
 /** Server-sent event names on `/events`. */

@@ -6,6 +6,13 @@
 // before: no watcher yet or it failed (file systems without notification, watch limits), the folder
 // itself replaced (the watch follows the old inode), and, as a safety net against a lost event,
 // once every `fullScanEveryMs`.
+//
+// Each change also calls `onChange`, so that the engine polls at once instead of at its next
+// interval (a file renamed into an idle engine's queue folder starts within milliseconds). Node's
+// own fs.watch is enough here: the queue folder is one flat folder (no recursion), a script
+// enqueues with one rename (one event), and an editor saving through a rename is one more event
+// for the same name. What it can miss (an overflowed inotify queue, a network file system) the
+// poll at the interval still finds.
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,7 +27,11 @@ export class FolderChanges {
   private changed: Set<string> | 'all' = 'all';
   private lastFullAt = 0;
 
-  constructor(private readonly fullScanEveryMs = 60_000) {}
+  constructor(
+    private readonly fullScanEveryMs = 60_000,
+    /** Called on every change the watch reports, after it is noted for the next take(). */
+    private readonly onChange?: () => void,
+  ) {}
 
   /**
    * The names changed since the previous call, or 'all'. `realPath` is the folder as it resolves
@@ -61,10 +72,12 @@ export class FolderChanges {
     try {
       // Not persistent: a watch must not keep a process alive that has nothing else to do.
       const watcher = watch(realPath, { persistent: false }, (_event, name) => {
-        if (this.changed === 'all') return;
-        // No name, or the folder's own (it was deleted or moved): only a full scan can tell.
-        if (name === null || name.toString() === own) this.changed = 'all';
-        else this.changed.add(name.toString());
+        if (this.changed !== 'all') {
+          // No name, or the folder's own (it was deleted or moved): only a full scan can tell.
+          if (name === null || name.toString() === own) this.changed = 'all';
+          else this.changed.add(name.toString());
+        }
+        this.onChange?.();
       });
       watcher.on('error', () => {
         if (this.watcher === watcher) this.close();

@@ -34,6 +34,14 @@ export interface IngestionHooks {
   isClosed(): boolean;
 }
 
+/** The `source` of items submitted over HTTP (POST /items, `engine-monitor add`). */
+export const SUBMITTED_SOURCE = 'api';
+
+/** Where an entry came from, for log messages: a queue file, or a request. */
+function origin(source: string): string {
+  return source === SUBMITTED_SOURCE ? 'POST /items' : source;
+}
+
 /** Ingestion works in chunks of this many entries and yields once a turn has run this long. */
 type ScanStatus = Omit<SourceStatus, 'itemsKnown'>;
 
@@ -80,6 +88,10 @@ export class ItemIngestion {
   private readonly scheduleClock: () => number;
   /** Queue files a window is still editing: scans pass over them (holdDrafts, ingestDraft). */
   readonly drafts: DraftHolds;
+  /** What submitted items count as in the scanner's figures: not a queue folder's. */
+  private readonly submittedStatus: ScanStatus = { kind: 'queue-directory', location: SUBMITTED_SOURCE, lastScanAt: null, lastError: null, itemsDiscovered: 0 };
+  /** Set by the poller: a queue folder's watch reported a change (a file renamed in, written). */
+  onQueueChanged: (() => void) | undefined;
 
   constructor(
     private readonly store: StoreBackend,
@@ -93,7 +105,7 @@ export class ItemIngestion {
         new QueueDirectorySource(folder, options.queueDirectory, {
           timeoutMs: options.timeoutMs,
           maxAttempts: options.maxAttempts,
-        }, undefined, this.drafts),
+        }, undefined, this.drafts, () => this.onQueueChanged?.()),
     );
     this.sourceStatus = this.sources.map((s) => ({
       kind: s.kind,
@@ -106,14 +118,15 @@ export class ItemIngestion {
 
   /**
    * Scans every source and ingests the files that changed since their last read. `pollStartedAt`
-   * times the scan. False when the engine closed before the scan was complete.
+   * times the scan. False when the engine closed before the scan was complete. `prompted`: the
+   * scan follows a change notification (queueSource.ts: a file may be half written).
    */
-  async scanSources(pollStartedAt: number, everyFile = false): Promise<boolean> {
+  async scanSources(pollStartedAt: number, everyFile = false, prompted = false): Promise<boolean> {
     this.sliceStartedAt = performance.now();
     for (let i = 0; i < this.sources.length; i++) {
       const source = this.sources[i];
       const status = this.sourceStatus[i];
-      const scan = await source.scan((p) => this.knownFingerprint(p), everyFile);
+      const scan = await source.scan((p) => this.knownFingerprint(p), everyFile, prompted);
       if (this.hooks.isClosed()) return false;
       status.lastScanAt = new Date().toISOString();
       // A source that keeps failing the same way is logged when the error first appears.
@@ -132,11 +145,46 @@ export class ItemIngestion {
     return true;
   }
 
-  /** /status's scanner section: a copy, so a reader never sees the next scan's changes. */
   /** Stops watching the sources' folders (engine shutdown). */
   close(): void {
     for (const source of this.sources) source.close();
   }
+
+  /**
+   * Why a valid entry submitted as `item` would not be taken, or undefined: the rules a queue
+   * file's entry meets (a running or launched item keeps its definition; an id is an item or a
+   * schedule template, not both). Read before anything of a submission is recorded, so that one
+   * refused entry leaves the others unrecorded too.
+   */
+  submitConflict(item: ItemDefinition): string | undefined {
+    const template = this.store.get<{ source: string }>('SELECT source FROM schedules WHERE id = ?', [item.id]);
+    if (template && !item.schedule) return `id "${item.id}" is a schedule template (from ${template.source}); give the item another id, or add "schedule"`;
+    if (item.schedule) {
+      if (!template && this.store.get('SELECT 1 AS x FROM items WHERE id = ?', [item.id])) return `id "${item.id}" is already an item; a scheduled item needs an id of its own`;
+      return undefined;
+    }
+    const known = this.store.get<{ def_hash: string; source: string; outcome: ItemOutcome; running: number; attempts: number }>(
+      'SELECT def_hash, source, outcome, running, attempts FROM items WHERE id = ?',
+      [item.id],
+    );
+    if (!known || sameDefinitionHash(known.def_hash, definitionHash(item))) return undefined;
+    if (known.outcome === 'launched') return `id "${item.id}" has already launched (from ${known.source}); a launched item keeps its definition: give the new item another id`;
+    if (known.running === 1) {
+      return `id "${item.id}" is running (attempt ${known.attempts}); its definition cannot change while it runs: cancel it, or wait until the attempt ends, then submit it again`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Records submitted entries, each already parsed and judged (submitConflict), in one batch with
+   * the source `source`: new items, redefinitions and templates exactly as a queue file's entries.
+   */
+  ingestSubmitted(entries: { index: number; item: ItemDefinition }[], source = SUBMITTED_SOURCE): void {
+    const file: QueueFileRead = { absPath: '', relPath: source, fingerprint: '', entries: entries.map(({ index, item }) => ({ index, result: { ok: true, item } })) };
+    this.store.batch(() => this.ingestEntries(file, file.entries, this.submittedStatus, new Map()));
+  }
+
+  /** /status's scanner section: a copy, so a reader never sees the next scan's changes. */
 
   scannerStatus(): StatusResponse['scanner'] {
     const known = this.itemsKnownPerSource();
@@ -252,7 +300,7 @@ export class ItemIngestion {
       this.itemsDiscovered++;
       status.itemsDiscovered++;
       const when = item.runAt && item.runAt > now ? `, scheduled for ${new Date(item.runAt).toISOString()}` : '';
-      this.hooks.log('item_discovered', 'info', `discovered "${item.name}" in ${file.relPath}${when}`, item.id, {
+      this.hooks.log('item_discovered', 'info', `discovered "${item.name}" in ${origin(file.relPath)}${when}`, item.id, {
         file: file.relPath,
         entry: entry.index,
         command: item.command,
@@ -299,10 +347,10 @@ export class ItemIngestion {
     const { cron, timezone } = item.schedule;
     if (template) {
       const changed = changedFields(JSON.parse(template.definition) as ItemDefinition, item);
-      this.hooks.log('item_updated', 'info', `schedule "${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed)`, item.id, { changed, file: file.relPath, entry, schedule: cron, timezone });
+      this.hooks.log('item_updated', 'info', `schedule "${item.name}" updated from ${origin(file.relPath)} (${changed.join(', ')} changed)`, item.id, { changed, file: file.relPath, entry, schedule: cron, timezone });
     } else {
       this.itemsDiscovered++;
-      this.hooks.log('item_discovered', 'info', `discovered schedule "${item.name}" (${cron}, ${timezone}) in ${file.relPath}`, item.id, {
+      this.hooks.log('item_discovered', 'info', `discovered schedule "${item.name}" (${cron}, ${timezone}) in ${origin(file.relPath)}`, item.id, {
         file: file.relPath,
         entry,
         command: item.command,
@@ -344,7 +392,7 @@ export class ItemIngestion {
     const pending = known.outcome === 'pending';
     this.hooks.transitions.redefined(item, old, file.relPath, storedDefinition(item), hash, known, now);
     const after = pending ? 'it starts over with its attempts reset' : 'it stays failed until retried, and Retry runs the new definition';
-    this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${file.relPath} (${changed.join(', ')} changed); ${after}`, item.id, {
+    this.hooks.log('item_updated', 'info', `"${item.name}" updated from ${origin(file.relPath)} (${changed.join(', ')} changed); ${after}`, item.id, {
       changed,
       file: file.relPath,
       entry,

@@ -1,5 +1,7 @@
-// When the engine polls its sources: once at start, every interval while it may launch, and on
-// demand. One poll runs at a time; a poll under way serves whoever asks for one meanwhile.
+// When the engine polls its sources: once at start, every interval while it may launch, on
+// demand, and as soon as a queue folder's watch reports a change (the interval stays as the
+// safety net for what a watch misses). One poll runs at a time; a poll under way serves whoever
+// asks for one meanwhile, and a change reported during a poll brings one more right after it.
 import type { ItemIngestion } from './ingest';
 import { WallClockWatch } from './wallClock';
 import type { StoreBackend } from '../store/backend';
@@ -16,6 +18,13 @@ export interface PollerHooks {
   onClockJump(ms: number): void;
 }
 
+/**
+ * A poll a change prompts starts at least this long after the previous one ended: the first change
+ * after a quiet spell is polled at once, and a writer that appends to a queue file line by line
+ * makes at most one poll per gap (each reads the whole file again) instead of one per write.
+ */
+const PROMPTED_GAP_MS = 20;
+
 export class Poller {
   /** When the last poll started (epoch ms), also across restarts: /stats reports it. */
   lastPollAt: number | null = null;
@@ -26,13 +35,19 @@ export class Poller {
   private readonly wallClock = new WallClockWatch();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  /** A change was reported: a prompted poll is on its way (queued, or after the one under way). */
+  private prompted = false;
+  /** performance.now() when the last prompted poll ended. */
+  private promptedEndedAt = -Infinity;
 
   constructor(
     private readonly store: StoreBackend,
     private readonly ingestion: ItemIngestion,
     private readonly intervalMs: number,
     private readonly hooks: PollerHooks,
-  ) {}
+  ) {
+    ingestion.onQueueChanged = () => this.changeReported();
+  }
 
   /** Milliseconds since this process's last poll started, on the monotonic clock; null before one. */
   msSinceLastPoll(): number | null {
@@ -73,7 +88,36 @@ export class Poller {
     clearTimeout(this.timer);
   }
 
-  private async doPoll(everyFile: boolean): Promise<void> {
+  /**
+   * A queue folder changed: poll in this turn's immediate phase (a burst of events makes one
+   * poll), or right after the poll under way, which may have read the folder before the change,
+   * and not within PROMPTED_GAP_MS of the last prompted one. Not while stopped: then polls are
+   * taken on demand only.
+   */
+  private changeReported(): void {
+    if (this.prompted || this.hooks.isClosed() || this.hooks.isStopped()) return;
+    this.prompted = true;
+    const run = (): void => {
+      if (this.polling) {
+        void this.polling.then(run, run);
+        return;
+      }
+      const wait = this.promptedEndedAt + PROMPTED_GAP_MS - performance.now();
+      if (wait > 0) {
+        setTimeout(run, wait);
+        return;
+      }
+      this.prompted = false;
+      if (this.hooks.isClosed() || this.hooks.isStopped()) return;
+      this.polling = this.doPoll(false, true).finally(() => {
+        this.promptedEndedAt = performance.now();
+        this.polling = undefined;
+      });
+    };
+    setImmediate(run);
+  }
+
+  private async doPoll(everyFile: boolean, prompted = false): Promise<void> {
     if (this.hooks.isClosed()) return;
     const jump = this.wallClock.jumped();
     if (jump !== 0) this.hooks.onClockJump(jump);
@@ -83,7 +127,7 @@ export class Poller {
     this.polls++;
     try {
       this.store.setMeta('last_poll_at', String(started));
-      if (!(await this.ingestion.scanSources(started, everyFile))) return;
+      if (!(await this.ingestion.scanSources(started, everyFile, prompted))) return;
       this.hooks.onPolled();
     } catch (err) {
       // A fleet's database that cannot be reached: the next poll tries again, and

@@ -8,6 +8,12 @@ import { FolderChanges } from './folderChanges';
 import { isInside, parseItem, type ItemDefaults, type ItemResult } from './items';
 
 export const MAX_QUEUE_FILE_BYTES = 1024 * 1024;
+/**
+ * A scan prompted by a change notification comes while a writer may still be writing (one that
+ * writes in place rather than renaming): a file that does not parse yet and was written this
+ * recently is looked at again later instead of being rejected half written.
+ */
+const WRITING_MS = 1000;
 /** Queue files read concurrently in a scan (each at most MAX_QUEUE_FILE_BYTES: 16 MiB in flight at most). */
 const READ_AT_ONCE = 16;
 
@@ -42,6 +48,8 @@ export class QueueDirectorySource {
   private readonly allowOutsideWorkspace: boolean;
   /** Lets a poll read only the files that changed (every file when that is not known). */
   private readonly changes: FolderChanges;
+  /** Names a prompted scan found still being written: the next scan looks at them again. */
+  private readonly unsettled = new Set<string>();
 
   constructor(
     readonly workspaceFolder: string,
@@ -50,13 +58,15 @@ export class QueueDirectorySource {
     fullScanEveryMs?: number,
     /** Files an editor holds as drafts: passed over until saved on purpose (draftHolds.ts). */
     private readonly drafts?: DraftHolds,
+    /** The folder's watch reported a change: the caller may scan now rather than at its next poll. */
+    onChange?: () => void,
   ) {
     this.location = path.resolve(workspaceFolder, queueDirectory);
     // The queue folder may lie outside the workspace only when whoever configured it named an
     // outside folder (`--queue-dir ../shared-queue`). A link planted inside the workspace must
     // not make the engine read, and launch, files from elsewhere.
     this.allowOutsideWorkspace = !isInside(workspaceFolder, this.location);
-    this.changes = new FolderChanges(fullScanEveryMs);
+    this.changes = new FolderChanges(fullScanEveryMs, onChange);
   }
 
   /** Stops watching the queue folder. */
@@ -66,9 +76,10 @@ export class QueueDirectorySource {
 
   /**
    * `known(absPath)` returns the fingerprint recorded when that file was last processed.
-   * `everyFile`: look at every file, not only those the watch reported changed.
+   * `everyFile`: look at every file, not only those the watch reported changed. `prompted`: the
+   * scan follows a change notification, so a file may be half written (WRITING_MS).
    */
-  async scan(known: (absPath: string) => string | undefined, everyFile = false): Promise<SourceScan> {
+  async scan(known: (absPath: string) => string | undefined, everyFile = false, prompted = false): Promise<SourceScan> {
     let names: string[];
     let realRoot: string;
     try {
@@ -81,7 +92,8 @@ export class QueueDirectorySource {
         };
       }
       const changes = await this.changes.take(realLocation, everyFile);
-      names = changes === 'all' ? await fs.readdir(realLocation) : [...new Set([...changes, ...(this.drafts?.due(this.location) ?? [])])];
+      names = changes === 'all' ? await fs.readdir(realLocation) : [...new Set([...changes, ...this.unsettled, ...(this.drafts?.due(this.location) ?? [])])];
+      this.unsettled.clear();
     } catch (err) {
       this.changes.reset();
       const code = (err as NodeJS.ErrnoException).code;
@@ -95,13 +107,13 @@ export class QueueDirectorySource {
     // for each of lstat, open, read and close, and the event loop mostly waited. Results keep
     // the names' order, so items are discovered in the same order either way.
     for (let i = 0; i < names.length; i += READ_AT_ONCE) {
-      const reads = await Promise.all(names.slice(i, i + READ_AT_ONCE).map((name) => this.readIfChanged(path.join(this.location, name), realRoot, known)));
+      const reads = await Promise.all(names.slice(i, i + READ_AT_ONCE).map((name) => this.readIfChanged(path.join(this.location, name), realRoot, known, prompted)));
       for (const read of reads) if (read) changed.push(read);
     }
     return { changed, error: null };
   }
 
-  private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | undefined> {
+  private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined, prompted = false): Promise<QueueFileRead | undefined> {
     if (this.drafts?.passOver(absPath)) return undefined;
     const relPath = path.relative(this.workspaceFolder, absPath).split(path.sep).join('/');
     let stat;
@@ -151,11 +163,18 @@ export class QueueDirectorySource {
       return { absPath, relPath, fingerprint, entries: [], fileError: `cannot read file: ${(err as Error).message}` };
     }
     const parsed = this.parseFile(bytes, relPath, absPath.endsWith('.jsonl'));
+    // Not recorded, so not rejected: read again by the next scan, when the writer is done or the
+    // file has been as it is for WRITING_MS (then a mistake, rejected as always).
+    if (prompted && parsed.unfinished && Date.now() - stat.mtimeMs < WRITING_MS) {
+      this.unsettled.add(path.basename(absPath));
+      return undefined;
+    }
     await confineWorkingFolders(parsed.entries, this.workspaceFolder, realRoot);
     return { absPath, relPath, fingerprint, ...parsed };
   }
 
-  private parseFile(bytes: Buffer, relPath: string, jsonLines: boolean): { entries: QueueEntry[]; fileError?: string } {
+  /** `unfinished`: the text ends in JSON cut short (a file still being written looks so). */
+  private parseFile(bytes: Buffer, relPath: string, jsonLines: boolean): { entries: QueueEntry[]; fileError?: string; unfinished?: boolean } {
     let text: string;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -169,6 +188,7 @@ export class QueueDirectorySource {
     if (jsonLines) {
       const entries: QueueEntry[] = [];
       const lines = text.split('\n');
+      let unfinished = false;
       for (let i = 0; i < lines.length; i++) {
         const line = lines[i].trim();
         if (!line) continue;
@@ -176,12 +196,14 @@ export class QueueDirectorySource {
         try {
           value = JSON.parse(line);
         } catch (err) {
+          // The last line, without its line break yet: perhaps still being written.
+          unfinished = i === lines.length - 1;
           entries.push({ index: i, result: { ok: false, reason: `line ${i + 1} is not valid JSON: ${jsonErrorWithoutContent(err)}` } });
           continue;
         }
         entries.push({ index: i, result: parseItem(value, ctx(i)) });
       }
-      return { entries };
+      return { entries, unfinished };
     }
 
     // A file just created (an editor's "New File", `touch`) is not an item yet, nor a mistake.
@@ -190,7 +212,7 @@ export class QueueDirectorySource {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      return { entries: [], fileError: `not valid JSON: ${jsonErrorWithoutContent(err)}` };
+      return { entries: [], fileError: `not valid JSON: ${jsonErrorWithoutContent(err)}`, unfinished: true };
     }
     if (Array.isArray(value)) {
       return { entries: value.map((entry, i) => ({ index: i, result: parseItem(entry, ctx(i)) })) };
@@ -211,7 +233,7 @@ async function realpathOr(folder: string): Promise<string> {
  * lead out of it (`"cwd": "lnk"` with `lnk -> /etc`). An existing folder is checked by its real
  * path here; one that does not exist yet is checked again when an attempt starts.
  */
-async function confineWorkingFolders(entries: QueueEntry[], workspaceFolder: string, realRoot: string): Promise<void> {
+export async function confineWorkingFolders(entries: QueueEntry[], workspaceFolder: string, realRoot: string): Promise<void> {
   const real = new Map<string, string | null>();
   for (const entry of entries) {
     if (!entry.result.ok) continue;

@@ -10,8 +10,13 @@ import type { Transitions } from './transitions';
 
 /** How a change ends: what it wrote is committed, readers hear of it, and what it freed may launch. */
 export interface ChangeEnd {
-  /** `sync`: on disk before this returns (a control request is answered after); `background`: synced on the thread pool. */
-  commit: 'sync' | 'background';
+  /**
+   * `sync`: on disk before this returns (a control request is answered after); `background`:
+   * written now, synced on the thread pool; `dispatch` (with `dispatch: true`): written by the
+   * dispatch round this asks for, in this turn's immediate phase, so that what was taken and the
+   * attempts launched from it share one fdatasync instead of waiting for two in a row.
+   */
+  commit: 'sync' | 'background' | 'dispatch';
   /** Judge the dependencies of what was discovered since the last time, first. */
   settle?: boolean;
   /** Look for due items at once (the change may have let one launch). */

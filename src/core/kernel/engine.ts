@@ -11,6 +11,7 @@ import { ControlError, type AttemptOutput, type ControllableEngine, type EngineE
 import { AttemptLauncher } from '../launching';
 import { ItemIngestion, type LogWriter } from '../intake/ingest';
 import { Poller } from '../intake/poller';
+import { submitItems as submit, type SubmitResult } from '../intake/submit';
 import { Dependencies } from '../features/dependencies/dependencies';
 import { Scheduler } from '../features/schedules/schedules';
 import { AttemptOutputs } from '../features/output/attemptOutputs';
@@ -113,10 +114,10 @@ export class Engine implements ControllableEngine {
     this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
       isClosed,
       isStopped: () => this.mode === 'stopped',
-      // Written now (a kill -9 cannot lose what was ingested), synced on the thread pool; a launch
-      // of these items waits for the disk itself. Schedules fire only while the engine launches:
-      // stopped or restricted, they catch up once when it resumes.
-      onPolled: () => this.changed({ settle: true, commit: 'background', dispatch: true }, () => this.scheduler.check()),
+      // Written by the dispatch round in this turn, with the launches of what was ingested, under
+      // one fdatasync (a kill -9 before reads the files again). Schedules fire only while the
+      // engine launches: stopped or restricted, they catch up once when it resumes.
+      onPolled: () => this.changed({ settle: true, commit: 'dispatch', dispatch: true }, () => this.scheduler.check()),
       onClockJump: (ms) => {
         this.transitions.backoffsShifted(ms);
         this.dispatcher.schedule();
@@ -270,7 +271,7 @@ export class Engine implements ControllableEngine {
   private changed(how: ChangeEnd, between?: () => void): void {
     if (how.settle) this.hooks.emit('settle');
     between?.();
-    this.store.commit(how.commit);
+    if (how.commit !== 'dispatch' || !how.dispatch) this.store.commit(how.commit === 'dispatch' ? 'background' : how.commit);
     this.events.emit({ type: 'stats' });
     if (how.dispatch) this.dispatcher.schedule();
   }
@@ -283,13 +284,11 @@ export class Engine implements ControllableEngine {
   readonly cancelItem = (itemId: string): void => this.control.cancelItem(itemId);
   readonly holdItem = (itemId: string): void => this.control.holdItem(itemId);
   readonly releaseItem = (itemId: string): void => this.control.releaseItem(itemId);
+  readonly submitItems = (body: unknown): Promise<SubmitResult> => submit(body, { store: this.store, options: this.options, ingestion: this.ingestion, changed: (how) => this.changed(how), isClosed: () => this.closed });
 
   // ---- reads ----------------------------------------------------------------------------
 
-  /** GET /schedules. */
-  listSchedules(): ScheduleSummary[] {
-    return this.scheduler.list();
-  }
+  readonly listSchedules = (): ScheduleSummary[] => this.scheduler.list();
 
   /** GET /items/{id}. */
   itemDetail(itemId: string): ItemDetail | undefined {

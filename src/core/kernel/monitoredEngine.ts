@@ -16,6 +16,7 @@ import type {
 import type { ItemFilter } from '../../shared/itemFilter';
 import type { LogFilter, LogOrder } from '../../shared/logFilter';
 import type { DraftHolds } from '../intake/draftHolds';
+import type { SubmitResult } from '../intake/submit';
 
 /**
  * A LogFilter as the engine runs it (logQueryOf builds one): the level is a minimum, the text
@@ -160,6 +161,11 @@ export interface ControllableEngine extends MonitoredEngine {
   grantTrust(): void;
   /** Queue files a window is still typing: scans pass over them until saved on purpose. */
   readonly drafts: Pick<DraftHolds, 'hold' | 'ingest'>;
+  /**
+   * POST /items: one item object or an array, taken as a queue file's entries, all or none, and on
+   * disk when this resolves. Throws SubmitError (intake/submit.ts) saying which entries and why.
+   */
+  submitItems(body: unknown): Promise<SubmitResult>;
 }
 
 export function isControllable(engine: MonitoredEngine): engine is ControllableEngine {

@@ -17,6 +17,7 @@ import { logsPath, matchesLogFilter, type LogFilter } from '../../shared/logFilt
 import { SseParser } from '../../shared/sse';
 import { EngineError, request, requestJson, unreachable, UnreachableError, type Endpoint } from './connection';
 import { EXIT_ENGINE_ERROR, EXIT_OK, type ClientRequest, type ControlAction } from './options';
+import { add } from './add';
 import { cell, heading, pairs, paint, table, truncate, type Colour, type Terminal } from './render';
 import { escapeControls } from '../../shared/format';
 
@@ -47,6 +48,8 @@ export async function runCommand(req: ClientRequest, endpoint: Endpoint, io: Io)
       return items(endpoint, io, req.json, req.states, req.q, req.limit);
     case 'output':
       return output(endpoint, io, req.json, req.itemId, req.attempt, req.stream, req.follow);
+    case 'add':
+      return add(endpoint, io, req.json, req.item, req.follow, (id, attempt) => output(endpoint, io, false, id, attempt, undefined, true));
     default:
       return control(endpoint, io, req.json, req.command, req.itemId);
   }

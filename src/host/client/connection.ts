@@ -95,6 +95,8 @@ export interface RequestOptions {
   /** Statuses that are answers, not errors (health's 503). */
   okStatuses?: number[];
   headers?: Record<string, string>;
+  /** A JSON body (POST /items). */
+  json?: string;
   signal?: AbortSignal;
 }
 
@@ -103,6 +105,7 @@ export async function request(endpoint: Endpoint, pathAndQuery: string, options:
   const method = options.method ?? 'GET';
   const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...options.headers };
   if (endpoint.token) headers.Authorization = `Bearer ${endpoint.token}`;
+  if (options.json !== undefined) headers['Content-Type'] = 'application/json';
   // A timer this code owns rather than AbortSignal.timeout() inside AbortSignal.any(), which Node
   // 20 can garbage-collect before it fires. unref: a finished request never holds the exit.
   const abort = new AbortController();
@@ -114,7 +117,7 @@ export async function request(endpoint: Endpoint, pathAndQuery: string, options:
   timer?.unref();
   let res: Response;
   try {
-    res = await fetch(`${endpoint.url}${pathAndQuery}`, { method, headers, signal: abort.signal });
+    res = await fetch(`${endpoint.url}${pathAndQuery}`, { method, headers, body: options.json, signal: abort.signal });
   } catch (err) {
     clearTimeout(timer);
     throw unreachable(endpoint, err);

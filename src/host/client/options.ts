@@ -2,6 +2,8 @@
 // asks a running engine over its HTTP API. Parsed strictly with node:util.parseArgs; whatever is
 // wrong is a ClientUsageError naming the problem (exit 2). Kept apart from `serve`'s flags
 // (../args.ts) so the two grow independently.
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ITEM_STATES, LOG_ACTIONS, LOG_LEVELS, type ItemState, type LogAction, type LogLevel } from '../../shared/api';
 import type { LogFilter, LogOrder } from '../../shared/logFilter';
@@ -30,6 +32,11 @@ Commands:
                                  first attempt and streams until the attempt ends, exit 0 if it
                                  succeeded, 1 if it failed
   cancel|retry|hold|release <id> control an item (the engine needs a token for this)
+  add [item options] -- COMMAND [ARGS…]
+  add [item options] --shell "LINE"
+                                 submit an item (POST /items; needs the token) and print its
+                                 id; --follow streams each attempt's output until the item is
+                                 launched (exit 0) or failed (exit 1), the id then on stderr
 
 Options for every command:
   --url <url>           the engine, e.g. http://127.0.0.1:7411; else $ENGINE_MONITOR_URL; else the
@@ -54,13 +61,32 @@ Item filters (items):
   --q <words>           every word must start a word of the item's id, name, command or args
   --limit <n>           at most n items (1-1000, default 100)
 
+Item options (add):
+  --id <id>             the item's id; default cli-<time>-<random>
+  --name <name>         its display name; default the id
+  --cwd <dir>           where it runs (relative to this folder; inside the engine's workspace);
+                        default the workspace folder
+  --env <K=V>           an environment variable (repeated for more)
+  --timeout <ms>        stop an attempt after this long
+  --max-attempts <n>    attempts before it fails for good
+  --run-at <time>       not before this time (ISO 8601)
+  --schedule <cron>     a template: an occurrence at each time of the 5-field cron expression
+  --timezone <zone>     the schedule's IANA time zone; default the engine's
+  --depends-on <id>     launch only once this item has launched (repeated for more)
+  --priority <n>        -100 to 100 (default 0): among due items, higher first (--priority=-5)
+  --service             a service (it stays up); with --ready-port <port>, --ready-http <url>
+                        or --ready-log <regexp> saying when it is ready
+  --shell <line>        run LINE with the shell instead of COMMAND [ARGS…]
+  --follow              stream the output of each attempt (not with --schedule)
+
 Tables fit the terminal's width; colours only on a terminal and never with NO_COLOR set.
 Engine strings (names, messages, errors) are printed with control characters escaped.
 
 Exit codes:
   0  ok
-  1  the engine answered with an error (unknown item, conflict, missing token…), health is
-     unhealthy, or the attempt followed by output --follow failed
+  1  the engine answered with an error (unknown item, conflict, missing token, an item it
+     refused…), health is unhealthy, or the attempt followed by output --follow (the item
+     followed by add --follow) failed
   2  usage: unknown command or option, missing id, bad value
   3  the engine cannot be reached (connection refused, unknown host, timeout)
 `;
@@ -68,10 +94,11 @@ Exit codes:
 /** What a usage error prints under its message: the forms, and where the rest is. */
 export const SHORT_USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
        engine-monitor status|stats|health|logs|items|output|cancel|retry|hold|release [<id>] [options]
+       engine-monitor add [item options] -- COMMAND [ARGS…]
 Run engine-monitor --help for the options and exit codes.
 `;
 
-export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release'] as const;
+export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'add'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export type ControlAction = 'cancel' | 'retry' | 'hold' | 'release';
 const CONTROL_ACTIONS: readonly string[] = ['cancel', 'retry', 'hold', 'release'];
@@ -91,7 +118,27 @@ export type ClientRequest = Common &
     | { command: 'items'; states: ItemState[]; q?: string; limit?: number }
     | { command: 'output'; itemId: string; attempt?: number; stream?: 'stdout' | 'stderr'; follow: boolean }
     | { command: ControlAction; itemId: string }
+    | { command: 'add'; item: AddedItem; follow: boolean }
   );
+
+/** An item as `add` submits it: the fields of a queue file's entry its options set. */
+export interface AddedItem {
+  id: string;
+  name?: string;
+  command: string;
+  args?: string[];
+  shell?: true;
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  maxAttempts?: number;
+  runAt?: string;
+  schedule?: string | { cron: string; timezone: string };
+  dependsOn?: string[];
+  priority?: number;
+  service?: true;
+  ready?: { port: number } | { http: string } | { logPattern: string };
+}
 
 export type ParsedClientArgs = { help: true } | ({ help: false } & ClientRequest);
 
@@ -116,6 +163,26 @@ const LOG_OPTIONS = {
 } as const;
 
 const ITEM_OPTIONS = { ...COMMON, state: { type: 'string', multiple: true }, q: { type: 'string' }, limit: { type: 'string' } } as const;
+const ADD_OPTIONS = {
+  ...COMMON,
+  id: { type: 'string' },
+  name: { type: 'string' },
+  cwd: { type: 'string' },
+  env: { type: 'string', multiple: true },
+  timeout: { type: 'string' },
+  'max-attempts': { type: 'string' },
+  'run-at': { type: 'string' },
+  schedule: { type: 'string' },
+  timezone: { type: 'string' },
+  'depends-on': { type: 'string', multiple: true },
+  priority: { type: 'string' },
+  service: { type: 'boolean', default: false },
+  'ready-port': { type: 'string' },
+  'ready-http': { type: 'string' },
+  'ready-log': { type: 'string' },
+  shell: { type: 'string' },
+  follow: { type: 'boolean', short: 'f', default: false },
+} as const;
 const OUTPUT_OPTIONS = { ...COMMON, attempt: { type: 'string' }, follow: { type: 'boolean', short: 'f', default: false }, stream: { type: 'string' } } as const;
 
 export function isClientCommand(word: string | undefined): word is ClientCommand {
@@ -196,6 +263,11 @@ export function parseClientArgs(argv: string[]): ParsedClientArgs {
         follow: values.follow,
       };
     }
+    case 'add': {
+      const { values, positionals, tokens } = strictParse(command, () => parseAddOptions(rest));
+      if (values.help) return { help: true };
+      return { help: false, command, ...common(values), item: addedItem(values, positionals, tokens), follow: values.follow };
+    }
     default: {
       if (!CONTROL_ACTIONS.includes(command)) throw new Error(`unhandled command ${command}`);
       const { values, positionals } = strictParse(command, () => parseArgs({ args: rest, options: COMMON, strict: true, allowPositionals: true }));
@@ -204,6 +276,53 @@ export function parseClientArgs(argv: string[]): ParsedClientArgs {
       return { help: false, command, ...common(values), itemId: positionals[0] };
     }
   }
+}
+
+type AddValues = ReturnType<typeof parseAddOptions>['values'];
+const parseAddOptions = (args: string[]) => parseArgs({ args, options: ADD_OPTIONS, strict: true, allowPositionals: true, tokens: true });
+
+/** The item `add`'s options describe; what the engine judges (a cron expression, a zone…) is left to it. */
+function addedItem(values: AddValues, positionals: string[], tokens: ReturnType<typeof parseAddOptions>['tokens']): AddedItem {
+  const terminator = tokens.findIndex((t) => t.kind === 'option-terminator');
+  const before = tokens.filter((t, i) => t.kind === 'positional' && (terminator < 0 || i < terminator));
+  if (before.length > 0) throw new ClientUsageError(`add: put the command after "--" (engine-monitor add [options] -- ${before.map((t) => (t.kind === 'positional' ? t.value : '')).join(' ')}), so that its own options are not read as add's`);
+  const argv = terminator < 0 ? [] : positionals;
+  if (values.shell !== undefined && argv.length > 0) throw new ClientUsageError('add: give either --shell "LINE" or -- COMMAND [ARGS…], not both');
+  if (values.shell === undefined && argv.length === 0) throw new ClientUsageError('add needs a command: engine-monitor add [options] -- COMMAND [ARGS…], or --shell "LINE"');
+  if (values.shell === '' || argv[0] === '') throw new ClientUsageError('add: the command is empty');
+  const item: AddedItem = values.shell !== undefined ? { id: '', command: values.shell, shell: true } : { id: '', command: argv[0], args: argv.slice(1) };
+  item.id = values.id ?? `cli-${Date.now()}-${randomBytes(4).toString('hex')}`;
+  if (values.name !== undefined) item.name = values.name;
+  if (values.cwd !== undefined) item.cwd = path.resolve(values.cwd);
+  if (values.env) {
+    item.env = {};
+    for (const pair of values.env) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw new ClientUsageError(`--env needs NAME=VALUE, got "${pair}"`);
+      item.env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+  }
+  if (values.timeout !== undefined) item.timeoutMs = wholeNumber('--timeout', values.timeout, 1, 86_400_000);
+  if (values['max-attempts'] !== undefined) item.maxAttempts = wholeNumber('--max-attempts', values['max-attempts'], 1, 100);
+  if (values['run-at'] !== undefined && values.schedule !== undefined) throw new ClientUsageError('add: give --run-at or --schedule, not both: a scheduled item runs at each occurrence');
+  if (values['run-at'] !== undefined) item.runAt = isoTime('--run-at', values['run-at']);
+  if (values.timezone !== undefined && values.schedule === undefined) throw new ClientUsageError('--timezone is the zone of a --schedule; give --schedule too');
+  if (values.schedule !== undefined) item.schedule = values.timezone === undefined ? values.schedule : { cron: values.schedule, timezone: values.timezone };
+  if (values.follow && values.schedule !== undefined) throw new ClientUsageError('--follow cannot follow a --schedule: the template launches nothing itself; follow an occurrence with output --follow');
+  if (values['depends-on']) item.dependsOn = values['depends-on'];
+  if (values.priority !== undefined) {
+    const n = Number(values.priority);
+    if (!/^-?\d+$/.test(values.priority) || n < -100 || n > 100) throw new ClientUsageError(`--priority must be a whole number from -100 to 100, got "${values.priority}"`);
+    item.priority = n;
+  }
+  const ready = (['ready-port', 'ready-http', 'ready-log'] as const).filter((k) => values[k] !== undefined);
+  if (ready.length > 1) throw new ClientUsageError(`add: give one of --ready-port, --ready-http, --ready-log, not ${ready.map((k) => `--${k}`).join(' and ')}`);
+  if (ready.length > 0 && !values.service) throw new ClientUsageError(`--${ready[0]} says when a service is ready; give --service too`);
+  if (values.service) item.service = true;
+  if (values['ready-port'] !== undefined) item.ready = { port: wholeNumber('--ready-port', values['ready-port'], 1, 65535) };
+  if (values['ready-http'] !== undefined) item.ready = { http: values['ready-http'] };
+  if (values['ready-log'] !== undefined) item.ready = { logPattern: values['ready-log'] };
+  return item;
 }
 
 /** parseArgs, strict, its errors as usage errors naming the command. */
