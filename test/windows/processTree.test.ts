@@ -16,9 +16,9 @@ import { processesWith, waitFor, WinePrefix } from './support/wine';
 let nextCount = 600 + Math.floor(Math.random() * 300) * 10;
 const pingLine = () => `ping -n ${nextCount++} 127.0.0.1`;
 
-/** Resolves once a process with `line` runs; returns its Linux pids. */
+/** Resolves once `line` itself runs (not only a shell that will start it); returns its Linux pids. */
 const started = (line: string) => waitFor(`a process "${line}"`, () => {
-  const pids = processesWith(line);
+  const pids = processesWith(line, 'first');
   return pids.length > 0 ? pids : undefined;
 });
 

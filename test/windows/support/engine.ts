@@ -45,7 +45,7 @@ export interface WinEngine {
 /** Starts `serve` under Wine on a free port and resolves once it printed its ready line. */
 export async function serveWindows(prefix: WinePrefix, ws: WinWorkspace, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<WinEngine> {
   const storage = ws.storageInWorkspace ? [] : ['--storage', winPath(ws.storage)];
-  const run = prefix.cli(['serve', '--workspace', winPath(ws.folder), ...storage, '--port', '0', '--poll-interval', '200', ...args], env);
+  const run = prefix.cli(['serve', '--workspace', winPath(ws.folder), ...storage, '--port', '0', '--poll-interval', '500', ...args], env);
   let exited: { code: number | null } | undefined;
   void run.exited.then((e) => (exited = e));
   const url = await waitFor(`the ready line of serve under Wine`, () => {

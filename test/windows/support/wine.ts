@@ -117,11 +117,12 @@ export class WinePrefix {
 }
 
 /**
- * Linux pids of the processes whose command line contains `text`. Wine runs every Windows process
+ * Linux pids of the processes whose command line contains `text` (`first`: starts with it, the
+ * program itself rather than a shell whose command line holds it). Wine runs every Windows process
  * as a Linux process whose command line is the Windows one, so a test sees from here whether a
  * Windows process still exists.
  */
-export function processesWith(text: string): number[] {
+export function processesWith(text: string, where: 'anywhere' | 'first' = 'anywhere'): number[] {
   const found: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
@@ -133,7 +134,7 @@ export function processesWith(text: string): number[] {
     } catch {
       continue;
     }
-    if (cmdline.includes(text)) found.push(Number(name));
+    if (where === 'first' ? cmdline.startsWith(text) : cmdline.includes(text)) found.push(Number(name));
   }
   return found;
 }
