@@ -9,6 +9,7 @@
 // acceptable for events that are rare by nature (an item failing for good, health changing).
 import { healthBody as healthBodyOf } from '../shared/health';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { endAttemptTree } from '../core/launching/processGroup';
 import type { EngineEvent, HealthSnapshot } from '../core/kernel/monitoredEngine';
 import type { HealthResponse, HookEvent, HookEventName, ItemDetail, LogEntry } from '../shared/api';
 
@@ -146,17 +147,22 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
     let child: ChildProcess | undefined;
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
+    let endingTree: Promise<void> | undefined;
     const killGroup = (signal: NodeJS.Signals) => {
       if (child?.pid === undefined) return;
       try {
         // Its own process group (detached): whatever the command started goes with it.
-        if (process.platform === 'win32') child.kill(signal);
-        else process.kill(-child.pid, signal);
+        process.kill(-child.pid, signal);
       } catch {
         // already gone
       }
     };
     const terminate = (graceMs: number) => {
+      // Windows: no process group and no SIGTERM; the shell's whole tree is ended at once.
+      if (process.platform === 'win32') {
+        if (child?.pid !== undefined) endingTree ??= endAttemptTree(child.pid, graceMs);
+        return;
+      }
       killGroup('SIGTERM');
       clearTimeout(killTimer);
       killTimer = setTimeout(() => killGroup('SIGKILL'), graceMs);
@@ -167,7 +173,10 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
       try {
         child = spawn(d.command, {
           shell: true,
-          detached: true,
+          // On Windows a detached process has no console, and every console program its shell
+          // starts would open a window of its own; its tree is ended without a group there.
+          detached: process.platform !== 'win32',
+          windowsHide: true,
           cwd,
           stdio: ['pipe', 'ignore', 'pipe'],
           env: { ...process.env, ENGINE_MONITOR_URL: url, ENGINE_HOOK_EVENT: job.event },
@@ -206,7 +215,8 @@ export function startHooks(engine: HookedEngine, url: string, cwd: string, optio
           const how = code === null ? `was ended by ${signal}` : `exited with code ${code}`;
           failed(job, `${label} ${how} (${job.event} event)${tail.trim() ? `: ${clip(lastLine(tail), 200)}` : ''}`, details);
         }
-        resolve();
+        // Windows: once its tree is ended too, so that the engine's shutdown does not exit first.
+        void Promise.resolve(endingTree).then(() => resolve());
       });
     });
     return { job, abort: () => terminate(STOP_KILL_GRACE_MS), done };

@@ -177,7 +177,7 @@ export class Transitions {
       this.counts.totalFailed++;
       this.store.setMeta('total_failed', String(this.counts.totalFailed));
       this.lastLaunch = launchRecord(a.item, a.attempt, a.startedAt, { outcome: 'failed', finishedAt: now, durationMs: now - a.startedAt, exitCode: null, signal: null, error: 'cancelled' });
-      const how = a.spawned ? 'its processes were sent SIGTERM (SIGKILL in 5 s if they do not exit)' : 'it had not been spawned yet and never will be';
+      const how = a.spawned ? (process.platform === 'win32' ? 'its process tree was ended' : 'its processes were sent SIGTERM (SIGKILL in 5 s if they do not exit)') : 'it had not been spawned yet and never will be';
       this.log('launch_cancelled', 'warn', `"${row.name}" attempt ${a.attempt} cancelled by the user; ${how}; the item failed`, itemId, {
         attempt: a.attempt,
         maxAttempts: a.item.maxAttempts,

@@ -40,6 +40,7 @@ import { DEFAULT_LAUNCH_HELPERS, MAX_LAUNCH_HELPERS, type AttemptLauncherOptions
 import { post, sendOutbox } from './outbox';
 import type { FromLaunchHelper, ToLaunchHelper } from './protocol';
 import { watchHelper } from './watchdog';
+import { windowsTreesEnded } from './windowsTree';
 
 /** A helper that started but never became ready this many times in a row: its place in the pool gives up. */
 const MAX_START_FAILURES = 3;
@@ -169,6 +170,8 @@ export class AttemptLauncher {
     this.checkpoints.startWaitingOnThreads();
     const helpers = this.slots.flatMap((slot) => (slot.helper ? [slot.helper] : []));
     await Promise.all(helpers.map((h) => this.closeHelper(h, graceMs)));
+    // Windows: the process trees being ended (a timeout, a cancel, this shutdown) are, before the engine exits.
+    await windowsTreesEnded();
     // The helpers swept their own attempts' leftovers; these are what a helper killed for hanging
     // (or an earlier one that died) could not.
     await this.endLeftovers(graceMs);

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ItemDefinition } from '../intake/items';
 import { ATTEMPT_MARKER_VARIABLE, LeftoverSweeper, newAttemptMarker } from './leftoverProcesses';
-import { endGroup, signalGroup } from './processGroup';
+import { endAttemptTree, endGroup, signalGroup } from './processGroup';
 import { workingFolderProblem } from '../intake/workingFolder';
 import { BACKLOG_HIGH, OutputCapture } from '../features/output/outputCapture';
 import type { OutputTarget } from '../features/output/outputFiles';
@@ -42,7 +42,7 @@ export interface RunningAttempt {
   /** null while a launch helper has not reported it yet (src/core/launchHelperClient.ts), or when the spawn failed. */
   readonly pid: number | null;
   readonly done: Promise<AttemptResult>;
-  /** Ends the attempt early (engine shutdown): SIGTERM to the group, SIGKILL after the grace. */
+  /** Ends the attempt early (engine shutdown): SIGTERM to the group, SIGKILL after the grace; on Windows its whole tree at once. */
   terminate(graceMs?: number): void;
 }
 
@@ -101,12 +101,17 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   let timeoutTimer: NodeJS.Timeout | undefined;
   const pid = child?.pid ?? null;
 
+  // Windows: the tree being ended, which the attempt's end waits for.
+  let endingTree: Promise<void> | undefined;
   const signalAttempt = (signal: NodeJS.Signals) => {
-    if (pid === null) return;
-    if (isWindows) child?.kill(signal);
-    else signalGroup(pid, signal);
+    if (pid !== null) signalGroup(pid, signal);
   };
   const terminate = (graceMs = KILL_GRACE_MS) => {
+    if (isWindows) {
+      // No signal a program could handle there: the whole tree is ended at once, whatever the grace.
+      if (pid !== null) endingTree ??= endAttemptTree(pid, graceMs);
+      return;
+    }
     signalAttempt('SIGTERM');
     if (!killTimer) {
       killTimer = setTimeout(() => signalAttempt('SIGKILL'), graceMs);
@@ -129,8 +134,9 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       const succeeded = exitCode === 0 && !timedOut && error === null;
       const captured = capture ? capture.close() : Promise.resolve({ bytes: null, error: null });
       // The attempt is reported once its output is on disk: a follower that learns of its end has
-      // everything to read, and output_bytes is final.
-      void captured.then((end) => resolve({
+      // everything to read, and output_bytes is final. On Windows also once its tree is ended, so
+      // that the engine's shutdown, which waits for its attempts, does not exit before it is.
+      void Promise.all([captured, endingTree]).then(([end]) => resolve({
         succeeded,
         exitCode,
         signal,
