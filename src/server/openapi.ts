@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   'conflict',
   'body_too_large',
   'unsupported_media_type',
+  'storage_unavailable',
   'internal_error',
   'request_timeout',
   'headers_too_large',
@@ -577,6 +578,7 @@ function submitOperation(): Operation {
       '409': refused('An entry names an item that is running or launched with another definition, or mixes an item and a schedule template under one id (code `conflict`; `entries` says which and why). Nothing was taken.'),
       '413': refused('The body is over 1 MiB (code `body_too_large`); send the items in several requests.'),
       '415': refused('The body is not `application/json` (code `unsupported_media_type`).'),
+      '503': refused('The store cannot be read or written now (code `storage_unavailable`): a fleet\'s database that cannot be reached (nothing taken), or a disk that refuses the journal (taken, kept in memory, written once storage works again). `/health` says when it is back.'),
       '500': { $ref: '#/components/responses/InternalError' },
     },
   };

@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'conflict'
   | 'body_too_large'
   | 'unsupported_media_type'
+  | 'storage_unavailable'
   | 'internal_error'
   | 'request_timeout'
   | 'headers_too_large'

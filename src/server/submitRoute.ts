@@ -37,6 +37,7 @@ export function addSubmitRoute(app: Router, engine: MonitoredEngine, rejectAnyPa
       result = await engine.submitItems(body);
     } catch (err) {
       if (!(err instanceof SubmitError)) throw err;
+      if (err.kind === 'unavailable') throw new HttpError(503, 'storage_unavailable', err.message);
       const refused = new HttpError(err.kind === 'invalid' ? 400 : 409, err.kind === 'invalid' ? 'bad_request' : 'conflict', err.message);
       refused.entries = err.entries;
       throw refused;

@@ -220,5 +220,17 @@ describe('POST /items on the PostgreSQL store', function () {
     await run!.exited;
     await start();
     assert.equal((await get('pg-kept')).item.source, 'api');
+
+    // The database away: nothing taken, 503 saying why; back, the same request is taken.
+    pg!.stopServer();
+    try {
+      const away = await post(nodeItem('pg-away', '0'));
+      assert.equal(away.status, 503, away.text);
+      assert.equal((away.json as Refusal).error.code, 'storage_unavailable');
+      assert.match((away.json as Refusal).error.message, /database cannot be reached/);
+    } finally {
+      pg!.startServer();
+    }
+    await waitFor('the database back', async () => (await post(nodeItem('pg-away', '0'))).status === 201, 60_000);
   });
 });

@@ -11,6 +11,7 @@ import { isInside, parseItem, type ItemDefinition } from './items';
 import { SUBMITTED_SOURCE, type ItemIngestion } from './ingest';
 import { confineWorkingFolders, type QueueEntry } from './queueSource';
 import type { StoreBackend } from '../store/backend';
+import { isStoreUnavailable } from '../store/pgStore';
 import type { ChangeEnd } from '../kernel/context';
 
 /** Entries one submission may hold, and its body's size (a queue file's limit). */
@@ -24,12 +25,13 @@ export interface SubmitRejection {
 }
 
 /**
- * Why nothing of a submission was taken: `invalid` (an entry is not a valid item, or the body is
- * not items at all: HTTP 400) or `conflict` (a valid entry the engine's state refuses: HTTP 409).
+ * Why a submission was not taken: `invalid` (an entry is not a valid item, or the body is not
+ * items at all: HTTP 400), `conflict` (a valid entry the engine's state refuses: HTTP 409), or
+ * `unavailable` (the store cannot be read or written now: HTTP 503, try again).
  */
 export class SubmitError extends Error {
   constructor(
-    readonly kind: 'invalid' | 'conflict',
+    readonly kind: 'invalid' | 'conflict' | 'unavailable',
     message: string,
     readonly entries: SubmitRejection[],
   ) {
@@ -60,6 +62,16 @@ export interface SubmissionContext {
  * on disk, with the ids recorded; `now` names the generated ids.
  */
 export async function submitItems(body: unknown, ctx: SubmissionContext, now = Date.now()): Promise<SubmitResult> {
+  try {
+    return await submit(body, ctx, now);
+  } catch (err) {
+    // A fleet's database that cannot be reached right now: not taken, say so, and why.
+    if (isStoreUnavailable(err)) throw new SubmitError('unavailable', `The items were not taken: the database cannot be reached (${(err as Error).message}); submit them again once /health says it is back.`, []);
+    throw err;
+  }
+}
+
+async function submit(body: unknown, ctx: SubmissionContext, now: number): Promise<SubmitResult> {
   const raw = Array.isArray(body) ? body : [body];
   if (Array.isArray(body) && body.length === 0) throw new SubmitError('invalid', 'The array holds no items; send one item object or an array of 1 to 1000 of them.', []);
   if (raw.length > MAX_SUBMITTED_ITEMS) {
@@ -98,7 +110,11 @@ export async function submitItems(body: unknown, ctx: SubmissionContext, now = D
   ctx.changed({ settle: true, commit: 'dispatch', dispatch: true });
   await new Promise((resolve) => setImmediate(resolve));
   if (!(await ctx.store.commitDurably())) {
-    throw new Error(`the items were taken but could not be written to disk (${ctx.store.lastError ?? 'storage unavailable'}); they are kept in memory and written once storage works again`);
+    throw new SubmitError(
+      'unavailable',
+      `The items were taken but could not be written to disk (${ctx.store.lastError ?? 'storage unavailable'}); the engine keeps them in memory and writes them once storage works again, and launches nothing meanwhile. /health says when it is back.`,
+      [],
+    );
   }
   return {
     itemIds: items.filter(({ item }) => !item.schedule).map(({ item }) => item.id),
