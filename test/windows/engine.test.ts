@@ -46,9 +46,13 @@ describe('Windows: the headless engine on node.exe', function () {
   });
 
   after(async () => {
-    if (engine) await engine.shutdown();
-    await prefix?.dispose();
-    ws?.dispose();
+    try {
+      if (engine) await engine.shutdown();
+    } finally {
+      // Whatever happened, no Windows process and no wineserver outlive the suite.
+      await prefix?.dispose();
+      ws?.dispose();
+    }
   });
 
   const output = async (id: string, attempt = 1) => {
