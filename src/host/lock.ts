@@ -1,9 +1,10 @@
 // One engine per storage folder: `engine.lock` holds the owner's pid and URL, and who that pid was
-// (its start time and the machine's boot id), because after a reboot or a long uptime the same pid
-// can belong to an unrelated process.
+// (its start time and the machine's boot id; on Windows, when the machine booted), because after a
+// reboot or a long uptime the same pid can belong to an unrelated process.
 // A second engine (another VS Code window on the same workspace, or a second `serve`) finds the
 // lock held by a live process and attaches to that engine instead of starting its own.
 import { closeSync, fstatSync, linkSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { EngineLock } from '../shared/hostProtocol';
 import { storageError, writeStorageFile } from './storageFiles';
@@ -24,7 +25,17 @@ export interface LockRecord extends EngineLock {
   processStart?: number;
   /** `/proc/sys/kernel/random/boot_id` when the lock was written; Linux only. */
   bootId?: string;
+  /**
+   * When the machine booted (ms since the epoch: the clock less the uptime); Windows only, which
+   * has no boot id and hands out the same small pids again after every restart.
+   */
+  bootedAt?: number;
 }
+
+/** Two boot times further apart than this are two boots (the clock may be adjusted a little between reads). */
+const BOOT_TIME_SLACK_MS = 60_000;
+/** /proc is Linux's: Windows has none (and under Wine, Z:\proc would be the Linux host's). */
+const onWindows = process.platform === 'win32';
 
 export interface HeldLock {
   acquired: true;
@@ -47,7 +58,7 @@ type Verdict = { held: true; holder: EngineLock } | { held: false; why: string; 
 
 export function acquireLock(storageDir: string, startedAt: string): LockResult {
   const file = path.join(storageDir, LOCK_FILE);
-  const identity = { processStart: processStartTime(process.pid), bootId: bootId() };
+  const identity = { processStart: processStartTime(process.pid), bootId: bootId(), bootedAt: bootedAt() };
   const mine = (lock: EngineLock): LockRecord => ({ ...lock, ...identity });
   const claimed = claim(file, mine({ pid: process.pid, url: '', startedAt }));
   if (!claimed.ok) return { acquired: false, holder: claimed.holder };
@@ -133,6 +144,10 @@ function judge(file: string): Verdict {
   if (lock.bootId !== undefined && boot !== undefined && lock.bootId !== boot) {
     return { held: false, why: `it was written before the machine restarted (pid ${lock.pid} is now another process)`, ino: stat.ino };
   }
+  const booted = bootedAt();
+  if (lock.bootedAt !== undefined && booted !== undefined && Math.abs(lock.bootedAt - booted) > BOOT_TIME_SLACK_MS) {
+    return { held: false, why: `it was written before the machine restarted (pid ${lock.pid} is now another process)`, ino: stat.ino };
+  }
   const start = processStartTime(lock.pid);
   if (lock.processStart !== undefined && start !== undefined && lock.processStart !== start) {
     return { held: false, why: `pid ${lock.pid} now belongs to another process (started at tick ${start}, not ${lock.processStart})`, ino: stat.ino };
@@ -185,6 +200,7 @@ function readLock(file: string): LockRecord | undefined {
 
 /** A process's start time in clock ticks since boot, from `/proc/<pid>/stat`; undefined elsewhere. */
 export function processStartTime(pid: number): number | undefined {
+  if (onWindows) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may itself hold spaces and parentheses.
@@ -197,9 +213,15 @@ export function processStartTime(pid: number): number | undefined {
 }
 
 function bootId(): string | undefined {
+  if (onWindows) return undefined;
   try {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
   } catch {
     return undefined;
   }
+}
+
+/** When this machine booted, on Windows (see LockRecord.bootedAt); undefined elsewhere. */
+function bootedAt(): number | undefined {
+  return onWindows ? Math.round(Date.now() - os.uptime() * 1000) : undefined;
 }

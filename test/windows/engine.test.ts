@@ -2,7 +2,7 @@
 // relies on, driven from Linux over loopback HTTP and with the CLI client run by node.exe too.
 // One engine serves most tests (each Wine start costs seconds); its queue holds an item for each.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT_LOCKED } from '../../src/shared/hostProtocol';
 import { getJson, serveWindows, waitForItem, WinWorkspace, type WinEngine } from './support/engine';
@@ -46,9 +46,13 @@ describe('Windows: the headless engine on node.exe', function () {
   });
 
   after(async () => {
-    if (engine) await engine.shutdown();
-    await prefix?.dispose();
-    ws?.dispose();
+    try {
+      if (engine) await engine.shutdown();
+    } finally {
+      // Whatever happened, no Windows process and no wineserver outlive the suite.
+      await prefix?.dispose();
+      ws?.dispose();
+    }
   });
 
   const output = async (id: string, attempt = 1) => {
@@ -120,6 +124,25 @@ describe('Windows: the headless engine on node.exe', function () {
     const { code } = await second.exited;
     assert.equal(code, EXIT_LOCKED, second.output());
     assert.match(second.output(), new RegExp(`another engine \\(pid ${endpoint.pid}\\) already runs on .* at ${engine.url.replace(/\./g, '\\.')}`));
+  });
+
+  it('takes over a lock written before the machine restarted, though its pid now names a live process', async () => {
+    // After a restart Windows hands out the same small pids again: the pid alone cannot say the
+    // lock's engine is gone. A live process stands in for the one that got the pid.
+    const stranger = prefix.node(['-e', 'console.log("pid " + process.pid); setInterval(() => {}, 60000)']);
+    const pid = Number(await waitFor('the live process\'s pid', () => /^pid (\d+)/m.exec(stranger.output())?.[1]));
+    const other = new WinWorkspace();
+    try {
+      mkdirSync(other.storage, { recursive: true });
+      const tenDaysAgo = Date.now() - 10 * 86_400_000;
+      writeFileSync(path.join(other.storage, 'engine.lock'), JSON.stringify({ pid, url: 'http://127.0.0.1:9', startedAt: new Date(tenDaysAgo).toISOString(), bootedAt: tenDaysAgo - 60_000 }));
+      const restarted = await serveWindows(prefix, other, ['--quiet']);
+      assert.match(restarted.run.output(), new RegExp(`took over .*engine\\.lock: it was written before the machine restarted \\(pid ${pid} is now another process\\)`));
+      assert.equal(await restarted.shutdown(), 0);
+    } finally {
+      stranger.child.kill('SIGKILL');
+      other.dispose();
+    }
   });
 
   describe('the CLI client, run by node.exe in the workspace (it finds the engine by endpoint.json)', () => {

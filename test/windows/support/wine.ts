@@ -55,7 +55,11 @@ export class WinePrefix {
     mkdirSync(prefix.logs);
     const reg = prefix.run(WINE64, ['reg', 'add', 'HKCU\\Software\\Wine', '/v', 'Version', '/d', 'win10', '/f']);
     const { code } = await reg.exited;
-    if (code !== 0) throw new Error(`wine64 reg add failed (${code}):\n${reg.output()}`);
+    if (code !== 0) {
+      const output = reg.output();
+      await prefix.dispose();
+      throw new Error(`wine64 reg add failed (${code}):\n${output}`);
+    }
     return prefix;
   }
 
