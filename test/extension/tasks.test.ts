@@ -3,7 +3,7 @@
 // task that depends on it), their terminals show the attempt's output live, Queue Task… turns a
 // shell task into an item the engine accepts, and saving a watched file in the editor fires once.
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LogEntry } from '../../src/shared/api';
@@ -103,6 +103,39 @@ describe('VS Code tasks and file triggers', () => {
     await waitFor('the queued task to launch', async () => (await itemDetail('queued-after-passes')).outcome === 'launched', 60_000);
   });
 
+  it('Queue Task… writes the picked tasks.json task as a watched item, which a change to its files runs', async function () {
+    this.timeout(120_000);
+    const api = await getApi();
+    const queueDir = path.join(folder(), '.engine', 'queue');
+    const restore = answerPrompts(['after-passes', 'When files change…'], ['docs/**/*.md']);
+    try {
+      await vscode.commands.executeCommand('engineMonitor.queueTask');
+    } finally {
+      restore();
+    }
+    const name = readdirSync(queueDir).find((f) => f.startsWith('after-passes-') && f.endsWith('.json'));
+    assert.ok(name, `a queue file for the task in ${readdirSync(queueDir).join(', ')}`);
+    const written = JSON.parse(readFileSync(path.join(queueDir, name), 'utf8')) as Record<string, unknown> & { id: string };
+    assert.deepEqual(written, {
+      id: name.replace(/\.json$/, ''),
+      name: 'after-passes',
+      command: `node -e "require('fs').writeFileSync('after-passes.txt','ran')"`,
+      shell: true,
+      problemMatcher: '$tsc',
+      watch: { paths: ['docs/**/*.md'] },
+    });
+    await waitFor('the engine to list the watched template', async () => (await getJson<Array<{ id: string; watch?: unknown }>>(api, '/schedules')).some((t) => t.id === written.id && t.watch));
+    // The watcher is set up after the poll that found it: change a file until it fires.
+    const firing = async () => (await getJson<LogEntry[]>(api, '/logs?action=watch_fired&limit=100')).find((l) => (l.details as { template?: string } | null)?.template === written.id);
+    mkdirSync(path.join(folder(), 'docs'), { recursive: true });
+    let n = 0;
+    const fired = await waitFor('a change under docs/ to fire the queued task', async () => {
+      writeFileSync(path.join(folder(), 'docs', 'guide.md'), `change ${++n}\n`);
+      return waitFor('its firing', firing, 3_000).catch(() => undefined);
+    }, 60_000);
+    await waitFor('the occurrence to launch', async () => (await itemDetail(fired.itemId!)).outcome === 'launched', 60_000);
+  });
+
   it('saving a watched file in the editor fires the watch once per save', async function () {
     this.timeout(120_000);
     const api = await getApi();
@@ -146,4 +179,28 @@ async function save(doc: vscode.TextDocument, line: string): Promise<void> {
   edit.insert(doc.uri, new vscode.Position(doc.lineCount, 0), line);
   await vscode.workspace.applyEdit(edit);
   assert.ok(await doc.save(), 'the document was saved');
+}
+
+/**
+ * Answers the quick picks (by label) and input boxes a command shows, in order, as a user would;
+ * each input is checked by the box's own validation first. Returns the restore function.
+ */
+function answerPrompts(picks: string[], inputs: string[]): () => void {
+  const w = vscode.window as unknown as Record<string, unknown>;
+  const saved = { showQuickPick: w.showQuickPick, showInputBox: w.showInputBox, showInformationMessage: w.showInformationMessage };
+  w.showQuickPick = async (items: readonly vscode.QuickPickItem[] | Thenable<readonly vscode.QuickPickItem[]>) => {
+    const label = picks.shift();
+    const list = await items;
+    const found = list.find((i) => i.label === label);
+    assert.ok(found, `a pick "${label}" among ${list.map((i) => i.label).join(', ')}`);
+    return found;
+  };
+  w.showInputBox = async (options?: vscode.InputBoxOptions) => {
+    const value = inputs.shift();
+    assert.ok(value !== undefined, 'an answer for the input box');
+    assert.equal(await options?.validateInput?.(value), undefined, `the box accepts "${value}"`);
+    return value;
+  };
+  w.showInformationMessage = () => Promise.resolve(undefined);
+  return () => Object.assign(w, saved);
 }

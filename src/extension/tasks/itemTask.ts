@@ -5,7 +5,7 @@
 // with the exit code of the attempt that decided the item: 0 once it launched, the failed
 // attempt's code (1 when it had none: a timeout, a signal, a spawn error) once it failed for good.
 import * as vscode from 'vscode';
-import type { AttemptDetail, ItemDetail, ItemSummary } from '../../shared/api';
+import type { AttemptDetail, HealthResponse, ItemDetail, ItemSummary } from '../../shared/api';
 import type { EngineClient } from '../engineClient';
 import type { EngineController } from '../engineController';
 import { describeAttemptEnd, itemPath, outputPath } from '../output/outputTerminal';
@@ -84,7 +84,14 @@ export class ItemTaskTerminal implements vscode.Pseudoterminal {
 
   private async run(): Promise<void> {
     try {
+      if (!vscode.workspace.isTrusted) {
+        // Restricted Mode: the engine launches nothing, so the task could only wait.
+        this.write(noteLine('The workspace is not trusted: the engine launches nothing in Restricted Mode. Trust the workspace, then run the task again.'));
+        return this.end(1);
+      }
       await this.connected();
+      const health = await this.s.client.get<HealthResponse>('/health').catch(() => undefined);
+      if (health?.checks.engine === 'stopped') this.write(noteLine('The engine is stopped: the item waits until it is started (Engine Monitor: Start Engine).'));
       let detail = await this.read();
       // An attempt running now is followed too; those that ended before the task do not count.
       const seen = new Set(detail.attempts.filter((a) => a.outcome !== 'running').map(attemptKey));
