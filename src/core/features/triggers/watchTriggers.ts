@@ -21,6 +21,8 @@ import type { StoreBackend } from '../../store/backend';
 import { watchGlob } from './globs';
 import { WatchThread, type ThreadWatch } from './watchThread';
 
+/** How long after the watching thread died its watches are set up again (each try logs the failure). */
+const THREAD_RETRY_MS = 60_000;
 /** Changed paths a `watch_fired` entry names; a burst may have more. */
 const MAX_PATHS = 20;
 
@@ -66,6 +68,8 @@ export class WatchTriggers {
   private readonly watched = new Map<string, Watched>();
   private readonly thread = new WatchThread();
   private closed = false;
+  /** When the watching thread last died: watches are set up again a minute later, not at every poll. */
+  private threadDiedAt = -Infinity;
 
   constructor(
     private readonly store: StoreBackend,
@@ -96,6 +100,7 @@ export class WatchTriggers {
       const t = wanted.get(id);
       if (!t || t.def_hash !== w.hash) void this.unwatch(id);
     }
+    if (Date.now() - this.threadDiedAt < THREAD_RETRY_MS) return;
     for (const [id, t] of wanted) if (!this.watched.has(id)) this.watchTemplate(t);
   }
 
@@ -135,7 +140,10 @@ export class WatchTriggers {
           error: (message, gone) => {
             this.hooks.log('source_error', 'warn', `watched item "${t.name}": watching its files failed: ${message}`, t.id, { watch: def.watch!.paths });
             // Gone with the thread: the next sync watches again.
-            if (gone && this.watched.get(t.id) === w) this.watched.delete(t.id);
+            if (gone && this.watched.get(t.id) === w) {
+              this.watched.delete(t.id);
+              this.threadDiedAt = Date.now();
+            }
           },
         },
       ),
