@@ -10,7 +10,7 @@ import type { LogEntry } from '../../src/shared/api';
 import { writeQueueItem } from '../../src/extension/queue';
 import { describeTask } from '../../src/extension/tasks/queueTask';
 import { itemFromTask } from '../../src/extension/tasks/taskItem';
-import { addItem, getApi, getJson, itemDetail, waitFor, waitForEngine } from './helpers';
+import { addItem, getApi, getJson, itemDetail, nodeById, waitFor, waitForEngine } from './helpers';
 
 const node = (code: string) => ({ command: process.execPath, args: ['-e', code] });
 
@@ -146,6 +146,11 @@ describe('VS Code tasks and file triggers', () => {
     await writeQueueItem(path.join(folder(), '.engine', 'queue'), { id: 'on-save', ...node('0'), watch: { paths: ['src/**/*.ts'], debounceMs: 300 } });
     await vscode.commands.executeCommand('engineMonitor.pollNow');
     await waitFor('the watched template', async () => (await getJson<Array<{ id: string }>>(api, '/schedules')).some((s) => s.id === 'on-save'));
+    // The Schedules view lists it with what it watches instead of a next run.
+    await vscode.commands.executeCommand('workbench.view.extension.engineMonitor');
+    await vscode.commands.executeCommand('engineMonitor.schedules.focus');
+    const row = await waitFor('the on-save row in the Schedules view', () => nodeById(api, 'schedules', 'schedules.on-save'));
+    assert.equal(row.description, 'watches src/**/*.ts');
     const fired = async () => (await getJson<LogEntry[]>(api, '/logs?action=watch_fired&limit=100')).filter((l) => (l.details as { template?: string } | null)?.template === 'on-save');
     const doc = await vscode.workspace.openTextDocument(file);
     await vscode.window.showTextDocument(doc);
