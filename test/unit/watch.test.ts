@@ -9,6 +9,7 @@ import { globRegExp, watchGlob } from '../../src/core/features/triggers/globs';
 import type { WatchTriggers } from '../../src/core/features/triggers/watchTriggers';
 import { startHttpServer } from '../../src/server';
 import { OpenApiChecker, request } from './support/http';
+import { PostgresServer, startPostgresOrSkip } from './support/postgres';
 import { allLogs, NODE, TempWorkspace, waitFor } from './support/workspace';
 
 /** Runs until a file named `release` exists in its cwd, printing "started" first. */
@@ -217,5 +218,37 @@ describe('watch: validation and globs', () => {
     assert.deepEqual([file.base, file.test('/w/package.json'), file.test('/w/package.jsonx'), file.descend('/w'), file.descend('/w/src')], ['/w', true, false, true, false]);
     const folder = watchGlob('docs', '/w');
     assert.deepEqual([folder.test('/w/docs/a/b.md'), folder.descend('/w/docs/a')], [true, true]);
+  });
+});
+
+describe('file triggers on a PostgreSQL store', function () {
+  this.timeout(120_000);
+  let pg: PostgresServer | undefined;
+  let ws: TempWorkspace | undefined;
+  let engine: Engine | undefined;
+
+  before(async function () {
+    pg = await startPostgresOrSkip(this);
+  });
+  after(async () => {
+    await engine?.shutdown(0);
+    ws?.dispose();
+    pg?.stop();
+  });
+
+  it('a watched template kept in PostgreSQL fires on a change and its occurrence launches', async () => {
+    ws = new TempWorkspace('engine-watch-pg-');
+    ws.enqueue('watched.json', { id: 'pg-watch', command: NODE, args: ['-e', '0'], watch: { paths: ['src/*.ts'], debounceMs: 100 } });
+    engine = await Engine.create(ws.options({ storeUrl: pg!.createDatabase('watch_1') }));
+    await engine.start();
+    const e = engine;
+    const triggers = (e as unknown as { triggers: WatchTriggers }).triggers;
+    await waitFor('the watcher to be set up', () => triggers.ready('pg-watch') !== undefined);
+    await triggers.ready('pg-watch');
+    assert.deepEqual(e.listSchedules().map((s) => [s.id, s.watch?.paths]), [['pg-watch', ['src/*.ts']]]);
+    mkdirSync(path.join(ws.folder, 'src'), { recursive: true });
+    writeFileSync(path.join(ws.folder, 'src', 'a.ts'), 'x');
+    const fired = await waitFor('watch_fired', () => allLogs(e).find((l) => l.action === 'watch_fired'));
+    await waitFor('the occurrence to launch', () => e.itemDetail(fired.itemId!)?.outcome === 'launched');
   });
 });
