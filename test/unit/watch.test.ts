@@ -109,6 +109,29 @@ describe('file triggers (watch)', function () {
     }
   });
 
+  it('an edited template watches its new paths only; an id an item already has cannot become a watched template', async () => {
+    const e = await open({ id: 'edit', command: NODE, args: ['-e', '0'], watch: { paths: ['old/*.ts'], debounceMs: 100 } });
+    const before = triggers(e).ready('edit');
+    ws.enqueue('watched.json', { id: 'edit', command: NODE, args: ['-e', '0'], watch: { paths: ['new/*.ts'], debounceMs: 100 } });
+    await waitFor('the edited template to be watched anew', () => {
+      const now = triggers(e).ready('edit');
+      return now !== undefined && now !== before;
+    });
+    await triggers(e).ready('edit');
+    const updated = allLogs(e).find((l) => l.action === 'item_updated' && l.itemId === 'edit');
+    assert.deepEqual(updated?.details?.changed, ['watch']);
+    write('old/a.ts');
+    write('new/b.ts');
+    const [only] = await firedCount(e, 1);
+    assert.deepEqual(only.details!.paths, ['new/b.ts']);
+
+    ws.enqueue('plain.json', { id: 'plain', command: NODE, args: ['-e', '0'] });
+    await waitFor('the plain item', () => e.itemDetail('plain'));
+    ws.enqueue('plain-watched.json', { id: 'plain', command: NODE, args: ['-e', '0'], watch: { paths: ['x'] } });
+    const rejected = await waitFor('the rejection', () => allLogs(e).find((l) => l.action === 'item_rejected' && l.itemId === 'plain'));
+    assert.match(rejected.message, /already an item; a watched item needs an id of its own/);
+  });
+
   it('a folder that does not exist yet is watched once it is created', async () => {
     const e = await open({ id: 'gen', command: NODE, args: ['-e', '0'], watch: { paths: ['build/out/**/*.js'], debounceMs: 50 } });
     write('build/other/skip.js');
