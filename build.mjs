@@ -65,6 +65,15 @@ const builds = [
     platform: 'node',
     format: 'cjs',
     target: 'node20',
+    // The file-watching thread of watched items (src/core/features/triggers/watchThread.ts), found beside dist/cli.js.
+    entryPoints: { 'watch-worker': 'src/core/features/triggers/watchWorker.ts' },
+    outdir: 'dist',
+  },
+  {
+    ...common,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
     // The fleet store's connection thread (src/core/store/pgStore.ts), found beside dist/cli.js.
     // pg's optional native binding is not shipped: pg falls back to its JavaScript client.
     entryPoints: { 'pg-worker': 'src/core/store/pgWorker.ts' },

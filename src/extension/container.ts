@@ -26,6 +26,7 @@ import { QueueLenses } from './queueLens';
 import { EngineStatusBar } from './statusBar';
 import { TerminalEnvironment } from './terminalEnv';
 import { EngineViews } from './views/treeViews';
+import { registerItemTasks, type ItemTaskProvider } from './tasks/itemTask';
 
 export class Container extends Disposable {
   readonly output: vscode.LogOutputChannel;
@@ -42,6 +43,8 @@ export class Container extends Disposable {
   readonly lenses: QueueLenses;
   readonly attemptDiagnostics: AttemptDiagnostics;
   readonly openItemPick = new OpenItemPick();
+  /** The `engine-monitor` task type's provider (its terminals, for the tests). */
+  readonly tasks: ItemTaskProvider;
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
   activationMs = 0;
 
@@ -64,6 +67,9 @@ export class Container extends Disposable {
     const drafts = this._register(new QueueDrafts((command) => (this.controller.isOwner ? this.controller.control(command) : undefined), this.client.onDidChangeConnection, context.workspaceState, this.output, context.storageUri?.fsPath));
     this.lenses = this._register(new QueueLenses(this.client, this.diagnostics, drafts));
     this.attemptDiagnostics = this._register(new AttemptDiagnostics(this.client));
+    const tasks = registerItemTasks({ client: this.client, controller: this.controller });
+    this.tasks = tasks.provider;
+    this._register(tasks.disposable);
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));

@@ -406,14 +406,25 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         Schedule: {
           type: 'object',
-          description: 'A schedule template: not an item and not counted; each occurrence becomes an item `<id>@<ISO minute>Z`.',
-          required: ['id', 'schedule', 'timezone', 'overlap', 'nextRunAt', 'lastRunAt', 'lastOutcome', 'enabled'],
+          description:
+            'A template: not an item and not counted. A scheduled one (`schedule`, `timezone`, `overlap`) makes each occurrence an item `<id>@<ISO minute>Z`; a watched one (`watch` instead) makes each settled burst of file changes an item `<id>@<ISO 8601 UTC ms>`.',
+          required: ['id', 'nextRunAt', 'lastRunAt', 'lastOutcome', 'enabled'],
           properties: {
             id: { type: 'string', description: 'The template\'s id; hold and release it with `POST /items/{id}/hold|release`.' },
-            schedule: { type: 'string', description: 'The 5-field cron expression.' },
-            timezone: { type: 'string', description: 'The IANA zone it is read in.' },
+            schedule: { type: 'string', description: 'A scheduled template\'s 5-field cron expression.' },
+            timezone: { type: 'string', description: 'The IANA zone it is read in (scheduled templates).' },
             overlap: { type: 'string', enum: ['skip', 'allow'], description: '`skip`: an occurrence due while the previous one is pending is skipped (`schedule_skipped`).' },
-            nextRunAt: nullableTime('The next occurrence; null while the template is held (disabled).'),
+            watch: {
+              type: 'object',
+              description: 'A watched template\'s trigger: the globs (relative to its cwd), the quiet time that settles a burst, and what a burst does while the previous occurrence is pending (`restart`, `queue`, `skip`: `watch_skipped`).',
+              required: ['paths', 'debounceMs', 'onChange'],
+              properties: {
+                paths: { type: 'array', items: { type: 'string' } },
+                debounceMs: { type: 'integer', minimum: 0 },
+                onChange: { type: 'string', enum: ['restart', 'queue', 'skip'] },
+              },
+            },
+            nextRunAt: nullableTime('The next occurrence; null while the template is held (disabled), and always for a watched template.'),
             lastRunAt: nullableTime('The last occurrence that became an item; null before the first.'),
             lastOutcome: { type: ['string', 'null'], enum: ['launched', 'pending', 'failed', null], description: 'That occurrence\'s outcome so far; null before the first.' },
             enabled: { type: 'boolean', description: 'False while held: no occurrence fires.' },
@@ -728,10 +739,10 @@ function readPaths(): Record<string, PathItem> {
     '/schedules': {
       get: {
         operationId: 'getSchedules',
-        summary: 'Schedule templates with their next and last run',
+        summary: 'Scheduled and watched templates with their next and last run',
         description: 'Takes no query parameters. In id order.',
         responses: {
-          '200': ok('Every schedule template.', { type: 'array', items: ref('Schedule') }),
+          '200': ok('Every template, scheduled or watched.', { type: 'array', items: ref('Schedule') }),
           '400': { $ref: '#/components/responses/BadRequest' },
           ...standardErrors,
         },

@@ -27,6 +27,9 @@ export const LOG_ACTIONS = [
   // Schedules and dependencies.
   'schedule_fired',
   'schedule_skipped',
+  // File triggers: a watched item's settled burst of changes fired an occurrence, or was skipped.
+  'watch_fired',
+  'watch_skipped',
   'item_blocked',
   'dependency_failed',
   // A hook command or notify URL failed (never itself a hook's event, so a failing hook cannot loop).
@@ -301,14 +304,16 @@ export type HookEvent = ItemFailedHookEvent | HealthChangedHookEvent;
 
 /** GET /schedules: one schedule template. */
 export interface ScheduleSummary {
-  /** The template's id; its occurrences are `<id>@<ISO minute>Z`. */
+  /** The template's id; its occurrences are `<id>@<ISO minute>Z` (a watched one's `<id>@<ISO ms>`). */
   id: string;
-  /** The 5-field cron expression. */
-  schedule: string;
-  /** IANA zone the expression is read in. */
-  timezone: string;
-  overlap: 'skip' | 'allow';
-  /** The next occurrence; null while the template is disabled (held). */
+  /** The 5-field cron expression; absent for a watched template. */
+  schedule?: string;
+  /** IANA zone the expression is read in; absent for a watched template. */
+  timezone?: string;
+  overlap?: 'skip' | 'allow';
+  /** A watched template's trigger, in place of schedule, timezone and overlap. */
+  watch?: { paths: string[]; debounceMs: number; onChange: 'restart' | 'queue' | 'skip' };
+  /** The next occurrence; null while the template is disabled (held), and always for a watched one. */
   nextRunAt: IsoTime | null;
   /** The last occurrence that became an item; null before the first. */
   lastRunAt: IsoTime | null;

@@ -34,6 +34,7 @@ export async function run(): Promise<void> {
     require('./diagnostics.test');
     require('./codelens.test');
     require('./problems.test');
+    require('./tasks.test');
     require('./lifecycle.test');
   }
   await new Promise<void>((resolve, reject) => {

@@ -42,6 +42,7 @@ const REQUIRED = [
   'extension/dist/launch-helper.js',
   'extension/dist/checkpoint-worker.js',
   'extension/dist/matcher-worker.js',
+  'extension/dist/watch-worker.js',
   'extension/dist/pg-worker.js',
   'extension/dist/webview.js',
   'extension/dist/sql-wasm.wasm',

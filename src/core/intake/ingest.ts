@@ -59,7 +59,7 @@ interface KnownItem extends DefinitionColumns {
   due_at: number | null;
 }
 
-const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority', 'problemMatcher'] as const;
+const DEFINITION_FIELDS = ['name', 'command', 'args', 'shell', 'cwd', 'env', 'timeoutMs', 'maxAttempts', 'runAt', 'schedule', 'overlap', 'dependsOn', 'priority', 'problemMatcher', 'watch'] as const;
 
 /** The fields of a definition that differ, in the queue file's order. */
 export function changedFields(before: ItemDefinition, after: ItemDefinition): string[] {
@@ -283,7 +283,7 @@ export class ItemIngestion {
       const template = templates
         ? this.store.get<{ def_hash: string; source: string; definition: string }>('SELECT def_hash, source, definition FROM schedules WHERE id = ?', [item.id])
         : undefined;
-      if (item.schedule || template) {
+      if (item.schedule || item.watch || template) {
         this.ingestTemplate(file, entry.index, item, hash, template);
         continue;
       }
@@ -332,30 +332,33 @@ export class ItemIngestion {
     hash: string,
     template: { def_hash: string; source: string; definition: string } | undefined,
   ): void {
-    if (!item.schedule) {
-      this.reject(file.relPath, entry, `id "${item.id}" is a schedule template (from ${template!.source}); give the item another id, or add "schedule"`, item.id, 'id');
+    if (!item.schedule && !item.watch) {
+      this.reject(file.relPath, entry, `id "${item.id}" is a template (from ${template!.source}); give the item another id, or add "schedule" or "watch"`, item.id, 'id');
       return;
     }
     if (!template && this.store.get('SELECT 1 AS x FROM items WHERE id = ?', [item.id])) {
-      this.reject(file.relPath, entry, `id "${item.id}" is already an item; a scheduled item needs an id of its own`, item.id, 'id');
+      this.reject(file.relPath, entry, `id "${item.id}" is already an item; a ${item.watch ? 'watched' : 'scheduled'} item needs an id of its own`, item.id, 'id');
       return;
     }
     if (template && sameDefinitionHash(template.def_hash, hash)) return;
     const now = Date.now();
     // A new template's first occurrence is the first after its discovery (next_from).
     this.store.mutate('schedule_upsert', [item.id, item.name, file.relPath, JSON.stringify(item), hash, this.scheduleClock(), now, now]);
-    const { cron, timezone } = item.schedule;
+    // A watched template says what it watches where a scheduled one says its cron and zone.
+    const { cron, timezone } = item.schedule ?? {};
+    const trigger = item.schedule ? { schedule: cron, timezone } : { watch: item.watch!.paths };
+    const kind = item.schedule ? 'schedule' : 'watched item';
     if (template) {
       const changed = changedFields(JSON.parse(template.definition) as ItemDefinition, item);
-      this.hooks.log('item_updated', 'info', `schedule "${item.name}" updated from ${origin(file.relPath)} (${changed.join(', ')} changed)`, item.id, { changed, file: file.relPath, entry, schedule: cron, timezone });
+      this.hooks.log('item_updated', 'info', `${kind} "${item.name}" updated from ${origin(file.relPath)} (${changed.join(', ')} changed)`, item.id, { changed, file: file.relPath, entry, ...trigger });
     } else {
       this.itemsDiscovered++;
-      this.hooks.log('item_discovered', 'info', `discovered schedule "${item.name}" (${cron}, ${timezone}) in ${origin(file.relPath)}`, item.id, {
+      const what = item.schedule ? `${cron}, ${timezone}` : item.watch!.paths.join(', ');
+      this.hooks.log('item_discovered', 'info', `discovered ${kind} "${item.name}" (${what}) in ${origin(file.relPath)}`, item.id, {
         file: file.relPath,
         entry,
         command: item.command,
-        schedule: cron,
-        timezone,
+        ...trigger,
       });
     }
   }

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import itemFileSchema from '../../../schemas/item.schema.json';
 import { problemMatcherProblem, type ProblemMatcherInput } from '../features/problems/problemMatchers';
+import { watchGlobProblem } from '../features/triggers/globs';
 import { isInside } from './workingFolder';
 import { deriveItemId } from '../../shared/itemIds';
 
@@ -30,6 +31,16 @@ export interface ItemInput {
   dependsOn?: string[];
   priority?: number;
   problemMatcher?: ProblemMatcherInput;
+  watch?: { paths: string[]; debounceMs?: number; onChange?: ItemWatch['onChange'] };
+}
+
+/** A watched template's trigger with its defaults resolved (src/core/features/triggers). */
+export interface ItemWatch {
+  /** Globs relative to the item's cwd, as written. */
+  paths: string[];
+  debounceMs: number;
+  /** What a settled burst does while the previous occurrence is still pending. */
+  onChange: 'restart' | 'queue' | 'skip';
 }
 
 /** A template's schedule with its zone resolved. */
@@ -65,6 +76,8 @@ export interface ItemDefinition {
   priority?: number;
   /** The problem matcher as the queue file wrote it (checked); applied to each finished attempt's output. */
   problemMatcher?: ProblemMatcherInput;
+  /** Makes the item a template fired by changes to files (src/core/features/triggers). */
+  watch?: ItemWatch;
 }
 
 export const MAX_DEPENDENCIES = 100;
@@ -119,7 +132,19 @@ export function parseItem(
     runAt = Date.parse(input.runAt);
     if (Number.isNaN(runAt)) return { ok: false, reason: `runAt "${input.runAt}" is not a valid ISO 8601 date-time`, field: 'runAt' };
   }
-  const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority' | 'problemMatcher'> = {};
+  const extras: Pick<ItemDefinition, 'schedule' | 'overlap' | 'dependsOn' | 'priority' | 'problemMatcher' | 'watch'> = {};
+  if (input.watch !== undefined) {
+    if (input.schedule !== undefined || input.runAt !== undefined) {
+      return { ok: false, reason: `"watch" is not allowed with "${input.schedule !== undefined ? 'schedule' : 'runAt'}": a watched item runs when its files change; remove one of them`, field: 'watch' };
+    }
+    for (const glob of input.watch.paths) {
+      const problem = watchGlobProblem(glob, cwd, ctx.workspaceFolder);
+      if (problem) return { ok: false, reason: problem, field: 'watch' };
+    }
+    // Occurrences add "@" and a 24-character time to the id, which may have 128 characters in all.
+    if (id.length > 103) return { ok: false, reason: `"id" of a watched item is at most 103 characters (its occurrences add "@<time>"); "${id.slice(0, 20)}…" has ${id.length}`, field: 'id' };
+    extras.watch = { paths: input.watch.paths, debounceMs: input.watch.debounceMs ?? 300, onChange: input.watch.onChange ?? 'restart' };
+  }
   if (input.schedule !== undefined) {
     if (input.runAt !== undefined) return { ok: false, reason: '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them', field: 'schedule' };
     const cron = typeof input.schedule === 'string' ? input.schedule : input.schedule.cron;
@@ -242,6 +267,7 @@ export function definitionHash(item: ItemDefinition): string {
       : []),
     // The problem matcher likewise (after a marker, so it cannot read as the scheduling fields).
     ...(item.problemMatcher !== undefined ? ['problemMatcher', item.problemMatcher] : []),
+    ...(item.watch !== undefined ? ['watch', item.watch] : []),
   ]);
   // 64 bits tell a re-read from a redefinition of the same id; the hex prefix of what older
   // versions stored (32 or 64 digits), so sameDefinitionHash matches their rows and journals too.
@@ -287,6 +313,9 @@ export function itemFromRow(definition: string, row: DefinitionColumns): ItemDef
 const PROBLEM_MATCHER_SHAPE =
   '"problemMatcher" must be a built-in matcher ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), { "pattern": { "regexp": "…", "file": 1, "line": 2, "message": 3 }, "fileLocation": "relative" }, or an array of them';
 
+const WATCH_SHAPE =
+  '"watch" must be { "paths": ["src/**/*.ts", …] (1 to 50 globs relative to the cwd), "debounceMs"?: 0…60000 (default 300), "onChange"?: "restart" | "queue" | "skip" }';
+
 const SCHEDULE_SHAPE =
   '"schedule" must be a 5-field cron expression ("minute hour day-of-month month day-of-week", for example "0 2 * * *") or { "cron": "…", "timezone": "Europe/Berlin" }';
 
@@ -323,6 +352,10 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
       messages.add(`"dependsOn" lists more than ${MAX_DEPENDENCIES} ids; at most ${MAX_DEPENDENCIES} are allowed (chain through an intermediate item instead)`);
       continue;
     }
+    if (e.instancePath.startsWith('/watch')) {
+      messages.add(WATCH_SHAPE);
+      continue;
+    }
     if (e.instancePath.startsWith('/schedule') && e.keyword !== 'additionalProperties') {
       messages.add(SCHEDULE_SHAPE);
       continue;
@@ -332,6 +365,10 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
       case 'if':
         continue;
       case 'not':
+        if (e.schemaPath.startsWith('#/allOf/2')) {
+          messages.add('"watch" is not allowed with "schedule" or "runAt": a watched item runs when its files change; remove one of them');
+          break;
+        }
         messages.add(
           e.schemaPath.startsWith('#/allOf/1')
             ? '"schedule" is not allowed with "runAt": a scheduled item runs at each occurrence; remove one of them'
@@ -344,7 +381,7 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
           break;
         }
         messages.add(
-          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, dependsOn, priority, problemMatcher)`,
+          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, watch, dependsOn, priority, problemMatcher)`,
         );
         break;
       case 'required':

@@ -14,6 +14,7 @@ import { Poller } from '../intake/poller';
 import { submitItems as submit, type SubmitResult } from '../intake/submit';
 import { Dependencies } from '../features/dependencies/dependencies';
 import { Scheduler } from '../features/schedules/schedules';
+import { excludedFolders, WatchTriggers } from '../features/triggers/watchTriggers';
 import { AttemptOutputs } from '../features/output/attemptOutputs';
 import { ProblemMatching } from '../features/problems/problemMatching';
 import { ItemControl } from '../features/control/control';
@@ -54,6 +55,7 @@ export class Engine implements ControllableEngine {
   private readonly ingestion: ItemIngestion;
   private readonly poller: Poller;
   private readonly scheduler: Scheduler;
+  private readonly triggers: WatchTriggers;
   private readonly control: ItemControl;
   private readonly persistence: PersistencePolicy;
   private readonly startedAt = Date.now();
@@ -103,13 +105,17 @@ export class Engine implements ControllableEngine {
     this.ingestion = new ItemIngestion(store, options, { log, transitions: this.transitions, isClosed });
     this.drafts = this.ingestion.drafts;
     const dependencies = new Dependencies(store, { log, transitions: this.transitions, hooks: this.hooks }, this.claimer.shared);
-    this.scheduler = new Scheduler(store, {
+    const templates = {
       log,
       now: options.scheduleClock ?? Date.now,
-      insertOccurrence: (item, source, now) => this.ingestion.insertItem(item, source, now),
+      insertOccurrence: this.ingestion.insertItem.bind(this.ingestion),
       onFired: () => this.changed({ settle: true, commit: 'background', dispatch: true }),
       isActive: () => this.mode === 'running' && !this.closed,
-    });
+      cancel: (itemId: string) => this.control.cancelItem(itemId),
+      excluded: excludedFolders(options),
+    };
+    this.scheduler = new Scheduler(store, templates);
+    this.triggers = new WatchTriggers(store, templates, this.hooks);
     this.control = new ItemControl(k, this.attempts, dependencies, this.scheduler);
     this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
       isClosed,
@@ -117,7 +123,7 @@ export class Engine implements ControllableEngine {
       // Written by the dispatch round in this turn, with the launches of what was ingested, under
       // one fdatasync (a kill -9 before reads the files again). Schedules fire only while the
       // engine launches: stopped or restricted, they catch up once when it resumes.
-      onPolled: () => this.changed({ settle: true, commit: 'dispatch', dispatch: true }, () => this.scheduler.check()),
+      onPolled: () => this.changed({ settle: true, commit: 'dispatch', dispatch: true }, () => (this.scheduler.check(), this.triggers.sync())),
       onClockJump: (ms) => {
         this.transitions.backoffsShifted(ms);
         this.dispatcher.schedule();
@@ -154,9 +160,8 @@ export class Engine implements ControllableEngine {
       storageDir: options.storageDir,
       onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
       onNote: (note) => engine?.log(note.action, note.level, note.message, null, note.details ?? null),
-      // Periodic snapshots are built in a process a launch helper starts, outside this one's
-      // address space (docs/PERFORMANCE.md); one asked for while the helpers start waits for
-      // them; without helpers, on a worker thread.
+      // Periodic snapshots are built in a process a launch helper starts, outside this one's address space
+      // (docs/PERFORMANCE.md); one asked for while the helpers start waits for them; without helpers, a worker thread.
       runCheckpoint: (job) => engine?.launcher.runCheckpoint(job),
     });
     engine = new Engine(store, options, (k, attempts) => new LocalClaimer(store, k, attempts));
@@ -226,11 +231,8 @@ export class Engine implements ControllableEngine {
     return this.mode;
   }
 
-  /**
-   * Graceful end: stop launching, let running attempts finish for up to `graceMs`, end the rest
-   * (they stay recorded as running, so the next start records them as interrupted and retries),
-   * persist, close.
-   */
+  /** Graceful end: stop launching, let running attempts finish for up to `graceMs`, end the rest (they stay
+   * recorded as running, so the next start records them as interrupted and retries), persist, close. */
   async shutdown(graceMs: number): Promise<void> {
     if (this.closed) return;
     this.poller.cancel();
@@ -252,6 +254,7 @@ export class Engine implements ControllableEngine {
       for (const a of this.attempts.all()) a.run?.terminate(1000);
     }
     await this.poller.underWay;
+    await this.triggers.close();
     this.ingestion.close();
     this.closed = true;
     // The snapshot store.close() takes below holds everything a checkpoint in flight would.
@@ -384,10 +387,8 @@ export class Engine implements ControllableEngine {
     this.events.emit({ type: 'stats' });
   }
 
-  /**
-   * A hook (src/host/hooks.ts, outside the engine) could not deliver an event. The one log entry
-   * written from outside: the persistence tick commits it like any other.
-   */
+  /** A hook (src/host/hooks.ts, outside the engine) could not deliver an event. The one log entry
+   * written from outside: the persistence tick commits it like any other. */
   logHookFailure(message: string, itemId: string | null, details: Record<string, unknown>): void {
     this.log('hook_failed', 'error', message, itemId, details);
   }

@@ -4,6 +4,7 @@
 import { Commands } from '../constants';
 import type { EngineController } from '../engineController';
 import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand, type QueueFolders } from '../queue';
+import { queueTaskCommand } from '../tasks/queueTask';
 import type { CommandHandlers } from './register';
 
 export interface QueueCommandServices {
@@ -11,12 +12,13 @@ export interface QueueCommandServices {
   controller: Pick<EngineController, 'isOwner' | 'control'>;
 }
 
-type QueueCommandId = (typeof Commands)['openQueueFolder' | 'createQueueFolder' | 'addItem'];
+type QueueCommandId = (typeof Commands)['openQueueFolder' | 'createQueueFolder' | 'addItem' | 'queueTask'];
 
 export function queueCommands({ queue, controller }: QueueCommandServices): CommandHandlers<QueueCommandId> {
   return {
     [Commands.openQueueFolder]: () => openQueueFolderCommand(queue),
     [Commands.createQueueFolder]: () => createQueueFolderCommand(queue),
     [Commands.addItem]: () => addItemCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
+    [Commands.queueTask]: () => queueTaskCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
   };
 }

@@ -191,7 +191,7 @@ export async function readUpcoming(reader: DashboardReader): Promise<UpcomingRun
     .filter((s): s is ScheduleSummary & { nextRunAt: string } => s.enabled && s.nextRunAt !== null)
     .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : 1))
     .slice(0, UPCOMING_LIMIT)
-    .map((s) => ({ id: s.id, at: s.nextRunAt, schedule: s.schedule, timezone: s.timezone }));
+    .map((s) => ({ id: s.id, at: s.nextRunAt, schedule: s.schedule ?? '', timezone: s.timezone ?? '' }));
 }
 
 /** Items the dashboard lists per state. */

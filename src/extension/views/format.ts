@@ -95,6 +95,8 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_updated: ['edit', BLUE],
   schedule_fired: ['calendar', BLUE],
   schedule_skipped: ['calendar', YELLOW],
+  watch_fired: ['eye', BLUE],
+  watch_skipped: ['eye', YELLOW],
   item_blocked: ['debug-pause', YELLOW],
   dependency_failed: ['close', RED],
   hook_failed: ['bell-slash', RED],

@@ -31,8 +31,9 @@ export function formatUntil(ms: number): string {
 
 /** The row's description: when it fires next (or "disabled"), then the expression and its zone. */
 export function describeSchedule(s: ScheduleSummary, now: number): string {
-  const cron = `${s.schedule} (${s.timezone})`;
+  const cron = s.watch ? `watches ${s.watch.paths.join(', ')}` : `${s.schedule} (${s.timezone})`;
   if (!s.enabled) return `disabled · ${cron}`;
+  if (s.watch) return cron;
   if (!s.nextRunAt) return `no next run · ${cron}`;
   const ms = Date.parse(s.nextRunAt) - now;
   // Past due: the engine fires it on its next check (after a poll or when the timer runs).
@@ -42,9 +43,14 @@ export function describeSchedule(s: ScheduleSummary, now: number): string {
 function scheduleTooltip(s: ScheduleSummary): vscode.MarkdownString {
   const tooltip = safeMarkdown();
   tooltip.appendMarkdown('**').appendText(s.id).appendMarkdown('**  \n');
-  appendField(tooltip, 'Schedule', s.schedule);
-  appendField(tooltip, 'Timezone', s.timezone);
-  appendField(tooltip, 'Overlap', s.overlap === 'skip' ? 'skip (no occurrence while the previous one is pending)' : 'allow');
+  if (s.watch) {
+    appendField(tooltip, 'Watches', s.watch.paths.join(', '));
+    appendField(tooltip, 'On change', `${s.watch.onChange} (after ${s.watch.debounceMs} ms without another change)`);
+  } else {
+    appendField(tooltip, 'Schedule', s.schedule);
+    appendField(tooltip, 'Timezone', s.timezone);
+    appendField(tooltip, 'Overlap', s.overlap === 'skip' ? 'skip (no occurrence while the previous one is pending)' : 'allow');
+  }
   appendField(tooltip, 'State', s.enabled ? 'enabled' : 'disabled (held): no occurrence fires until released');
   appendField(tooltip, 'Next run', s.enabled ? formatTime(s.nextRunAt) : '—');
   appendField(tooltip, 'Last run', s.lastRunAt ? formatTime(s.lastRunAt) : 'never');
@@ -59,7 +65,7 @@ export function scheduleNode(s: ScheduleSummary, now = Date.now()): TreeNode {
     description: describeSchedule(s, now),
     // Built on hover only (see TreeNode.tooltip); sameContent compares `schedule` instead.
     tooltip: () => scheduleTooltip(s),
-    icon: s.enabled ? new vscode.ThemeIcon('calendar') : new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.orange')),
+    icon: s.enabled ? new vscode.ThemeIcon(s.watch ? 'eye' : 'calendar') : new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.orange')),
     contextValue: s.enabled ? 'schedule.enabled' : 'schedule.disabled',
     schedule: s,
   };

@@ -82,6 +82,7 @@ export class Scheduler {
         t.next_from = now;
       }
       const def = JSON.parse(t.definition) as ItemDefinition;
+      if (!def.schedule) continue; // a watched template: its files fire it (features/triggers)
       const cron = cronOf(def);
       // The latest occurrence at or before now (previousRuns is strictly before its reference).
       const latest = cron.previousRuns(1, new Date(now + 1))[0]?.getTime();
@@ -109,6 +110,8 @@ export class Scheduler {
     );
     return rows.map((t) => {
       const def = JSON.parse(t.definition) as ItemDefinition;
+      const last = { lastRunAt: t.last_run_at === null ? null : new Date(t.last_run_at).toISOString(), lastOutcome: t.last_outcome ?? null, enabled: t.enabled === 1 };
+      if (def.watch) return { id: t.id, watch: def.watch, nextRunAt: null, ...last };
       const next = t.enabled === 1 ? cronOf(def).nextRun(new Date(Math.max(now, t.next_from))) : null;
       return {
         id: t.id,
@@ -116,9 +119,7 @@ export class Scheduler {
         timezone: def.schedule!.timezone,
         overlap: def.overlap ?? 'skip',
         nextRunAt: next ? next.toISOString() : null,
-        lastRunAt: t.last_run_at === null ? null : new Date(t.last_run_at).toISOString(),
-        lastOutcome: t.last_outcome ?? null,
-        enabled: t.enabled === 1,
+        ...last,
       };
     });
   }
@@ -146,7 +147,9 @@ export class Scheduler {
     const now = this.hooks.now();
     let next = Infinity;
     for (const t of this.store.all<TemplateRow>('SELECT * FROM schedules WHERE enabled = 1')) {
-      const at = cronOf(JSON.parse(t.definition) as ItemDefinition).nextRun(new Date(Math.max(now, t.next_from)))?.getTime();
+      const def = JSON.parse(t.definition) as ItemDefinition;
+      if (!def.schedule) continue;
+      const at = cronOf(def).nextRun(new Date(Math.max(now, t.next_from)))?.getTime();
       if (at !== undefined && at < next) next = at;
     }
     this.armed = next !== Infinity;
