@@ -119,6 +119,8 @@ const STATE_ICONS: Record<ItemState, string> = {
   backoff: '$(history)',
   held: '$(debug-pause)',
   blocked: '$(lock)',
+  starting: '$(loading~spin)',
+  ready: '$(vm-running)',
 };
 
 /** The lenses of every entry, in entry order: a state lens first, then the actions that apply. */

@@ -31,6 +31,10 @@ export const LOG_ACTIONS = [
   'dependency_failed',
   // A hook command or notify URL failed (never itself a hook's event, so a failing hook cannot loop).
   'hook_failed',
+  // Services: ready (its probe succeeded), exited, started again.
+  'service_ready',
+  'service_exited',
+  'service_restarted',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -127,6 +131,8 @@ export interface StatusResponse {
   };
   stats: StatsOverview;
   lastLaunch: LaunchRecord | null;
+  /** The services this engine runs or has run (starting, ready, or stopped), by discovery order. */
+  services?: ServiceStatus[];
   timestamp: IsoTime;
   database: {
     path: string;
@@ -187,10 +193,28 @@ export interface ItemSummary {
   state: ItemState;
   /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */
   waitingFor?: string[];
+  /** Only on a service: since when its running attempt is ready, and how often it was started again since it was started. */
+  service?: ServiceSummary;
 }
 
-/** An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked. */
-export const ITEM_STATES = ['waiting', 'scheduled', 'running', 'backoff', 'held', 'blocked', 'launched', 'failed'] as const;
+export interface ServiceSummary {
+  readyAt: IsoTime | null;
+  restarts: number;
+}
+
+/** A service as `/status.services` lists it. */
+export interface ServiceStatus extends ServiceSummary {
+  id: string;
+  name: string;
+  state: ItemState;
+  pid: number | null;
+}
+
+/**
+ * An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked; a
+ * service's running attempt is starting (until its ready probe succeeds), then ready.
+ */
+export const ITEM_STATES = ['waiting', 'scheduled', 'running', 'backoff', 'held', 'blocked', 'launched', 'failed', 'starting', 'ready'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
 /** An item's definition as `GET /items/{id}` reports it, defaults filled in. */
@@ -210,6 +234,11 @@ export interface ItemDefinitionBody {
   priority: number;
   /** The item's problem matcher as its queue file wrote it; absent when it has none. */
   problemMatcher?: unknown;
+  /** Only on a service: `service: true` and its settings with their defaults. */
+  service?: boolean;
+  ready?: unknown;
+  readyTimeoutMs?: number;
+  restart?: 'on-failure' | 'always' | 'never';
   source: string;
 }
 
@@ -239,6 +268,8 @@ export interface AttemptDetail {
    */
   outputBytes: number | null;
   problems: AttemptProblem[];
+  /** A service's attempt: when it became ready; null while it starts or when it never did. Absent for other items. */
+  readyAt?: IsoTime | null;
   /** On a PostgreSQL store shared by a fleet: the engine that ran it. */
   engineId?: string | null;
 }

@@ -42,6 +42,8 @@ const STATE_ICONS: Record<ItemState, string> = {
   blocked: 'circle-slash',
   failed: 'error',
   launched: 'pass',
+  starting: 'loading~spin',
+  ready: 'vm-running',
 };
 
 const CONTEXT_VALUES: Record<ItemState, string> = {
@@ -53,6 +55,8 @@ const CONTEXT_VALUES: Record<ItemState, string> = {
   held: 'item.held',
   failed: 'item.failed',
   launched: 'item.launched',
+  starting: 'item.running',
+  ready: 'item.running',
 };
 
 /** The state of an item, also from an engine of part one that does not send `state`. */
