@@ -2,7 +2,7 @@
 // print lines, crash in a loop or never become ready; a real database on disk; what is left of
 // their processes read from /proc.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
@@ -10,6 +10,7 @@ import { parseItem } from '../../src/core/intake/items';
 import type { LogEntry, StatusResponse } from '../../src/shared/api';
 import { startHttpServer } from '../../src/server';
 import { serve, type ServeProcess } from './support/cli';
+import { type PostgresServer, startPostgresOrSkip } from './support/postgres';
 import { OpenApiChecker, request } from './support/http';
 import { allLogs, assertInvariants, nodeItem, processAlive, TempWorkspace, waitFor } from './support/workspace';
 
@@ -299,6 +300,26 @@ describe('services and readiness', function () {
     assert.equal(engine.itemDetail('db')!.attempts[0].error, 'stopped with the engine');
   });
 
+  it('runs the README\'s worked example (examples/services) as written, on ports of its own', async () => {
+    const [dbPort, apiPort] = [await freePort(), await freePort()];
+    cpSync(path.resolve(__dirname, '../../examples/services'), ws.folder, { recursive: true, filter: (src) => !src.includes(`${path.sep}state`) });
+    const queueFile = path.join(ws.queue, 'stack.json');
+    // The example's ports, and only them, are swapped for free ones: a user's engine may hold them.
+    writeFileSync(queueFile, readFileSync(queueFile, 'utf8').replaceAll('54329', String(dbPort)).replaceAll('3099', String(apiPort)));
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    await waitFor('the tests to succeed', () => engine!.itemDetail('tests')!.outcome === 'launched', 30_000);
+    const order = allLogs(engine)
+      .filter((e) => e.action === 'launch_started' || e.action === 'service_ready')
+      .map((e) => `${e.action} ${e.itemId}`);
+    assert.deepEqual(order, ['launch_started db', 'service_ready db', 'launch_started api', 'service_ready api', 'launch_started tests']);
+    assert.deepEqual(engine.status().services!.map((s) => [s.id, s.state]), [['db', 'ready'], ['api', 'ready']]);
+    const pidsOf = engine.status().services!.map((s) => s.pid!);
+    await engine.shutdown(1000);
+    engine = undefined;
+    for (const pid of pidsOf) await waitFor(`process ${pid} to be gone`, () => !processAlive(pid));
+  });
+
   it('Stop (no more launching) stops services too; Start starts them again', async () => {
     const port = await freePort();
     ws.enqueue('svc.json', [nodeItem('svc', serviceCode({ id: 'svc', pids, then: tcpListen(port) }), { service: true, ready: { port } })]);
@@ -360,5 +381,52 @@ describe('services under `serve` (the built CLI)', function () {
     for (const pid of started) assert.ok(!processAlive(pid), `process ${pid} is gone once serve has exited`);
     const order = readFileSync(stops, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]);
     assert.deepEqual(order.slice(-2), ['api', 'db'], 'the API stops before the database it depends on');
+  });
+});
+
+describe('services on a PostgreSQL store', function () {
+  this.timeout(120_000);
+  let pg: PostgresServer | undefined;
+  let ws: TempWorkspace;
+  let engine: Engine | undefined;
+  let pids: string;
+
+  before(async function () {
+    pg = await startPostgresOrSkip(this);
+  });
+  after(() => pg?.stop());
+  beforeEach(() => {
+    ws = new TempWorkspace('engine-services-pg-');
+    pids = path.join(ws.root, 'pids.txt');
+  });
+  afterEach(async () => {
+    await engine?.shutdown(0);
+    engine = undefined;
+    for (const pid of pidsIn(pids)) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
+    ws.dispose();
+  });
+
+  it('records starting and ready, readyAt and the fleet-wide running count, and lets the dependent start once ready', async () => {
+    const port = await freePort();
+    const url = pg!.createDatabase('services_1');
+    ws.enqueue('stack.json', [
+      nodeItem('db', serviceCode({ id: 'db', pids, delayMs: 300, then: tcpListen(port) }), { service: true, ready: { port } }),
+      nodeItem('tests', 'process.exit(0)', { dependsOn: ['db'] }),
+    ]);
+    engine = await Engine.create(ws.options({ storeUrl: url }));
+    await engine.start();
+    await waitFor('the tests to launch', () => engine!.itemDetail('tests')!.outcome === 'launched');
+    assert.equal(engine.itemDetail('db')!.state, 'ready');
+    assert.ok(at(entries(engine, 'service_ready', 'db')[0]) <= at(entries(engine, 'launch_started', 'tests')[0]));
+    assert.notEqual(engine.itemDetail('db')!.attempts[0].readyAt, null);
+    assert.deepEqual(engine.listItems({ filter: { states: ['ready'] }, limit: 10, offset: 0 }).items.map((i) => [i.id, i.service?.restarts]), [['db', 0]]);
+    assert.equal(pg!.psql('services_1', 'SELECT running FROM counters').trim(), '1', 'a ready service counts as running fleet-wide');
+    assert.deepEqual(engine.status().services!.map((s) => [s.id, s.state]), [['db', 'ready']]);
+    const started = pidsIn(pids);
+    await engine.shutdown(1000);
+    engine = undefined;
+    for (const pid of started) await waitFor(`process ${pid} to be gone`, () => !processAlive(pid));
+    assert.equal(pg!.psql('services_1', "SELECT outcome || ' ' || running || ' ' || attempts FROM items WHERE id = 'db'").trim(), 'pending 0 0', 'stopped with the engine: it starts afresh next time');
+    assert.equal(pg!.psql('services_1', 'SELECT running FROM counters').trim(), '0');
   });
 });

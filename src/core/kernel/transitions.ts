@@ -272,9 +272,9 @@ export class Transitions {
   }
 
   /** A service's process ended (starting or ready); the item's next state is the next transition. */
-  serviceExited(a: AttemptRef, result: AttemptResult, wasReady: boolean, why: string): void {
+  serviceExited(a: AttemptRef, result: AttemptResult, wasReady: boolean, why: string, onPurpose = false): void {
     const { item, attempt } = a;
-    const level = result.succeeded ? 'info' : 'warn';
+    const level = result.succeeded || onPurpose ? 'info' : 'warn';
     this.log('service_exited', level, `service "${item.name}" ${wasReady ? 'was ready and' : 'was starting and'} ${result.succeeded ? 'exited with code 0' : why}`, item.id, {
       attempt,
       exitCode: result.exitCode,

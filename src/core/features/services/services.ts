@@ -146,7 +146,7 @@ export class Services {
     if (w) this.unwatch(w);
     const now = result.finishedAt;
     const why = describeFailure(result);
-    transitions.serviceExited(a, result, w?.readyAt !== null && w !== undefined, why);
+    transitions.serviceExited(a, result, w?.readyAt !== null && w !== undefined, why, w?.stopping !== undefined);
     if (!result.succeeded) transitions.attemptFailed(a, why, how.interrupted || w?.stopping === 'engine', how.details);
     if (w?.stopping === 'engine') {
       transitions.serviceStopped(a, now);
