@@ -332,6 +332,16 @@ describe('services and readiness', function () {
     assert.ok(!processAlive(first));
     engine.startLaunching();
     await waitFor('ready again', () => engine!.itemDetail('svc')!.state === 'ready');
+    // A shutdown right after a Stop waits for the services the Stop is ending, and records them.
+    const second = pidsIn(pids)[1];
+    engine.stopLaunching();
+    await engine.shutdown(1000);
+    engine = undefined;
+    assert.ok(!processAlive(second));
+    engine = await Engine.create(ws.options({ initialMode: 'stopped' }));
+    const svc = engine.itemDetail('svc')!;
+    assert.deepEqual([svc.state, svc.attempts.map((a) => a.error)], ['waiting', ['stopped with the engine', 'stopped with the engine']]);
+    assert.equal(entries(engine, 'launch_interrupted').filter((e) => e.message.includes('(interrupted)')).length, 0, 'nothing was left running to be found interrupted');
   });
 });
 

@@ -147,7 +147,7 @@ export class Services {
     const now = result.finishedAt;
     const why = describeFailure(result);
     transitions.serviceExited(a, result, w?.readyAt !== null && w !== undefined, why, w?.stopping !== undefined);
-    if (!result.succeeded) transitions.attemptFailed(a, why, how.interrupted || w?.stopping === 'engine', how.details);
+    if (!result.succeeded) transitions.attemptFailed(a, why, how.interrupted || w?.stopping !== undefined, how.details);
     if (w?.stopping === 'engine') {
       transitions.serviceStopped(a, now);
       return true;
@@ -218,7 +218,9 @@ export class Services {
    * afresh when the engine launches again. Resolves once every one has exited and is recorded.
    */
   async stopAll(): Promise<void> {
-    let left = [...this.watches.values()].filter((w) => !w.stopping && !w.a.cancelled);
+    // Those a Stop is ending already are waited for too (a shutdown right after a Stop); one the
+    // user is restarting is stopped with the engine instead.
+    let left = [...this.watches.values()].filter((w) => !w.a.cancelled);
     for (const w of left) w.stopping = 'engine';
     while (left.length > 0) {
       const needed = new Set(left.flatMap((w) => w.a.item.dependsOn ?? []));
