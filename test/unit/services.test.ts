@@ -192,7 +192,12 @@ describe('services and readiness', function () {
   });
 
   it('restarts a service that crashes in a loop with a growing backoff, then fails it after maxAttempts consecutive failures', async () => {
-    ws.enqueue('crash.json', [nodeItem('crash', 'setTimeout(() => process.exit(4), 50)', { service: true, maxAttempts: 4 })]);
+    // A probe nothing answers: never ready, however slowly a loaded machine starts Node.
+    const port = await freePort();
+    ws.enqueue('crash.json', [
+      nodeItem('crash', 'setTimeout(() => process.exit(4), 50)', { service: true, ready: { port }, maxAttempts: 4 }),
+      nodeItem('needs-it', 'process.exit(0)', { dependsOn: ['crash'] }),
+    ]);
     engine = await Engine.create(ws.options({ backoffBaseMs: 100, backoffMaxMs: 10_000 }));
     await engine.start();
     await waitFor('the service to fail for good', () => engine!.itemDetail('crash')!.outcome === 'failed');
@@ -210,6 +215,8 @@ describe('services and readiness', function () {
     }
     assert.equal(engine.itemDetail('crash')!.error, 'exited with code 4');
     assert.equal(entries(engine, 'item_failed', 'crash')[0].details!.failures, 4);
+    const dependent = engine.itemDetail('needs-it')!;
+    assert.deepEqual([dependent.outcome, dependent.error, dependent.attempts.length], ['failed', 'dependency failed: crash', 0], 'a service that fails for good fails what depends on it');
     assertInvariants(engine);
   });
 
