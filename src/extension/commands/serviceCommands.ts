@@ -2,7 +2,7 @@
 // one (failed, or exited 0) starts again. Takes what the other item commands take (a tree node, a
 // CodeLens's item id) or, from the palette, asks with a pick of the services.
 import * as vscode from 'vscode';
-import type { ItemDetail, ItemSummary, StatusResponse } from '../../shared/api';
+import type { ItemDetail, StatusResponse } from '../../shared/api';
 import { Commands } from '../constants';
 import type { EngineClient } from '../engineClient';
 import type { EngineController } from '../engineController';
@@ -36,11 +36,6 @@ async function pickService(s: ServiceCommandServices): Promise<string | undefine
     { placeHolder: 'Restart which service?' },
   );
   return pick?.id;
-}
-
-/** Whether a listed item is a service (an engine before services sends no `service`). */
-export function isService(item: ItemSummary): boolean {
-  return item.service !== undefined;
 }
 
 export function serviceCommands(s: ServiceCommandServices): CommandHandlers<typeof Commands.restartItem> {

@@ -76,9 +76,9 @@ export class Services {
       const a = attempts.active.get(ref.attemptId);
       if (a?.item.service) this.watch(a);
     });
-    // A cancel ends the attempt without judging it: its probe stops here.
+    // A cancel ends the attempt (its process is the cancel's to end) without judging it: its probe stops here.
     k.hooks.on('outcome', (itemId, outcome) => {
-      if (outcome === 'failed') for (const w of this.watches.values()) if (w.a.item.id === itemId && w.a.cancelled) this.unwatch(w, true);
+      if (outcome === 'failed') for (const w of this.watches.values()) if (w.a.item.id === itemId && w.a.cancelled) this.unwatch(w);
     });
     attempts.judgeWith((a, result, how) => this.judge(a, result, how));
   }
@@ -128,11 +128,10 @@ export class Services {
     w.a.run?.terminate(KILL_GRACE_MS);
   }
 
-  private unwatch(w: Watch, stopProcess = false): void {
+  private unwatch(w: Watch): void {
     clearTimeout(w.timer);
     clearTimeout(w.deadline);
     this.watches.delete(w.a.attemptId);
-    if (stopProcess) w.a.run?.terminate(KILL_GRACE_MS);
   }
 
   // ---- the end of a service's attempt ---------------------------------------------------
