@@ -32,6 +32,8 @@ export const Commands = {
   findItem: 'engineMonitor.findItem',
   openInTerminal: 'engineMonitor.openInTerminal',
   queueTask: 'engineMonitor.queueTask',
+
+  restartItem: 'engineMonitor.restartItem',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

@@ -6,6 +6,7 @@ import { itemCommands, OpenItemPick } from './commands/itemCommands';
 import { logCommands } from './commands/logCommands';
 import { terminalCommands } from './commands/openInTerminal';
 import { queueCommands } from './commands/queueCommands';
+import { serviceCommands } from './commands/serviceCommands';
 import { registerCommands } from './commands/register';
 import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
@@ -98,6 +99,7 @@ export class Container extends Disposable {
       ...logCommands({ logs }),
       ...queueCommands({ queue, controller }),
       ...secretCommands({ secrets: context.secrets, controller }),
+      ...serviceCommands({ client, controller, model }),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
   }

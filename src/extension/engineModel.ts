@@ -15,10 +15,12 @@ export type WatchedPart = 'status' | 'items' | 'schedules';
  * The Items view's groups, in the order it shows them: what is happening now first, then what
  * will happen, what waits on the user or on other items, what needs attention, and what is done.
  */
-export const ITEM_GROUPS = ['running', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
+export const ITEM_GROUPS = ['running', 'services', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
 export type ItemGroup = (typeof ITEM_GROUPS)[number];
 /** The item states each group holds (the `state` of /items and GET /items/{id}). */
 export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
+  // Services running (starting, ready); the stopped ones are moved here from their states' groups.
+  services: ['starting', 'ready'],
   running: ['running'],
   waiting: ['backoff', 'waiting', 'scheduled'],
   held: ['held'],
@@ -247,7 +249,7 @@ export class EngineModel extends Disposable {
     const pages = await Promise.all(ITEM_GROUPS.map((g) => this.page(`state=${GROUP_STATES[g].join(',')}`)));
     const byGroup = {} as ItemsSnapshot['byGroup'];
     ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
-    return { byGroup };
+    return withServicesTogether({ byGroup });
   }
 
   /**
@@ -264,6 +266,27 @@ export class EngineModel extends Disposable {
     byGroup.waiting.total += pending.total - pending.items.length;
     byGroup.failed = failed;
     byGroup.launched = launched;
-    return { byGroup };
+    return withServicesTogether({ byGroup });
   }
+}
+
+/**
+ * The Services group holds every service the pages listed: those running (starting, ready) and,
+ * moved from the group of their state, the stopped ones (waiting to restart, failed, exited).
+ */
+export function withServicesTogether(snapshot: ItemsSnapshot): ItemsSnapshot {
+  const services = snapshot.byGroup.services;
+  for (const g of ITEM_GROUPS) {
+    if (g === 'services') continue;
+    const group = snapshot.byGroup[g];
+    const stopped = group.items.filter((i) => i.service !== undefined);
+    if (stopped.length === 0) continue;
+    group.items = group.items.filter((i) => i.service === undefined);
+    group.total -= stopped.length;
+    services.items.push(...stopped);
+    services.total += stopped.length;
+  }
+  const rank = (i: ItemSummary) => (i.state === 'starting' ? 0 : i.state === 'ready' ? 1 : 2);
+  services.items.sort((a, b) => rank(a) - rank(b));
+  return snapshot;
 }

@@ -8,6 +8,7 @@ import type { ItemState, ItemSummary } from '../shared/api';
 import { formatRelativeTime } from '../shared/format';
 import { deriveItemId } from '../shared/itemIds';
 import { entryRanges } from './queueFileRanges';
+import { serviceText } from './serviceText';
 
 export interface QueueEntry {
   /** The engine's number for it: a .jsonl line (0-based) or a .json array index. */
@@ -108,6 +109,7 @@ export const LENS_COMMANDS = {
   hold: 'engineMonitor.holdItem',
   release: 'engineMonitor.releaseItem',
   openInTerminal: 'engineMonitor.openInTerminal',
+  restart: 'engineMonitor.restartItem',
 } as const;
 
 const STATE_ICONS: Record<ItemState, string> = {
@@ -119,6 +121,8 @@ const STATE_ICONS: Record<ItemState, string> = {
   backoff: '$(history)',
   held: '$(debug-pause)',
   blocked: '$(lock)',
+  starting: '$(loading~spin)',
+  ready: '$(vm-running)',
 };
 
 /** The lenses of every entry, in entry order: a state lens first, then the actions that apply. */
@@ -141,6 +145,14 @@ export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): Len
     const state = item.state;
     const args = [item.id];
     const action = (title: string, id: string) => lenses.push({ start: e.start, end: e.end, title, command: { id, args } });
+    if (item.service) {
+      // A service: Restart (or start again, once stopped), Stop while it runs or waits to restart.
+      const stopped = state === 'launched' || state === 'failed';
+      if (stopped || state === 'starting' || state === 'ready') action('Restart', LENS_COMMANDS.restart);
+      if (!stopped) action('Stop', LENS_COMMANDS.cancel);
+      if (item.attempts > 0) action('Show Output', LENS_COMMANDS.showOutput);
+      continue;
+    }
     if (item.attempts > 0 || state === 'running') action('Show Output', LENS_COMMANDS.showOutput);
     if (state === 'failed') action('Retry', LENS_COMMANDS.retry);
     const open = state !== 'launched' && state !== 'failed';
@@ -154,6 +166,7 @@ export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): Len
 
 /** "$(error) failed · 3/3 · 3 min ago": state, attempts, and when the latest attempt finished. */
 export function stateTitle(item: ItemSummary, now: number): string {
+  if (item.service) return `${STATE_ICONS[item.state] ?? ''} ${serviceText(item, now, false)}`;
   const head = `${STATE_ICONS[item.state] ?? ''} ${item.state} · ${item.attempts}/${item.maxAttempts}`;
   return item.lastFinishedAt ? `${head} · ${formatRelativeTime(item.lastFinishedAt, now)}` : head;
 }

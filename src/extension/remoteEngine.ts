@@ -40,6 +40,8 @@ function controlPath(command: ControlCommand): string | undefined {
       return item('retry', command.itemId);
     case 'cancelItem':
       return item('cancel', command.itemId);
+    case 'restartItem':
+      return item('restart', command.itemId);
     case 'holdItem':
       return item('hold', command.itemId);
     case 'releaseItem':

@@ -7,7 +7,8 @@
 //
 // A connection held open is an attachment: it closes when the window's process dies, however it
 // dies, so the host always knows whether a window is watching. With --keep-alive, the host stops
-// by itself once no window has been attached for that long and no attempt is running.
+// by itself once no window has been attached for that long and no attempt is running (a service
+// does not count: closing VS Code stops its services).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -150,8 +151,11 @@ export async function startControlServer(host: RunningHost, options: ControlServ
     const keepAliveMs = options.keepAliveMs;
     keepAlive = setInterval(() => {
       if (closing || attached.size > 0 || Date.now() - lastDetachedAt < keepAliveMs) return;
-      // A running attempt (a deploy, a migration) is never ended because its window went away.
-      if (host.engine.status().engine.running > 0) return;
+      // A running attempt (a deploy, a migration) is never ended because its window went away. A
+      // service is not such work: it runs for the windows, and the host's stop stops it.
+      const status = host.engine.status();
+      const services = status.services?.filter((s) => s.state === 'starting' || s.state === 'ready').length ?? 0;
+      if (status.engine.running - services > 0) return;
       options.stop(`no window attached for ${keepAliveMs / 1000} s and nothing running`);
     }, options.keepAliveCheckMs ?? Math.min(1000, Math.max(50, keepAliveMs / 4)));
     keepAlive.unref();

@@ -105,6 +105,16 @@ export function createEngineMetrics(engine: MonitoredEngine): EngineMetrics {
     },
   });
   new Gauge({
+    name: 'engine_monitor_services',
+    help: 'Services (items with service: true) by state: starting, ready, or stopped (not running).',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      const counts = engine.serviceCounts?.() ?? { starting: 0, ready: 0, stopped: 0 };
+      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
     name: 'engine_monitor_held',
     help: 'Pending items held by the user, not launched until released (held in /stats).',
     registers,

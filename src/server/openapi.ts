@@ -327,6 +327,22 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             },
             stats: ref('StatsOverview'),
             lastLaunch: { oneOf: [{ type: 'null' }, ref('LaunchRecord')] },
+            services: {
+              type: 'array',
+              description: 'Every service (`service: true`), by discovery order: starting, ready, or stopped (any other state).',
+              items: {
+                type: 'object',
+                required: ['id', 'name', 'state', 'pid', 'readyAt', 'restarts'],
+                properties: {
+                  id: { type: 'string' },
+                  name: { type: 'string' },
+                  state: { type: 'string', enum: [...ITEM_STATES] },
+                  pid: { type: ['integer', 'null'], description: 'Its running process on this engine; null when it runs nowhere here.' },
+                  readyAt: nullableTime('When its running attempt became ready; null while starting or stopped.'),
+                  restarts: count('Times it was started again since it was started (by the engine, or by the user\'s Retry).'),
+                },
+              },
+            },
             timestamp: time('When the response was produced.'),
             database: {
               type: 'object',
@@ -386,11 +402,24 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (the queue file\'s CodeLens shows it).'),
-            state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
+            state: {
+              type: 'string',
+              enum: [...ITEM_STATES],
+              description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked; a service\'s running attempt is starting, then ready.',
+            },
             waitingFor: {
               type: 'array',
               items: { type: 'string' },
               description: 'Only on a blocked item: the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+            },
+            service: {
+              type: 'object',
+              description: 'Only on a service.',
+              required: ['readyAt', 'restarts'],
+              properties: {
+                readyAt: nullableTime('When its running attempt became ready; null while starting or stopped.'),
+                restarts: count('Times it was started again since it was started (by the engine, or by the user\'s Retry).'),
+              },
             },
           },
         },
@@ -441,7 +470,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             shell: { type: 'boolean' },
             cwd: { type: ['string', 'null'], description: 'The absolute working folder the item launches in.' },
             env: { type: 'object', additionalProperties: { type: 'string' } },
-            timeoutMs: { type: 'integer', minimum: 1 },
+            timeoutMs: { type: 'integer', minimum: 0, description: 'Per-attempt limit; 0 for a service that set none (it runs until it exits or is stopped).' },
             maxAttempts: { type: 'integer', minimum: 1 },
             runAt: nullableTime('Not launched before this time; null: as soon as possible.'),
             schedule: {
@@ -461,6 +490,13 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
               description:
                 'Only when the item has one: its problem matcher as the queue file wrote it: a built-in name ($tsc, $eslint-stylish, $eslint-compact, $gcc, $go, $python), a single-line matcher object, or an array of them.',
             },
+            service: { type: 'boolean', enum: [true], description: 'Only on a service.' },
+            ready: {
+              description: 'Only on a service: its ready probe as the queue file wrote it (`{ port, host? }`, `{ http }`, `{ logPattern }` or `{ command }`); null: ready once it has run 1 s.',
+              oneOf: [{ type: 'null' }, { type: 'object' }],
+            },
+            readyTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000, description: 'Only on a service.' },
+            restart: { type: 'string', enum: ['on-failure', 'always', 'never'], description: 'Only on a service.' },
             source: { type: 'string', description: 'The queue file the definition came from, relative to the workspace folder.' },
           },
         },
@@ -489,9 +525,10 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             outcome: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
             exitCode: { type: ['integer', 'null'] },
             signal: { type: ['string', 'null'] },
-            error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`.' },
+            error: { type: ['string', 'null'], description: 'e.g. `timed out after 1000 ms`, `interrupted`, `cancelled`, `not ready within 60000 ms`.' },
             outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
             problems: { type: 'array', items: ref('AttemptProblem'), description: "What the item's problem matcher found once the attempt finished; empty while it runs and when the item has no matcher." },
+            readyAt: nullableTime("Only on a service's attempt: when it became ready (`service_ready`); null while it starts and when it never did."),
             engineId: { type: ['string', 'null'], description: 'On a PostgreSQL store (`--store`): the engine that ran it.' },
           },
         },
@@ -609,6 +646,15 @@ function controlPaths(): Record<string, PathItem> {
     '/items/{id}/retry': {
       post: control('retryItem', 'Retry a failed item', 'Its attempts reset and it is pending again (`item_retried`); 409 for an item that is not failed.', ref('ItemDetail'), true),
     },
+    '/items/{id}/restart': {
+      post: control(
+        'restartItem',
+        'Restart a service',
+        'A running service\'s processes get SIGTERM (SIGKILL after 5 s) and it starts again at once (`service_restarted`, `byUser`); a failed service is retried, one that exited 0 starts again. 409 for an item that is not a service, or a service that is still waiting to start.',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
     '/items/{id}/hold': {
       post: control(
         'holdItem',
@@ -631,7 +677,7 @@ function controlPaths(): Record<string, PathItem> {
       post: control('startEngine', 'Start (or resume) launching', '409 while the workspace is not trusted.', ref('StatusResponse'), false),
     },
     '/engine/stop': {
-      post: control('stopEngine', 'Stop launching', 'Running attempts finish and are recorded.', ref('StatusResponse'), false),
+      post: control('stopEngine', 'Stop launching', 'Running attempts finish and are recorded; services are stopped (in reverse dependency order) and start again when the engine does.', ref('StatusResponse'), false),
     },
     '/engine/poll': {
       post: control('pollEngine', 'Poll the item sources now', 'Answers once the poll is done.', ref('StatusResponse'), false),
@@ -760,7 +806,7 @@ function readPaths(): Record<string, PathItem> {
             name: 'state',
             in: 'query',
             description:
-              'Only items in one of these states, comma-separated (`state=running,held`); the server also accepts the parameter repeated. `blocked`: waiting for a dependency to launch.',
+              'Only items in one of these states, comma-separated (`state=running,held`); the server also accepts the parameter repeated. `blocked`: waiting for a dependency to launch (or a service to be ready); `starting`, `ready`: services.',
             style: 'form',
             explode: false,
             schema: { type: 'array', items: { type: 'string', enum: [...ITEM_STATES] } },

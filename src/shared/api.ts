@@ -34,6 +34,10 @@ export const LOG_ACTIONS = [
   'dependency_failed',
   // A hook command or notify URL failed (never itself a hook's event, so a failing hook cannot loop).
   'hook_failed',
+  // Services: ready (its probe succeeded), exited, started again.
+  'service_ready',
+  'service_exited',
+  'service_restarted',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -130,6 +134,8 @@ export interface StatusResponse {
   };
   stats: StatsOverview;
   lastLaunch: LaunchRecord | null;
+  /** The services this engine runs or has run (starting, ready, or stopped), by discovery order. */
+  services?: ServiceStatus[];
   timestamp: IsoTime;
   database: {
     path: string;
@@ -190,10 +196,28 @@ export interface ItemSummary {
   state: ItemState;
   /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */
   waitingFor?: string[];
+  /** Only on a service: since when its running attempt is ready, and how often it was started again since it was started. */
+  service?: ServiceSummary;
 }
 
-/** An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked. */
-export const ITEM_STATES = ['waiting', 'scheduled', 'running', 'backoff', 'held', 'blocked', 'launched', 'failed'] as const;
+export interface ServiceSummary {
+  readyAt: IsoTime | null;
+  restarts: number;
+}
+
+/** A service as `/status.services` lists it. */
+export interface ServiceStatus extends ServiceSummary {
+  id: string;
+  name: string;
+  state: ItemState;
+  pid: number | null;
+}
+
+/**
+ * An item's state: pending ones are waiting, scheduled, running, backoff, held or blocked; a
+ * service's running attempt is starting (until its ready probe succeeds), then ready.
+ */
+export const ITEM_STATES = ['waiting', 'scheduled', 'running', 'backoff', 'held', 'blocked', 'launched', 'failed', 'starting', 'ready'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
 /** An item's definition as `GET /items/{id}` reports it, defaults filled in. */
@@ -213,6 +237,11 @@ export interface ItemDefinitionBody {
   priority: number;
   /** The item's problem matcher as its queue file wrote it; absent when it has none. */
   problemMatcher?: unknown;
+  /** Only on a service: `service: true` and its settings with their defaults. */
+  service?: boolean;
+  ready?: unknown;
+  readyTimeoutMs?: number;
+  restart?: 'on-failure' | 'always' | 'never';
   source: string;
 }
 
@@ -242,6 +271,8 @@ export interface AttemptDetail {
    */
   outputBytes: number | null;
   problems: AttemptProblem[];
+  /** A service's attempt: when it became ready; null while it starts or when it never did. Absent for other items. */
+  readyAt?: IsoTime | null;
   /** On a PostgreSQL store shared by a fleet: the engine that ran it. */
   engineId?: string | null;
 }

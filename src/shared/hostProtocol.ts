@@ -10,6 +10,7 @@ export type ControlCommand =
   | { command: 'stop' }
   | { command: 'pollNow' }
   | { command: 'retryItem'; itemId: string }
+  | { command: 'restartItem'; itemId: string }
   | { command: 'retryAllFailed' }
   /** End a running attempt (or a pending item) and fail the item; no retry. */
   | { command: 'cancelItem'; itemId: string }

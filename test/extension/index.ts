@@ -33,6 +33,7 @@ export async function run(): Promise<void> {
     require('./control.test');
     require('./diagnostics.test');
     require('./codelens.test');
+    require('./services.test');
     require('./problems.test');
     require('./tasks.test');
     require('./lifecycle.test');

@@ -1,17 +1,27 @@
 // A window reload does not touch the engine's work, in a real VS Code (code-server + Chromium, see
 // test/vscode/codeServer.ts): with a 20 s item running, "Developer: Reload Window" leaves the same
 // engine host process running; the reloaded window attaches to it; the attempt succeeds as the only
-// attempt, and nothing is recorded interrupted. Screenshots land in test-results/screenshots/reload-*.png.
+// attempt, a ready service stays ready in the same attempt, and nothing is recorded interrupted. Screenshots land in test-results/screenshots/reload-*.png.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ItemDetail, LogEntry } from '../../src/shared/api';
 import { attachToHost } from '../../src/extension/hostConnection';
 import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, waitForWorkbench, type Workbench } from '../vscode/codeServer';
 import { findEndpointFile, getJson, readEndpoint, waitUntil } from '../vscode/engineProbe';
+
+/** A port nothing listens on now (the kernel's choice, released at once). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 /** Windows attached to the engine host now, not counting the probe's own attachment. */
 async function windowsAttached(storage: string): Promise<{ pid: number; windows: number } | undefined> {
@@ -34,6 +44,10 @@ describe('Reload: the engine outlives the window (code-server)', function () {
     // A deploy: 20 s of work in steps, printing each, so a cut would show in its output too.
     const work = 'let n = 0; const t = setInterval(() => { console.log(`step ${++n}`); if (n === 20) { clearInterval(t); console.log("deployed"); } }, 1000)';
     writeFileSync(path.join(queue, 'deploy.json'), JSON.stringify({ id: 'deploy', name: 'Deploy', command: process.execPath, args: ['-e', work] }));
+    // A service, ready once it listens (on a port the kernel picks; it writes it where the probe looks).
+    const port = await freePort();
+    const listen = `require('net').createServer((s) => s.end()).listen(${port}, '127.0.0.1')`;
+    writeFileSync(path.join(queue, 'svc.json'), JSON.stringify({ id: 'svc', name: 'Service', command: process.execPath, args: ['-e', listen], service: true, ready: { port } }));
     wb = await openWorkbench({ folder, extensionDevelopmentPath: REPO_ROOT, userSettings: { 'engineMonitor.server.port': 0 } });
   });
 
@@ -50,6 +64,10 @@ describe('Reload: the engine outlives the window (code-server)', function () {
     const storage = path.dirname(findEndpointFile(root)!);
     const before = readEndpoint(root)!.pid;
     await waitUntil('the deploy to run', async () => (await getJson<ItemDetail>(`${url}/items/deploy`)).state === 'running', 30_000);
+    const ready = await waitUntil('the service to be ready', async () => {
+      const d = await getJson<ItemDetail>(`${url}/items/svc`);
+      return d.state === 'ready' && d;
+    }, 30_000);
     // The host starts launching before the window that started it has attached (it waits for
     // control.json, then connects): wait for the attachment rather than expect it at once.
     await waitUntil('the window to be attached to the engine', async () => (await windowsAttached(storage))?.windows === 1, 30_000);
@@ -79,5 +97,8 @@ describe('Reload: the engine outlives the window (code-server)', function () {
     const logs = await getJson<LogEntry[]>(`${url}/logs?limit=1000`);
     assert.deepEqual(logs.filter((e) => e.action === 'launch_interrupted').map((e) => e.message), []);
     assert.equal(readEndpoint(root)?.pid, before, 'the engine host changed while the deploy ran');
+    const svc = await getJson<ItemDetail>(`${url}/items/svc`);
+    assert.equal(svc.state, 'ready', 'the service is still ready after the reload');
+    assert.deepEqual(svc.attempts.map((a) => [a.attempt, a.readyAt]), [[1, ready.attempts[0].readyAt]], 'the reload did not restart the service');
   });
 });

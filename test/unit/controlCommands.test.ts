@@ -21,8 +21,8 @@ describe('control commands: one table for the channel and the HTTP routes', func
     ws.dispose();
   });
 
-  it('names every HTTP control path the server has taken: cancel, retry, hold, release on items; start, stop, poll on the engine', () => {
-    assert.deepEqual(httpControlNames('item').sort(), ['cancel', 'hold', 'release', 'retry']);
+  it('names every HTTP control path the server has taken: cancel, retry, hold, release, restart on items; start, stop, poll on the engine', () => {
+    assert.deepEqual(httpControlNames('item').sort(), ['cancel', 'hold', 'release', 'restart', 'retry']);
     assert.deepEqual(httpControlNames('engine').sort(), ['poll', 'start', 'stop']);
     assert.equal(httpControlCommand('item', 'hold'), CONTROL_COMMANDS.holdItem);
     assert.equal(httpControlCommand('engine', 'hold'), undefined, 'hold is an item command');

@@ -150,6 +150,19 @@ describe('engine host: detached from its window, attached to over its control co
     assert.equal(readControlFile(ws.storage), undefined);
   });
 
+  it('with --keep-alive, a running service does not keep it alive: it stops, and so does the service', async () => {
+    const pidFile = path.join(ws.root, 'service.pid');
+    ws.enqueue('svc.json', [nodeItem('svc', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`, { service: true })]);
+    const window = await startAndAttach({ keepAliveSeconds: 1 });
+    const pid = window.info.pid;
+    const url = readEndpoint();
+    await waitFor('the service to be ready', async () => (await item(url, 'svc'))?.state === 'ready');
+    window.close();
+    assert.equal(await waitForExit(pid, 15_000), true, 'the host did not stop after its keep-alive');
+    const service = Number(readFileSync(pidFile, 'utf8'));
+    await waitFor(`the service (pid ${service}) to be gone`, () => !processAlive(service));
+  });
+
   it('attached windows keep it alive past the keep-alive; a headless engine has none', async () => {
     const window = await startAndAttach({ keepAliveSeconds: 1 });
     const second = await attachToHost(ws.storage, 'second');

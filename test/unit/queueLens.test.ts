@@ -85,6 +85,25 @@ describe('queue file CodeLens model', () => {
     assert.equal(lenses.find((l) => l.start === 0)?.command, undefined, 'the state lens is text');
   });
 
+  it('says how long a service has been ready and how often it restarted, with Restart, Stop and Show Output', () => {
+    const entries: QueueEntry[] = (['db', 'api', 'web', 'old'] as const).map((s, i) => ({ index: i, start: i * 10, end: i * 10 + 5, id: s }));
+    const items = [
+      // Ready 12 min (and some seconds) before `now` in context(), after one restart.
+      summary('db', 'ready', { attempts: 2, service: { readyAt: '2026-11-23T09:52:30.000Z', restarts: 1 } }),
+      summary('api', 'starting', { service: { readyAt: null, restarts: 0 } }),
+      summary('web', 'failed', { attempts: 3, lastError: 'not ready within 60000 ms', service: { readyAt: null, restarts: 2 } }),
+      summary('old', 'ready', { attempts: 4, service: { readyAt: '2026-11-23T07:00:00.000Z', restarts: 3 } }),
+    ];
+    const lenses = lensesFor(entries, context(items));
+    const titlesAt = (start: number) => lenses.filter((l) => l.start === start).map((l) => l.title.replace(/^\$\([^)]+\) /, ''));
+    assert.deepEqual(titlesAt(0), ['ready · 12 min · 1 restart', 'Restart', 'Stop', 'Show Output']);
+    assert.deepEqual(titlesAt(10), ['starting', 'Restart', 'Stop', 'Show Output']);
+    assert.deepEqual(titlesAt(20), ['stopped · failed: not ready within 60000 ms', 'Restart', 'Show Output']);
+    assert.deepEqual(titlesAt(30), ['ready · 3 h 5 min · 3 restarts', 'Restart', 'Stop', 'Show Output']);
+    assert.deepEqual(lenses.find((l) => l.start === 0 && l.title === 'Restart')?.command, { id: 'engineMonitor.restartItem', args: ['db'] });
+    assert.deepEqual(lenses.find((l) => l.start === 0 && l.title === 'Stop')?.command, { id: 'engineMonitor.cancelItem', args: ['db'] });
+  });
+
   it('shows the state only in restricted mode', () => {
     const entries: QueueEntry[] = [{ index: 0, start: 0, end: 1, id: 'f' }];
     const lenses = lensesFor(entries, context([summary('f', 'failed')], { trusted: false }));

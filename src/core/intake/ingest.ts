@@ -380,7 +380,7 @@ export class ItemIngestion {
       );
       return;
     }
-    if (known.running === 1) {
+    if (known.running !== 0) {
       this.reject(
         file.relPath,
         entry,

@@ -31,6 +31,10 @@ export interface ItemInput {
   dependsOn?: string[];
   priority?: number;
   problemMatcher?: ProblemMatcherInput;
+  service?: boolean;
+  ready?: ServiceReady;
+  readyTimeoutMs?: number;
+  restart?: ServiceRestart;
   watch?: { paths: string[]; debounceMs?: number; onChange?: ItemWatch['onChange'] };
 }
 
@@ -42,6 +46,19 @@ export interface ItemWatch {
   /** What a settled burst does while the previous occurrence is still pending. */
   onChange: 'restart' | 'queue' | 'skip';
 }
+
+/** How the engine knows a service is ready: exactly one probe. */
+export type ServiceReady = { port: number; host?: string } | { http: string } | { logPattern: string } | { command: string };
+/** Whether a service that exits is started again. */
+export type ServiceRestart = 'on-failure' | 'always' | 'never';
+/** A service's settings with their defaults resolved (features/services). */
+export interface ServiceSpec {
+  /** Absent: ready once it has run 1 s without exiting. */
+  ready?: ServiceReady;
+  readyTimeoutMs: number;
+  restart: ServiceRestart;
+}
+export const DEFAULT_READY_TIMEOUT_MS = 60_000;
 
 /** A template's schedule with its zone resolved. */
 export interface ItemSchedule {
@@ -78,6 +95,12 @@ export interface ItemDefinition {
   problemMatcher?: ProblemMatcherInput;
   /** Makes the item a template fired by changes to files (src/core/features/triggers). */
   watch?: ItemWatch;
+  /**
+   * Present for a service (`service: true`): it is expected to keep running; it is `starting`
+   * until its probe succeeds, then `ready`, and is started again per `restart`. A service's
+   * `timeoutMs` is 0 (no limit) unless the queue file set one.
+   */
+  service?: ServiceSpec;
 }
 
 export const MAX_DEPENDENCIES = 100;
@@ -114,7 +137,9 @@ export function parseItem(
   }
   if (!validateItem(entry)) {
     const errors = validateItem.errors ?? [];
-    return withField({ ok: false, reason: describeSchemaErrors(errors, entry) }, schemaErrorField(errors));
+    // A service's field on an item that is not one: the field to remove (or to add "service" beside).
+    const serviceField = errors.some((e) => e.schemaPath.startsWith('#/allOf/2')) ? ['ready', 'readyTimeoutMs', 'restart'].find((f) => f in entry) : undefined;
+    return withField({ ok: false, reason: describeSchemaErrors(errors, entry) }, serviceField ?? schemaErrorField(errors));
   }
   const input = entry as ItemInput;
   if (input.problemMatcher !== undefined) {
@@ -163,6 +188,8 @@ export function parseItem(
   }
   if (input.priority !== undefined && input.priority !== 0) extras.priority = input.priority;
   if (input.problemMatcher !== undefined) extras.problemMatcher = input.problemMatcher;
+  const service = serviceSpec(input);
+  if (typeof service === 'object' && 'reason' in service) return { ok: false, ...service };
   return {
     ok: true,
     item: {
@@ -173,11 +200,44 @@ export function parseItem(
       shell: input.shell ?? false,
       cwd,
       env: input.env ?? {},
-      timeoutMs: input.timeoutMs ?? ctx.defaults.timeoutMs,
+      timeoutMs: input.timeoutMs ?? (service ? 0 : ctx.defaults.timeoutMs),
       maxAttempts: input.maxAttempts ?? ctx.defaults.maxAttempts,
       runAt,
       ...extras,
+      ...(service ? { service } : {}),
     },
+  };
+}
+
+/**
+ * A service's settings, or undefined for an item that is not one; a reason (and the field) when
+ * what the schema cannot say is wrong: the probe's regexp or URL.
+ */
+function serviceSpec(input: ItemInput): ServiceSpec | { reason: string; field: string } | undefined {
+  if (input.service !== true) return undefined;
+  const ready = input.ready;
+  if (ready && 'logPattern' in ready) {
+    try {
+      new RegExp(ready.logPattern);
+    } catch (err) {
+      return { reason: `"ready.logPattern" is not a valid regular expression: ${(err as Error).message}`, field: 'ready' };
+    }
+  }
+  if (ready && 'http' in ready) {
+    let url: URL | undefined;
+    try {
+      url = new URL(ready.http);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      return { reason: `"ready.http" must be an http:// or https:// URL, like "http://127.0.0.1:3000/health"; got "${ready.http}"`, field: 'ready' };
+    }
+  }
+  return {
+    ...(ready ? { ready } : {}),
+    readyTimeoutMs: input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
+    restart: input.restart ?? 'on-failure',
   };
 }
 
@@ -268,6 +328,8 @@ export function definitionHash(item: ItemDefinition): string {
     // The problem matcher likewise (after a marker, so it cannot read as the scheduling fields).
     ...(item.problemMatcher !== undefined ? ['problemMatcher', item.problemMatcher] : []),
     ...(item.watch !== undefined ? ['watch', item.watch] : []),
+    // A service's settings likewise.
+    ...(item.service !== undefined ? ['service', item.service] : []),
   ]);
   // 64 bits tell a re-read from a redefinition of the same id; the hex prefix of what older
   // versions stored (32 or 64 digits), so sameDefinitionHash matches their rows and journals too.
@@ -315,6 +377,8 @@ const PROBLEM_MATCHER_SHAPE =
 
 const WATCH_SHAPE =
   '"watch" must be { "paths": ["src/**/*.ts", …] (1 to 50 globs relative to the cwd), "debounceMs"?: 0…60000 (default 300), "onChange"?: "restart" | "queue" | "skip" }';
+const READY_SHAPE =
+  '"ready" must be exactly one of { "port": 1…65535, "host": "127.0.0.1" }, { "http": "http://127.0.0.1:3000/health" }, { "logPattern": "listening on" } or { "command": "pg_isready" }';
 
 const SCHEDULE_SHAPE =
   '"schedule" must be a 5-field cron expression ("minute hour day-of-month month day-of-week", for example "0 2 * * *") or { "cron": "…", "timezone": "Europe/Berlin" }';
@@ -356,6 +420,14 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
       messages.add(WATCH_SHAPE);
       continue;
     }
+    if (e.schemaPath.startsWith('#/allOf/2')) {
+      if (e.keyword !== 'if') messages.add('"ready", "readyTimeoutMs" and "restart" apply to services only; add "service": true or remove them');
+      continue;
+    }
+    if (e.instancePath.startsWith('/ready') && e.instancePath !== '/readyTimeoutMs') {
+      messages.add(READY_SHAPE);
+      continue;
+    }
     if (e.instancePath.startsWith('/schedule') && e.keyword !== 'additionalProperties') {
       messages.add(SCHEDULE_SHAPE);
       continue;
@@ -365,7 +437,7 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
       case 'if':
         continue;
       case 'not':
-        if (e.schemaPath.startsWith('#/allOf/2')) {
+        if (e.schemaPath.startsWith('#/allOf/3')) {
           messages.add('"watch" is not allowed with "schedule" or "runAt": a watched item runs when its files change; remove one of them');
           break;
         }
@@ -381,7 +453,7 @@ function describeSchemaErrors(errors: ErrorObject[], entry: Partial<ItemInput>):
           break;
         }
         messages.add(
-          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, watch, dependsOn, priority, problemMatcher)`,
+          `unknown field "${(e.params as { additionalProperty: string }).additionalProperty}" (allowed: id, name, command, args, shell, cwd, env, timeoutMs, maxAttempts, runAt, schedule, overlap, watch, dependsOn, priority, problemMatcher, service, ready, readyTimeoutMs, restart)`,
         );
         break;
       case 'required':

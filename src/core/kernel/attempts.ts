@@ -21,6 +21,10 @@ export interface ActiveAttempt extends AttemptRef {
   cancelled?: boolean;
   /** Settles once the attempt's end is recorded (after its problem matcher has read the output). */
   recorded?: Promise<void>;
+  /** Set by a feature that ended the process itself (a service not ready in time): the attempt's error, whatever the exit. */
+  endError?: string;
+  /** A ready service's attempt: it runs on, but no longer holds a concurrency slot. */
+  ready?: boolean;
   /**
    * Whether the user holds its item, kept by hold and release while it runs, so the outcome need
    * not read it back. Undefined for attempts taken over from the database (interrupted, or
@@ -28,6 +32,12 @@ export interface ActiveAttempt extends AttemptRef {
    */
   held?: boolean;
 }
+
+/**
+ * How a feature records the end of its items' attempts, in the end's batch after the attempt's row
+ * (transitions.attemptEnded): true when it took the attempt and recorded the item's next state.
+ */
+export type AttemptJudge = (a: ActiveAttempt, result: AttemptResult, how: { interrupted: boolean; details: Record<string, unknown>; held: () => boolean }) => boolean;
 
 /** An attempt found running in the database that no process of this engine runs. */
 export interface OrphanAttempt {
@@ -44,6 +54,10 @@ export class Attempts {
    * longer running as far as the counters go, but still holding their concurrency slot.
    */
   readonly ending = new Map<number, ActiveAttempt>();
+  /** Ready services among `active` (they hold no slot). */
+  private readyServices = 0;
+  /** A feature's judgement of how an attempt of its items ends (services); the first that takes it records the item's next state. */
+  private readonly judges: AttemptJudge[] = [];
   /** onAttemptFinished's listeners (/metrics). */
   private readonly finishedListeners = new Set<(attempt: FinishedAttempt) => void>();
   private claimer!: Claimer;
@@ -60,9 +74,32 @@ export class Attempts {
     this.claimer = claimer;
   }
 
-  /** Processes this engine has running: its attempts, and cancelled ones that have not exited yet. */
+  /**
+   * Concurrency slots taken: its attempts and cancelled ones that have not exited yet, but not
+   * ready services, which run until stopped and would otherwise starve what depends on them.
+   */
   get busySlots(): number {
-    return this.active.size + this.ending.size;
+    return this.active.size + this.ending.size - this.readyServices;
+  }
+
+  /** A service's attempt became ready: it gives up its slot. */
+  markReady(a: ActiveAttempt): void {
+    if (a.ready || !this.active.has(a.attemptId)) return;
+    a.ready = true;
+    this.readyServices++;
+  }
+
+  /** A feature judges the ends of its items' attempts (see AttemptJudge). */
+  judgeWith(judge: AttemptJudge): void {
+    this.judges.push(judge);
+  }
+
+  /** It leaves `active`: a ready service's slot is counted again only if it is still ending. */
+  private leave(a: ActiveAttempt): void {
+    this.active.delete(a.attemptId);
+    if (!a.ready) return;
+    a.ready = false;
+    this.readyServices--;
   }
 
   /** Every attempt that still has, or will have, a process. */
@@ -101,6 +138,7 @@ export class Attempts {
   spawn(a: ActiveAttempt): void {
     const run = this.launcher.launch(a.attemptId, a.item, a.attempt, this.outputs.target(a.attemptId));
     a.run = run;
+    this.k.hooks.emit('attemptSpawned', a, run);
     a.recorded = run.done.then(async (result) => {
       // Before the outcome is recorded, so the attempt's log entry and its problems arrive together.
       const problems = await this.problems.problems(a, result);
@@ -133,9 +171,10 @@ export class Attempts {
   }
 
   /** Records how an attempt ended and what becomes of its item. */
-  finish(a: ActiveAttempt, result: AttemptResult, interrupted = false, problems: AttemptProblem[] | null = null): void {
+  finish(a: ActiveAttempt, ended: AttemptResult, interrupted = false, problems: AttemptProblem[] | null = null): void {
     const { store, transitions } = this.k;
-    this.active.delete(a.attemptId);
+    const result = a.endError === undefined ? ended : { ...ended, succeeded: false, error: a.endError };
+    this.leave(a);
     const end = launchEnd(result);
     // On a store other engines share, another may hold or release the item meanwhile: its row says.
     const held = () => (this.claimer.shared || a.held === undefined ? readHeld(store, a.item.id) : a.held);
@@ -145,6 +184,7 @@ export class Attempts {
       // For the editor: whether GET /items/{id} has problems worth fetching for this attempt.
       if (problems) details.problems = problems.length;
       const now = result.finishedAt;
+      if (this.judges.some((judge) => judge(a, result, { interrupted, details, held }))) return;
       if (result.succeeded) return transitions.launched(a, now, held, end.durationMs, details);
       const why = describeFailure(result);
       transitions.attemptFailed(a, why, interrupted, details);
@@ -160,7 +200,7 @@ export class Attempts {
   /** The user cancelled the item whose attempt this is: it no longer counts as running. Call in the cancel's batch. */
   cancel(a: ActiveAttempt): void {
     a.cancelled = true;
-    this.active.delete(a.attemptId);
+    this.leave(a);
   }
 
   /** After the cancel is recorded: a spawned process is ended (SIGTERM, SIGKILL after 5 s) and holds its slot until it exits. */
@@ -169,6 +209,22 @@ export class Attempts {
     if (!a.run) return;
     this.ending.set(a.attemptId, a);
     a.run.terminate(KILL_GRACE_MS);
+  }
+
+  /**
+   * At shutdown: the attempts `which` selects may finish for up to `graceMs`; what is left then is
+   * ended (SIGTERM, SIGKILL after 1 s) and stays recorded as running, interrupted at the next start.
+   */
+  async endForShutdown(graceMs: number, which: (a: ActiveAttempt) => boolean): Promise<void> {
+    const attempts = this.all().filter(which);
+    if (attempts.length === 0) return;
+    const all = Promise.all(attempts.flatMap((a): Promise<unknown>[] => (a.recorded ? [a.recorded] : a.run ? [a.run.done] : [])));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    // Let the exit handlers record the outcomes that just arrived.
+    await new Promise((r) => setImmediate(r));
+    for (const a of attempts) a.run?.terminate(1000);
   }
 
   onFinished(listener: (attempt: FinishedAttempt) => void): () => void {

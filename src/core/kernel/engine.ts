@@ -18,6 +18,7 @@ import { excludedFolders, WatchTriggers } from '../features/triggers/watchTrigge
 import { AttemptOutputs } from '../features/output/attemptOutputs';
 import { ProblemMatching } from '../features/problems/problemMatching';
 import { ItemControl } from '../features/control/control';
+import { Services } from '../features/services/services';
 import { FleetClaimer } from '../features/fleet/fleetClaimer';
 import { PersistencePolicy } from './persistence';
 import { Store } from '../store';
@@ -57,6 +58,7 @@ export class Engine implements ControllableEngine {
   private readonly scheduler: Scheduler;
   private readonly triggers: WatchTriggers;
   private readonly control: ItemControl;
+  private readonly services: Services;
   private readonly persistence: PersistencePolicy;
   private readonly startedAt = Date.now();
   private recovery: { at: string; message: string } | null = null;
@@ -117,6 +119,7 @@ export class Engine implements ControllableEngine {
     this.scheduler = new Scheduler(store, templates);
     this.triggers = new WatchTriggers(store, templates, this.hooks);
     this.control = new ItemControl(k, this.attempts, dependencies, this.scheduler);
+    this.services = new Services(k, this.attempts, { launcher: this.launcher, problems: this.problems, outputDir: () => this.output.dir });
     this.poller = new Poller(store, this.ingestion, options.pollIntervalMs, {
       isClosed,
       isStopped: () => this.mode === 'stopped',
@@ -204,6 +207,7 @@ export class Engine implements ControllableEngine {
     this.scheduler.cancel();
     this.dispatcher.stopTimer();
     this.log('engine_stopped', 'info', `engine ${reason}`, null, { running: this.attempts.active.size });
+    void this.services.stopAll();
     this.events.emit({ type: 'stats' });
   }
 
@@ -244,15 +248,9 @@ export class Engine implements ControllableEngine {
     // Attempts journaled but not spawned yet are spawned once the disk has them (mode no longer
     // matters to that): then every active attempt has a process to wait for or terminate.
     await Promise.all(this.dispatcher.launching);
-    if (this.attempts.busySlots > 0) {
-      const all = Promise.all(this.attempts.all().flatMap((a): Promise<unknown>[] => (a.recorded ? [a.recorded] : a.run ? [a.run.done] : [])));
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-      clearTimeout(timer);
-      // Let the exit handlers record the outcomes that just arrived.
-      await new Promise((r) => setImmediate(r));
-      for (const a of this.attempts.all()) a.run?.terminate(1000);
-    }
+    // Services run until stopped: the rest first (what may depend on them), then they, in reverse dependency order.
+    await this.attempts.endForShutdown(graceMs, (a) => !this.services.isService(a));
+    await this.services.stopAll();
     await this.poller.underWay;
     await this.triggers.close();
     this.ingestion.close();
@@ -285,6 +283,8 @@ export class Engine implements ControllableEngine {
   readonly retryItem = (itemId: string): void => this.control.retryItem(itemId);
   readonly retryAllFailed = (): number => this.control.retryAllFailed();
   readonly cancelItem = (itemId: string): void => this.control.cancelItem(itemId);
+  readonly restartItem = (itemId: string): void => this.services.restart(itemId, this.retryItem);
+  readonly serviceCounts = () => this.services.counts();
   readonly holdItem = (itemId: string): void => this.control.holdItem(itemId);
   readonly releaseItem = (itemId: string): void => this.control.releaseItem(itemId);
   readonly submitItems = (body: unknown): Promise<SubmitResult> => submit(body, { store: this.store, options: this.options, ingestion: this.ingestion, changed: (how) => this.changed(how), isClosed: () => this.closed });
@@ -322,7 +322,7 @@ export class Engine implements ControllableEngine {
       store: this.store,
       recovery: this.recovery,
     });
-    return this.claimer.status(body);
+    return this.claimer.status({ ...body, services: this.services.status() });
   }
 
   queryLogs(query: LogQuery): LogPage {

@@ -2,8 +2,9 @@
 // engine is built, instead of the kernel calling each feature by name: adding a feature adds a
 // subscriber, not a branch in the launch loop. Hooks run synchronously, in the batch of the change
 // that fired them (a feature's writes commit with it), in the order they were subscribed.
-import type { AttemptResult } from '../launching/attemptProcess';
+import type { AttemptResult, RunningAttempt } from '../launching/attemptProcess';
 import type { ItemDefinition } from '../intake/items';
+import type { AttemptRef } from './transitions';
 
 export interface EngineHookMap {
   /** A queue file or a schedule gave a new item, recorded pending in the same batch. */
@@ -12,6 +13,10 @@ export interface EngineHookMap {
   itemRedefined: (item: ItemDefinition, before: ItemDefinition) => void;
   /** An item reached its outcome through an attempt or a cancel (not a failed dependency, whose feature handles its own). */
   outcome: (itemId: string, outcome: 'launched' | 'failed') => void;
+  /** An attempt's process was handed to the launcher (services start probing it). */
+  attemptSpawned: (a: AttemptRef, run: RunningAttempt) => void;
+  /** A service became ready (true), or its ready attempt ended (false): what depends on it may start, or waits again. */
+  serviceReady: (itemId: string, ready: boolean) => void;
   /** An attempt's process is gone and its end recorded: its output is complete. */
   attemptEnded: (attemptId: number, result: AttemptResult) => void;
   /** Before a change is committed: what was discovered meanwhile is judged (dependencies). */

@@ -98,6 +98,8 @@ export interface MonitoredEngine {
   health(): HealthSnapshot;
   /** Everything but `timestamp` and `server`, which the server fills in. */
   status(): Omit<StatusResponse, 'timestamp' | 'server'>;
+  /** Services by state, for /metrics: starting, ready, and stopped (every other state). Absent: none. */
+  serviceCounts?(): Record<'starting' | 'ready' | 'stopped', number>;
   queryLogs(query: LogQuery): LogPage;
   /** A page of the items the filter selects, in discovery order, and how many it selects in all. */
   listItems(query: ItemsPage): { items: ItemSummary[]; total: number };
@@ -150,6 +152,8 @@ export class ControlError extends Error {
 export interface ControllableEngine extends MonitoredEngine {
   cancelItem(itemId: string): void;
   retryItem(itemId: string): void;
+  /** Restart Service: a running service is ended and started again at once; a stopped one starts. */
+  restartItem(itemId: string): void;
   holdItem(itemId: string): void;
   releaseItem(itemId: string): void;
   startLaunching(): void;

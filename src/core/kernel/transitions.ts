@@ -10,6 +10,8 @@
 //   pending     waiting to launch: due at `due_at` (a backoff or a runAt), unless `held` by the user
 //               or `blocked` by a dependency that has not launched.
 //     running   pending with an attempt under way (`running` = 1, one `attempts` row running).
+//     starting  a service's attempt under way, its ready probe not yet passed (`running` = 2).
+//     ready     a service's attempt that passed its probe (`running` = 3, the attempt's ready_at).
 //   launched    an attempt succeeded. Final.
 //   failed      out of attempts, cancelled, or failed without an attempt (a dependency failed, a
 //               cycle). Final until retried by hand.
@@ -24,11 +26,20 @@
 //   failedWithoutAttempt()  pending          → failed
 //   retriedByHand()         failed           → pending, attempts reset
 //   held() / released()     pending: the hold flag only; an outcome ends a hold.
+//
+// A service (features/services) takes the same path with its own steps:
+//   attemptStarted()        pending          → starting
+//   serviceReady()          starting         → ready
+//   serviceExited()         starting, ready  → (the log entry; then one of:)
+//     serviceRestartLater() → pending, due after a backoff (or at once when the user restarts it)
+//     serviceStopped()      → pending, due now, attempts reset: the engine stopped it
+//     launched(), failedForGood()  as for any item
+//   serviceStartedByHand()  launched         → pending (Restart Service on a service that exited 0)
 //   blocked()               pending: the blocked flag only, kept by the dependencies feature.
 import type { AttemptProblem, LaunchOutcome, LaunchRecord } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import type { ItemDefinition } from '../intake/items';
-import { launchRecord, readItem, type Counters, type ItemRow, type LaunchEnd, type StoredState } from '../reads/records';
+import { launchRecord, readItem, READY, RUNNING, STARTING, type Counters, type ItemRow, type LaunchEnd, type StoredState } from '../reads/records';
 import type { StoreBackend } from '../store/backend';
 import type { LogWriter } from '../intake/ingest';
 import type { EngineHooks } from './hooks';
@@ -91,7 +102,7 @@ export class Transitions {
 
   /** An attempt was recorded (its row by the claimer, which numbers it) and the item is running. */
   attemptStarted(row: ItemRow, a: AttemptRef): void {
-    this.store.mutate('item_state', ['pending', a.attempt, null, 1, row.last_error, a.startedAt, row.id]);
+    this.store.mutate('item_state', ['pending', a.attempt, null, a.item.service ? STARTING : RUNNING, row.last_error, a.startedAt, row.id]);
     this.counts.totalLaunches++;
     this.lastLaunch = launchRecord(a.item, a.attempt, a.startedAt, null);
     const { item, attempt } = a;
@@ -234,8 +245,8 @@ export class Transitions {
   held(row: ItemRow): void {
     this.store.mutate('item_hold', [1, Date.now(), row.id]);
     this.counts.held++;
-    const running = row.running === 1 ? '; its running attempt goes on' : '';
-    this.log('item_held', 'info', `"${row.name}" held by the user: it is not launched until released${running}`, row.id, { running: row.running === 1 });
+    const running = row.running !== 0 ? '; its running attempt goes on' : '';
+    this.log('item_held', 'info', `"${row.name}" held by the user: it is not launched until released${running}`, row.id, { running: row.running !== 0 });
   }
 
   /** A held item is released by the user. */
@@ -248,6 +259,62 @@ export class Transitions {
   /** The wall clock jumped: a backoff is a delay, not a time of day, so it keeps the time it had left. */
   backoffsShifted(ms: number): void {
     this.store.mutate('items_backoff_shift', [ms]);
+  }
+
+  /** starting → ready: the service's probe passed (or it ran 1 s without one); what depends on it may start. */
+  serviceReady(a: AttemptRef, readyAt: number, probe: string): void {
+    const { item, attempt } = a;
+    this.store.mutate('item_running', [READY, readyAt, item.id]);
+    this.store.mutate('attempt_ready', [readyAt, a.attemptId]);
+    const readyAfterMs = Math.max(0, readyAt - a.startedAt);
+    this.log('service_ready', 'info', `service "${item.name}" is ready after ${readyAfterMs} ms (${probe})`, item.id, { attempt, readyAfterMs, probe });
+    this.hooks.emit('serviceReady', item.id, true);
+  }
+
+  /** A service's process ended (starting or ready); the item's next state is the next transition. */
+  serviceExited(a: AttemptRef, result: AttemptResult, wasReady: boolean, why: string, onPurpose = false): void {
+    const { item, attempt } = a;
+    const level = result.succeeded || onPurpose ? 'info' : 'warn';
+    this.log('service_exited', level, `service "${item.name}" ${wasReady ? 'was ready and' : 'was starting and'} ${result.succeeded ? 'exited with code 0' : why}`, item.id, {
+      attempt,
+      exitCode: result.exitCode,
+      signal: result.signal,
+      error: result.error,
+      wasReady,
+    });
+    if (wasReady) this.hooks.emit('serviceReady', item.id, false);
+  }
+
+  /** A service that exited → pending, started again after `delayMs` (its restart policy and backoff decided). */
+  serviceRestartLater(a: AttemptRef, why: string, now: number, delayMs: number, details: Record<string, unknown>): void {
+    const { item, attempt } = a;
+    const dueAt = now + delayMs;
+    this.store.mutate('item_state', ['pending', attempt, dueAt, 0, why, now, item.id]);
+    this.log('service_restarted', 'info', `service "${item.name}" will be started again in ${delayMs} ms (restart ${attempt})`, item.id, {
+      attempt: attempt + 1,
+      delayMs,
+      dueAt: new Date(dueAt).toISOString(),
+      ...details,
+    });
+  }
+
+  /** A service the engine stopped (Stop, or the engine shutting down) → pending, due now, attempts reset: the next start starts it afresh. */
+  serviceStopped(a: AttemptRef, now: number): void {
+    this.store.mutate('item_state', ['pending', 0, now, 0, 'stopped with the engine', now, a.item.id]);
+  }
+
+  /** launched (a service that exited 0 and stays down) → pending, attempts reset: the user's Restart Service. */
+  serviceStartedByHand(row: ItemRow): void {
+    const now = Date.now();
+    this.store.mutate('item_state', ['pending', 0, now, 0, null, now, row.id]);
+    this.counts.launched--;
+    this.counts.pending++;
+    this.log('item_retried', 'info', `service "${row.name}" started again by hand; attempts reset`, row.id, { previousAttempts: row.attempts });
+  }
+
+  /** The number of consecutive failures a service's backoff and maxAttempts count (see features/services). */
+  nextDelay(failures: number): number {
+    return backoffDelay(Math.max(1, failures), this.options);
   }
 
   /** An item that reaches an outcome is no longer held: holding is for pending items. */

@@ -157,10 +157,13 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       return;
     }
     watchProcess(child, item, stdout, stderr, capture, finish, options.exitDrain ?? { quietMs: EXIT_QUIET_MS, maxMs: EXIT_DRAIN_MS });
-    timeoutTimer = setTimeout(() => {
-      timedOut = true;
-      terminate();
-    }, item.timeoutMs);
+    // 0: no limit (a service without timeoutMs runs until it exits or is stopped).
+    if (item.timeoutMs > 0) {
+      timeoutTimer = setTimeout(() => {
+        timedOut = true;
+        terminate();
+      }, item.timeoutMs);
+    }
   });
 
   return { pid, done, terminate };

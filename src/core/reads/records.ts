@@ -1,6 +1,6 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../../shared/api';
+import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, ServiceSummary, StatsOverview } from '../../shared/api';
 import { searchWords } from '../../shared/logFilter';
 import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { ItemsPage } from '../kernel/monitoredEngine';
@@ -19,6 +19,7 @@ export interface ItemRow {
   max_attempts: number;
   run_at: number | null;
   due_at: number | null;
+  /** 0, or an attempt under way: RUNNING, or for a service STARTING then READY. */
   running: number;
   last_error: string | null;
   updated_at: number;
@@ -29,6 +30,11 @@ export interface ItemRow {
   /** 1 while a dependency has not launched (src/core/dependencies.ts keeps it). */
   blocked: number;
 }
+
+/** An items row's `running`: an attempt under way; a service's attempt is starting, then ready. */
+export const RUNNING = 1;
+export const STARTING = 2;
+export const READY = 3;
 
 /** Items by outcome and launches ever made: what /stats answers from, kept by the engine. */
 export interface Counters {
@@ -124,6 +130,8 @@ interface AttemptRow {
   output_bytes: number | null;
   /** The problem matcher's problems as JSON; null when the item has no matcher (or before v4). */
   problems: string | null;
+  /** A service's attempt: when it became ready. */
+  ready_at: number | null;
 }
 
 function readLastLaunch(store: StoreBackend): LaunchRecord | null {
@@ -192,7 +200,7 @@ export function readHeld(store: StoreBackend, itemId: string): boolean {
  * An items row's state in SQL, `?` standing for now: itemState() below, the same rule in
  * TypeScript.
  */
-const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN held = 1 THEN 'held' WHEN blocked = 1 THEN 'blocked'
+const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 THEN 'running' WHEN running = 2 THEN 'starting' WHEN running = 3 THEN 'ready' WHEN held = 1 THEN 'held' WHEN blocked = 1 THEN 'blocked'
   WHEN due_at > ? THEN (CASE WHEN attempts > 0 THEN 'backoff' ELSE 'scheduled' END) ELSE 'waiting' END`;
 
 /**
@@ -256,7 +264,7 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
   const def = itemFromRow(row.definition, row);
   // A store engines share also says which engine ran each attempt.
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
-    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems, ready_at${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],
   );
   return {
@@ -275,6 +283,7 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
       dependsOn: def.dependsOn ?? [],
       priority: def.priority ?? 0,
       ...(def.problemMatcher !== undefined ? { problemMatcher: def.problemMatcher } : {}),
+      ...(def.service ? { service: true, ready: def.service.ready ?? null, readyTimeoutMs: def.service.readyTimeoutMs, restart: def.service.restart } : {}),
       source: row.source,
     },
     outcome: row.outcome,
@@ -293,6 +302,7 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
         error: a.error,
         outputBytes: a.output_bytes,
         problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
+        ...(def.service ? { readyAt: a.ready_at === null ? null : new Date(a.ready_at).toISOString() } : {}),
         ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),
@@ -303,15 +313,19 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
 export function readWaitingFor(store: StoreBackend, itemId: string): string[] {
   return store
     .all<{ id: string }>(
-      "SELECT d.depends_on AS id FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched') ORDER BY d.rowid",
+      // A ready service (running 3) lets its dependents start.
+      "SELECT d.depends_on AS id FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR (i.outcome <> 'launched' AND NOT (i.outcome = 'pending' AND i.running = 3))) ORDER BY d.rowid",
       [itemId],
     )
     .map((d) => d.id);
 }
 
 /** What an item's summary (and its state) is made of: a page reads these columns, not the definition. */
-type SummaryRow = Pick<ItemRow, 'id' | 'name' | 'source' | 'outcome' | 'attempts' | 'max_attempts' | 'due_at' | 'running' | 'last_error' | 'updated_at' | 'held' | 'blocked'>;
-const SUMMARY_COLUMNS = 'id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked';
+type SummaryRow = Pick<ItemRow, 'id' | 'name' | 'source' | 'outcome' | 'attempts' | 'max_attempts' | 'due_at' | 'running' | 'last_error' | 'updated_at' | 'held' | 'blocked'> & {
+  /** 1 for a service. */
+  service: number;
+};
+const SUMMARY_COLUMNS = "id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, CASE WHEN json_extract(definition, '$.service') IS NULL THEN 0 ELSE 1 END";
 
 /**
  * A page's rows as arrays (Store.rows), without the definitions: `SELECT *` + getAsObject (every
@@ -319,7 +333,7 @@ const SUMMARY_COLUMNS = 'id, name, source, outcome, attempts, max_attempts, due_
  * a 100-item /items?q= page at 100,000 items (docs/PERFORMANCE.md).
  */
 function readSummaryRows(store: StoreBackend, sql: string, params: StoreValue[]): SummaryRow[] {
-  return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked]) => ({
+  return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, service]) => ({
     id: id as string,
     name: name as string,
     source: source as string,
@@ -332,6 +346,7 @@ function readSummaryRows(store: StoreBackend, sql: string, params: StoreValue[])
     updated_at: updated_at as number,
     held: held as number,
     blocked: blocked as number,
+    service: Number(service),
   }));
 }
 
@@ -355,12 +370,22 @@ function toSummary(store: StoreBackend, r: SummaryRow, now: number): ItemSummary
     state: itemState(r, now),
     // Why it waits, for the Items view and the dashboard: one indexed read per blocked item on the page.
     ...(r.blocked === 1 && r.outcome === 'pending' && !r.held && !r.running ? { waitingFor: readWaitingFor(store, r.id) } : {}),
+    ...(r.service ? { service: readServiceSummary(store, r) } : {}),
   };
+}
+
+/** A service's readiness and restarts: the ready time of its running attempt (one indexed read, only while ready). */
+export function readServiceSummary(store: StoreBackend, r: Pick<ItemRow, 'id' | 'running' | 'attempts'>): ServiceSummary {
+  const readyAt = r.running === READY ? (store.get<{ t: number | null }>("SELECT MAX(ready_at) AS t FROM attempts WHERE item_id = ? AND outcome = 'running'", [r.id])?.t ?? null) : null;
+  // Its attempts count from its start (by the engine or the user's Retry): each after the first was a restart.
+  return { readyAt: readyAt === null ? null : new Date(readyAt).toISOString(), restarts: Math.max(0, r.attempts - 1) };
 }
 
 /** An item's state, as /items and /items/{id} report it, from its row. */
 export function itemState(r: Pick<ItemRow, 'outcome' | 'running' | 'held' | 'blocked' | 'due_at' | 'attempts'>, now: number): ItemState {
   if (r.outcome !== 'pending') return r.outcome;
+  if (r.running === STARTING) return 'starting';
+  if (r.running === READY) return 'ready';
   if (r.running) return 'running';
   if (r.held) return 'held';
   if (r.blocked) return 'blocked';

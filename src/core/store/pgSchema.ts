@@ -5,7 +5,7 @@
 // the `simple` text search configuration: no stemming, no stop words, like SQLite's unicode61.
 import type { MutationKey } from './schema';
 
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 
 /** Applied once, under an advisory lock, by whichever engine finds the database empty. */
 export const PG_SCHEMA_V1 = `
@@ -144,6 +144,33 @@ CREATE TRIGGER logs_notify AFTER INSERT ON logs FOR EACH ROW EXECUTE FUNCTION em
 `;
 
 /**
+ * Services (schema.ts's version 6): when a service's attempt became ready; and an items row's
+ * `running` is 2 (starting) or 3 (ready) for a service's attempt, which the fleet's running
+ * counter counts like 1.
+ */
+export const PG_SCHEMA_V2 = `
+ALTER TABLE attempts ADD COLUMN ready_at BIGINT;
+CREATE OR REPLACE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE dl bigint := 0; dp bigint := 0; df bigint := 0; dh bigint := 0; dr bigint := 0;
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    IF OLD.outcome = 'launched' THEN dl := dl - 1; ELSIF OLD.outcome = 'pending' THEN dp := dp - 1; ELSE df := df - 1; END IF;
+    IF OLD.outcome = 'pending' AND OLD.held = 1 THEN dh := dh - 1; END IF;
+    IF OLD.running <> 0 THEN dr := dr - 1; END IF;
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') THEN
+    IF NEW.outcome = 'launched' THEN dl := dl + 1; ELSIF NEW.outcome = 'pending' THEN dp := dp + 1; ELSE df := df + 1; END IF;
+    IF NEW.outcome = 'pending' AND NEW.held = 1 THEN dh := dh + 1; END IF;
+    IF NEW.running <> 0 THEN dr := dr + 1; END IF;
+  END IF;
+  IF dl <> 0 OR dp <> 0 OR df <> 0 OR dh <> 0 OR dr <> 0 THEN
+    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = 1;
+  END IF;
+  RETURN NULL;
+END $$;
+`;
+
+/**
  * The named mutations of schema.ts in PostgreSQL's dialect. `null`: nothing to do here (the
  * full-text index is an expression index, kept by PostgreSQL itself). Attempts and log entries get
  * the writing engine's id as a last parameter (pgStore.ts appends it).
@@ -167,6 +194,8 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
                     def_hash = excluded.def_hash, updated_at = excluded.updated_at`,
   schedule_ran: 'UPDATE schedules SET next_from = ?, last_run_at = ?, last_occurrence = ?, updated_at = ? WHERE id = ?',
   schedule_enabled: 'UPDATE schedules SET enabled = ?, next_from = ?, updated_at = ? WHERE id = ?',
+  item_running: 'UPDATE items SET running = ?, updated_at = ? WHERE id = ?',
+  attempt_ready: 'UPDATE attempts SET ready_at = ? WHERE id = ?',
   attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome, engine_id) VALUES (?, ?, ?, ?, 'running', ?)`,
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
   attempt_output_bytes: 'UPDATE attempts SET output_bytes = ? WHERE id = ?',
@@ -192,6 +221,8 @@ export const WITH_ENGINE_ID: ReadonlySet<MutationKey> = new Set(['attempt_insert
 export function toPostgres(sql: string): string {
   let out = sql
     .replace(/ INDEXED BY \w+/g, '')
+    // Whether a definition is a service's (its JSON is text here too).
+    .replace(/json_extract\(definition, '\$\.service'\)/g, "(definition::jsonb -> 'service')")
     // A JSON array of item ids (text), or of row ids (numbers).
     .replace(/\bitem_id IN \(SELECT value FROM json_each\(\?\)\)/g, 'item_id IN (SELECT jsonb_array_elements_text(?::jsonb))')
     .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint')

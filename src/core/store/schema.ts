@@ -4,7 +4,7 @@
 import type { Database } from 'sql.js';
 import type { SqlDatabase } from './sqlJs';
 
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** Exported for the migration test, which builds a database as version 1 wrote it. */
 export const SCHEMA_V1 = `
@@ -117,6 +117,12 @@ UPDATE items SET definition = json_remove(definition, '$.id', '$.name', '$.maxAt
     AND json_type(definition, '$.runAt') IS NOT NULL AND json_extract(definition, '$.runAt') IS run_at;
 `;
 
+// Services: when a service's attempt became ready (NULL for other attempts, and while it starts).
+// An items row's `running` tells a service's attempt apart: 1 running, 2 starting, 3 ready.
+const SCHEMA_V6 = `
+ALTER TABLE attempts ADD COLUMN ready_at INTEGER;
+`;
+
 /** Every statement that changes state, by the name the journal records. */
 export const MUTATIONS = {
   meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -146,6 +152,9 @@ export const MUTATIONS = {
   schedule_ran: 'UPDATE schedules SET next_from = ?, last_run_at = ?, last_occurrence = ?, updated_at = ? WHERE id = ?',
   // Hold/release on a template (enabled, next_from, updated_at, id): released, it counts from then.
   schedule_enabled: 'UPDATE schedules SET enabled = ?, next_from = ?, updated_at = ? WHERE id = ?',
+  // Services: a running item's attempt is starting or ready (running, updated_at, id); when it became ready (ready_at, id).
+  item_running: 'UPDATE items SET running = ?, updated_at = ? WHERE id = ?',
+  attempt_ready: 'UPDATE attempts SET ready_at = ? WHERE id = ?',
   attempt_insert: `INSERT INTO attempts (id, item_id, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
   attempt_finish: 'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ? WHERE id = ?',
   // Captured output (src/core/outputRetention.ts): its size once the attempt has finished, and
@@ -246,6 +255,12 @@ export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
     db.run('BEGIN');
     db.run(SCHEMA_V5);
     db.run('PRAGMA user_version = 5');
+    db.run('COMMIT');
+  }
+  if (schemaVersion(db) === 5 && upTo >= 6) {
+    db.run('BEGIN');
+    db.run(SCHEMA_V6);
+    db.run('PRAGMA user_version = 6');
     db.run('COMMIT');
   }
 }

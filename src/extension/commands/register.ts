@@ -1,6 +1,6 @@
 // Registers the handlers of package.json's contributes.commands. Each feature's file builds its
 // own handlers from the services it uses (engineCommands.ts, itemCommands.ts, openInTerminal.ts,
-// logCommands.ts, queueCommands.ts, secretCommands.ts); the composition root joins them into one map keyed by
+// logCommands.ts, queueCommands.ts, secretCommands.ts, serviceCommands.ts); the composition root joins them into one map keyed by
 // CommandId, so a command without a handler does not compile. Each handler reports its own failure
 // to the user here; none throws into VS Code's generic error toast.
 import * as vscode from 'vscode';

@@ -100,6 +100,9 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_blocked: ['debug-pause', YELLOW],
   dependency_failed: ['close', RED],
   hook_failed: ['bell-slash', RED],
+  service_ready: ['vm-running', GREEN],
+  service_exited: ['vm-outline', YELLOW],
+  service_restarted: ['debug-restart', BLUE],
 };
 
 // Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.

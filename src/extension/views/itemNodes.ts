@@ -6,7 +6,8 @@
 //   item.held      held by the user, pending                   (Cancel, Release)
 //   item.failed    failed for good                             (Retry)
 //   item.launched  succeeded                                   (nothing to control)
-//   itemGroup.<group>  the group rows: running, waiting, held, blocked, failed, launched
+//   item.<…>.service  the same for a service, in the Services group (Restart Service; Cancel stops it)
+//   itemGroup.<group>  the group rows: running, services, waiting, held, blocked, failed, launched
 //                  (itemGroup.failed carries Retry All Failed)
 // Every item node is `item.<…>` so `viewItem =~ /^item\./` matches all of them (Show Item Logs).
 //
@@ -20,10 +21,12 @@ import { Commands } from '../constants';
 import type { ItemGroup, ItemsSnapshot } from '../engineModel';
 import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
+import { serviceText } from '../serviceText';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
 const GROUPS: Record<ItemGroup, { label: string; icon: string; color?: string; expanded: boolean }> = {
+  services: { label: 'Services', icon: 'server-process', color: 'charts.green', expanded: true },
   running: { label: 'Running', icon: 'play-circle', color: 'charts.blue', expanded: true },
   waiting: { label: 'Waiting', icon: 'clock', color: 'charts.yellow', expanded: true },
   held: { label: 'Held', icon: 'debug-pause', color: 'charts.orange', expanded: true },
@@ -42,6 +45,8 @@ const STATE_ICONS: Record<ItemState, string> = {
   blocked: 'circle-slash',
   failed: 'error',
   launched: 'pass',
+  starting: 'loading~spin',
+  ready: 'vm-running',
 };
 
 const CONTEXT_VALUES: Record<ItemState, string> = {
@@ -53,6 +58,8 @@ const CONTEXT_VALUES: Record<ItemState, string> = {
   held: 'item.held',
   failed: 'item.failed',
   launched: 'item.launched',
+  starting: 'item.running',
+  ready: 'item.running',
 };
 
 /** The state of an item, also from an engine of part one that does not send `state`. */
@@ -78,6 +85,7 @@ function runningSince(item: ItemSummary): number {
 }
 
 function describe(item: ItemSummary, now: number): string {
+  if (item.service) return serviceText(item, now, true);
   const attempts = `${item.attempts}/${item.maxAttempts}`;
   switch (stateOf(item)) {
     case 'running':
@@ -108,6 +116,8 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   if (stateOf(item) === 'running') appendField(tooltip, 'Running since', formatTime(item.updatedAt));
   if (item.nextAttemptAt) appendField(tooltip, 'Next attempt', formatTime(item.nextAttemptAt));
   if (item.waitingFor?.length) appendField(tooltip, 'Waits for', item.waitingFor.join(', '));
+  if (item.service?.readyAt) appendField(tooltip, 'Ready since', formatTime(item.service.readyAt));
+  if (item.service) appendField(tooltip, 'Restarts', String(item.service.restarts));
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
   if (item.lastError) appendField(tooltip, 'Last error', item.lastError);
@@ -128,7 +138,7 @@ export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now()):
     // Built on hover only (see TreeNode.tooltip).
     tooltip: () => itemTooltip(item),
     icon,
-    contextValue: CONTEXT_VALUES[state],
+    contextValue: item.service ? `${CONTEXT_VALUES[state]}.service` : CONTEXT_VALUES[state],
     // A click shows the latest attempt's output; an item that never ran has none to show.
     command: item.attempts > 0 ? { command: Commands.showOutput, title: 'Show Output', arguments: [item.id] } : undefined,
     item,
@@ -173,5 +183,5 @@ export function itemNodes(items: ItemsSnapshot | undefined, error?: string, now 
 
 /** True while some listed item is running: its elapsed time needs a tick. */
 export function hasRunningItems(items: ItemsSnapshot | undefined): boolean {
-  return (items?.byGroup.running.items.length ?? 0) > 0;
+  return (items?.byGroup.running.items.length ?? 0) > 0 || (items?.byGroup.services.items.some((i) => i.state === 'starting') ?? false);
 }

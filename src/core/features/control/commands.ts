@@ -27,6 +27,7 @@ export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = 
   stop: { target: 'engine', http: 'stop', answer: 'none', run: (e) => e.stopLaunching() },
   pollNow: { target: 'engine', http: 'poll', answer: 'none', run: (e) => e.pollNow() },
   retryItem: { target: 'item', http: 'retry', answer: 'item', run: (e, id) => e.retryItem(id) },
+  restartItem: { target: 'item', http: 'restart', answer: 'item', run: (e, id) => e.restartItem(id) },
   cancelItem: { target: 'item', http: 'cancel', answer: 'item', run: (e, id) => e.cancelItem(id) },
   holdItem: { target: 'item', http: 'hold', answer: 'item', run: (e, id) => e.holdItem(id) },
   releaseItem: { target: 'item', http: 'release', answer: 'item', run: (e, id) => e.releaseItem(id) },

@@ -1,5 +1,6 @@
 // Dependencies between items. An item with `dependsOn` is blocked until every
-// dependency has launched; the `blocked` flag on its row is kept on every transition (insert, a
+// dependency has launched (a service: is ready, features/services; it blocks its dependents
+// again that have not started when it leaves ready); the `blocked` flag on its row is kept on every transition (insert, a
 // dependency launching, failing or appearing), so dispatch skips blocked items through an index
 // and never joins. A dependency that fails for good (or is cancelled) fails its dependents without
 // an attempt, transitively; a cycle among known items fails every item on it. The rows of the
@@ -22,7 +23,11 @@ interface DependencyRow {
   id: string;
   /** Null while no item has this id. */
   outcome: string | null;
+  running: number | null;
 }
+
+/** In SQL, over the dependency's row `i` (LEFT JOINed): it does not let its dependents start yet. A ready service (running 3) does. */
+const UNSATISFIED = "(i.outcome IS NULL OR (i.outcome <> 'launched' AND NOT (i.outcome = 'pending' AND i.running = 3)))";
 
 export class Dependencies {
   /** The missing set each item was last logged as blocked on, so one set is logged once. */
@@ -53,6 +58,7 @@ export class Dependencies {
     });
     hooks.hooks.on('outcome', (itemId, outcome) => (outcome === 'launched' ? this.launched(itemId) : this.failed(itemId)));
     hooks.hooks.on('settle', () => this.settleDiscovered());
+    hooks.hooks.on('serviceReady', (itemId, ready) => (ready ? this.launched(itemId) : this.notReady(itemId)));
   }
 
   /** Judges the dependencies of what was discovered since the last time, in one batch. */
@@ -105,6 +111,15 @@ export class Dependencies {
     }
   }
 
+  /** A service left ready: its pending dependents that have not started wait for it again. */
+  notReady(itemId: string): void {
+    if (!this.any) return;
+    for (const dependent of this.dependents(itemId)) {
+      const row = this.store.get<{ outcome: string; blocked: number; running: number }>('SELECT outcome, blocked, running FROM items WHERE id = ?', [dependent]);
+      if (row?.outcome === 'pending' && row.blocked === 0 && row.running === 0) this.hooks.transitions.blocked(dependent, true);
+    }
+  }
+
   /**
    * An item failed for good or was cancelled: its pending dependents fail, and theirs, without an
    * attempt. A worklist, not recursion: a chain of 10,000 fails without deepening the stack.
@@ -132,7 +147,7 @@ export class Dependencies {
     const row = this.store.get<{ outcome: string; blocked: number }>('SELECT outcome, blocked FROM items WHERE id = ?', [itemId]);
     if (row?.outcome !== 'pending') return;
     const deps = this.store.all<DependencyRow>(
-      'SELECT d.depends_on AS id, i.outcome AS outcome FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? ORDER BY d.rowid',
+      'SELECT d.depends_on AS id, i.outcome AS outcome, i.running AS running FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? ORDER BY d.rowid',
       [itemId],
     );
     if (deps.length === 0) return;
@@ -146,7 +161,7 @@ export class Dependencies {
       this.fail(cycle.slice(0, -1), `dependency cycle: ${cycle.join(' → ')}`, { cycle });
       return;
     }
-    const waiting = deps.filter((d) => d.outcome !== 'launched');
+    const waiting = deps.filter((d) => d.outcome !== 'launched' && !(d.outcome === 'pending' && d.running === 3));
     const blocked = waiting.length > 0 ? 1 : 0;
     if (blocked !== row.blocked) this.hooks.transitions.blocked(itemId, blocked === 1);
     const missing = deps.filter((d) => d.outcome === null).map((d) => d.id);
@@ -276,7 +291,7 @@ export class Dependencies {
   private unlaunched(itemId: string): number {
     return (
       this.store.get<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND (i.outcome IS NULL OR i.outcome <> 'launched')",
+        `SELECT COUNT(*) AS n FROM dependencies d LEFT JOIN items i ON i.id = d.depends_on WHERE d.item_id = ? AND ${UNSATISFIED}`,
         [itemId],
       )?.n ?? 0
     );

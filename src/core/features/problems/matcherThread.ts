@@ -19,10 +19,12 @@ const IDLE_MS = 30_000;
 export interface MatchJob {
   id: number;
   text: string;
-  matcher: ProblemMatcherInput;
+  /** Problems to find; or, with `test`, none: whether the regexp `test` matches a line of `text` (a service's ready logPattern). */
+  matcher: ProblemMatcherInput | null;
+  test?: string;
   cwd: string;
 }
-export type MatchAnswer = { id: number; problems: AttemptProblem[] } | { id: number; error: string };
+export type MatchAnswer = { id: number; problems: AttemptProblem[] } | { id: number; matched: boolean } | { id: number; error: string };
 
 /** Whether `matcher` has a regexp from a queue file (anything but the built-ins' names). */
 export function hasOwnRegexp(matcher: ProblemMatcherInput): boolean {
@@ -30,7 +32,7 @@ export function hasOwnRegexp(matcher: ProblemMatcherInput): boolean {
 }
 
 interface Pending extends MatchJob {
-  resolve: (problems: AttemptProblem[]) => void;
+  resolve: (answer: AttemptProblem[] | boolean) => void;
   reject: (err: Error) => void;
 }
 
@@ -47,9 +49,18 @@ export class MatcherThread {
 
   /** The problems `matcher` finds in `text`; rejects when the budget is spent or the thread fails. */
   match(text: string, matcher: ProblemMatcherInput, cwd: string): Promise<AttemptProblem[]> {
+    return this.run(text, matcher, undefined, cwd) as Promise<AttemptProblem[]>;
+  }
+
+  /** Whether `regexp` matches a line of `text`, under the same budget (a service's logPattern). */
+  test(text: string, regexp: string): Promise<boolean> {
+    return this.run(text, null, regexp, '') as Promise<boolean>;
+  }
+
+  private run(text: string, matcher: ProblemMatcherInput | null, test: string | undefined, cwd: string): Promise<AttemptProblem[] | boolean> {
     if (this.closed) return Promise.reject(new Error('the engine is shutting down'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, text, matcher, cwd, resolve, reject });
+      this.queue.push({ id: this.nextId++, text, matcher, ...(test !== undefined ? { test } : {}), cwd, resolve, reject });
       this.pump();
     });
   }
@@ -70,7 +81,7 @@ export class MatcherThread {
     clearTimeout(this.idleTimer);
     this.current = { job, timer: undefined };
     const worker = this.ensureWorker();
-    worker.postMessage({ id: job.id, text: job.text, matcher: job.matcher, cwd: job.cwd } satisfies MatchJob);
+    worker.postMessage({ id: job.id, text: job.text, matcher: job.matcher, ...(job.test !== undefined ? { test: job.test } : {}), cwd: job.cwd } satisfies MatchJob);
     // The budget counts from when the thread can run it: starting a thread on a loaded machine is
     // not the regexp's fault.
     if (this.online) this.startBudget();
@@ -117,7 +128,7 @@ export class MatcherThread {
       if (this.worker !== worker || this.current?.job.id !== answer.id) return;
       const job = this.finishCurrent()!;
       if ('error' in answer) job.reject(new Error(answer.error));
-      else job.resolve(answer.problems);
+      else job.resolve('matched' in answer ? answer.matched : answer.problems);
       this.afterJob();
     });
     const lost = (why: string) => {

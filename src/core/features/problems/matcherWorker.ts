@@ -11,7 +11,10 @@ const port = parentPort;
 port.on('message', (job: MatchJob) => {
   let answer: MatchAnswer;
   try {
-    answer = { id: job.id, problems: matchProblems(job.text, job.matcher, job.cwd) };
+    if (job.test !== undefined) {
+      const re = new RegExp(job.test);
+      answer = { id: job.id, matched: job.text.split('\n').some((line) => re.test(line.replace(/\r$/, ''))) };
+    } else answer = { id: job.id, problems: matchProblems(job.text, job.matcher!, job.cwd) };
   } catch (err) {
     answer = { id: job.id, error: (err as Error).message };
   }

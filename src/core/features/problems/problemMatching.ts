@@ -41,6 +41,11 @@ export class ProblemMatching {
     }
   }
 
+  /** Whether `pattern` matches a line of `text`, on the matcher thread under its budget: a service's ready logPattern. */
+  matchLines(text: string, pattern: string): Promise<boolean> {
+    return this.thread.test(text, pattern);
+  }
+
   close(): Promise<void> {
     return this.thread.close();
   }
