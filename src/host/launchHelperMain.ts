@@ -19,7 +19,7 @@
 // and the engine's event loop never sees the bytes.
 //
 // Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
-// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts,
+// the small modules it uses (processGroup.ts, resourceSampler.ts, leftoverProcesses.ts, workingFolder.ts,
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';

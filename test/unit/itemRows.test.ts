@@ -9,7 +9,7 @@ import path from 'node:path';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/kernel/engine';
 import { definitionHash, itemFromRow, storedDefinition, type ItemDefinition } from '../../src/core/intake/items';
-import { migrate } from '../../src/core/store/schema';
+import { migrate, SCHEMA_VERSION } from '../../src/core/store/schema';
 import { allLogs, nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
 const FAR = 4070908800000; // 2099-01-01: a pending item that does not launch during the test
@@ -120,7 +120,7 @@ describe('item rows (schema 5: definitions without their columns)', () => {
     engine = undefined;
 
     const { version, rows } = await snapshotRows();
-    assert.equal(version, 5);
+    assert.equal(version, SCHEMA_VERSION);
     // 'old' was migrated on open (its whole definition, then redefined in the short shape);
     // 'journaled' replayed as its schema-4 record wrote it, and the migration does not run twice.
     assert.deepEqual(JSON.parse(rows.old.definition), { command: process.execPath, args: ['-e', '1'], shell: false, cwd: ws.folder, env: {}, timeoutMs: 30_000 });

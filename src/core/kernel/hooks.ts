@@ -13,7 +13,7 @@ export interface EngineHookMap {
   /** An item reached its outcome through an attempt or a cancel (not a failed dependency, whose feature handles its own). */
   outcome: (itemId: string, outcome: 'launched' | 'failed') => void;
   /** An attempt's process is gone and its end recorded: its output is complete. */
-  attemptEnded: (attemptId: number, result: AttemptResult) => void;
+  attemptEnded: (attemptId: number, result: AttemptResult, itemId: string) => void;
   /** Before a change is committed: what was discovered meanwhile is judged (dependencies). */
   settle: () => void;
   /** Pruning removed the last log entries of these items. */

@@ -6,6 +6,7 @@ import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { ItemsPage } from '../kernel/monitoredEngine';
 import type { StoreBackend, StoreValue } from '../store/backend';
 import { whereClause } from '../store/reads';
+import { DURATIONS_WINDOW, summarizeDurations } from '../features/insight/durations';
 
 /** An `items` row as stored. */
 export interface ItemRow {
@@ -124,6 +125,12 @@ interface AttemptRow {
   output_bytes: number | null;
   /** The problem matcher's problems as JSON; null when the item has no matcher (or before v4). */
   problems: string | null;
+  /** What it cost (v6): sampled_every_ms null means not measured. */
+  cpu_ms: number | null;
+  peak_rss_bytes: number | null;
+  sampled_every_ms: number | null;
+  first_output_ms: number | null;
+  slow: number;
 }
 
 function readLastLaunch(store: StoreBackend): LaunchRecord | null {
@@ -256,9 +263,11 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
   const def = itemFromRow(row.definition, row);
   // A store engines share also says which engine ran each attempt.
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
-    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems,
+     cpu_ms, peak_rss_bytes, sampled_every_ms, first_output_ms, slow${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],
   );
+  const finished = attempts.filter((a) => a.finished_at !== null).slice(-DURATIONS_WINDOW);
   return {
     item: {
       id: def.id,
@@ -293,10 +302,20 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
         error: a.error,
         outputBytes: a.output_bytes,
         problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
+        resources:
+          a.sampled_every_ms === null ? null : { cpuMs: nullableNumber(a.cpu_ms), peakRssBytes: nullableNumber(a.peak_rss_bytes), sampledEveryMs: Number(a.sampled_every_ms) },
+        firstOutputMs: nullableNumber(a.first_output_ms),
+        slow: Number(a.slow) === 1,
         ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),
+    durations: summarizeDurations(finished.map((a) => Math.max(0, Number(a.finished_at) - Number(a.started_at)))),
   };
+}
+
+/** PostgreSQL's BIGINT columns arrive as strings: numbers, null kept. */
+function nullableNumber(v: number | string | null): number | null {
+  return v === null ? null : Number(v);
 }
 
 /** The ids a blocked item still waits for (not launched, or no item has them), in dependsOn order. */

@@ -5,7 +5,7 @@
 // the `simple` text search configuration: no stemming, no stop words, like SQLite's unicode61.
 import type { MutationKey } from './schema';
 
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 
 /** Applied once, under an advisory lock, by whichever engine finds the database empty. */
 export const PG_SCHEMA_V1 = `
@@ -143,6 +143,15 @@ END $$;
 CREATE TRIGGER logs_notify AFTER INSERT ON logs FOR EACH ROW EXECUTE FUNCTION em_logs_notify();
 `;
 
+/** Attempt insight, as schema.ts's version 6: applied after version 1, to a new database as to an old one. */
+export const PG_SCHEMA_V2_INSIGHT = `
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS cpu_ms BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS peak_rss_bytes BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS sampled_every_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS first_output_ms BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS slow INTEGER NOT NULL DEFAULT 0;
+`;
+
 /**
  * The named mutations of schema.ts in PostgreSQL's dialect. `null`: nothing to do here (the
  * full-text index is an expression index, kept by PostgreSQL itself). Attempts and log entries get
@@ -174,6 +183,9 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
   attempt_end:
     'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ? WHERE id = ?',
+  attempt_end_measured:
+    'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ?, cpu_ms = ?, peak_rss_bytes = ?, sampled_every_ms = ?, first_output_ms = ? WHERE id = ?',
+  attempt_slow: 'UPDATE attempts SET slow = 1 WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: null,
   logs_fts_prune: null,

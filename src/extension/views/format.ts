@@ -98,6 +98,7 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_blocked: ['debug-pause', YELLOW],
   dependency_failed: ['close', RED],
   hook_failed: ['bell-slash', RED],
+  attempt_slow: ['watch', YELLOW],
 };
 
 // Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.

@@ -1,0 +1,226 @@
+// What an attempt cost: the CPU time and the peak resident memory of every process of its session
+// and process group, read from Linux's /proc where the attempt's process lives (the launch helper,
+// so the engine's event loop never pays for the reads).
+//
+// How, and how far off it can be (the README says the same to users):
+// - One scan serves every attempt this process runs: the first 50 ms after a spawn (so that most
+//   short attempts get one sample), then at least every SAMPLE_EVERY_MS while any runs. A scan lists
+//   /proc and reads the `stat` of each process it has not seen yet; a process found outside every
+//   attempt's session and group is not read again, since it can never join one (setpgid stays in
+//   its session; setsid makes a session of its own), and the attempts' leaders are always read.
+// - CPU is utime + stime + cutime + cstime summed over the group, the largest sum any scan saw: a
+//   child's time moves into its parent's cutime when the parent reaps it, so the sum only drops when
+//   a process leaves by being reaped outside the group (the leader, by us). When the leader is
+//   reaped, this process's own cutime + cstime grow by exactly the leader's total and that of every
+//   child it waited for: that growth is the attempt's CPU when no other child was reaped in the same
+//   turn (then only the scans count, and the CPU after the last scan is missed). Tick resolution:
+//   10 ms per process.
+// - Peak memory is the largest sum of resident set sizes any scan saw: a peak between two scans is
+//   missed (a lower bound), and pages shared between processes (a fork's copy-on-write) count once
+//   per process (an upper bound). An attempt that ended before its first scan has none: null.
+// - A process that left the session with setsid is not counted (its marker still ends it).
+// Elsewhere than Linux, or without /proc, an attempt's resources are null.
+import { readdirSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import type { AttemptResources } from '../../shared/api';
+
+/** The longest time between two samples of a running attempt. */
+export const SAMPLE_EVERY_MS = 250;
+/** A new attempt's first sample comes this soon, shared with every attempt started meanwhile. */
+const FIRST_SAMPLE_MS = 50;
+/** USER_HZ: /proc's clock ticks per second, 100 on every mainstream Linux. */
+const TICKS_PER_SECOND = 100;
+
+interface ProcStat {
+  pgrp: number;
+  session: number;
+  /** utime + stime + cutime + cstime, in ticks. */
+  ticks: number;
+  /** cutime + cstime: its reaped children's. */
+  childTicks: number;
+  rssPages: number;
+}
+
+/** Fields after the command name, which may itself hold spaces and parentheses. */
+function parseStat(text: string): ProcStat | undefined {
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const f = text.slice(close + 2).split(' ');
+  // f[0] is field 3 (state): field n is f[n - 3].
+  return {
+    pgrp: Number(f[2]),
+    session: Number(f[3]),
+    ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+    childTicks: Number(f[13]) + Number(f[14]),
+    rssPages: Number(f[21]),
+  };
+}
+
+function readStat(pid: number | 'self'): ProcStat | undefined {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return undefined; // gone meanwhile
+  }
+}
+
+/** One running attempt's figures so far. */
+export class AttemptUsage {
+  maxTicks = 0;
+  peakRssPages: number | null = null;
+  /** CPU ticks of the leader and its reaped children, when its reaping could be told apart. */
+  reapedTicks: number | null = null;
+  dueAt: number;
+  /** Samples of this group in the current scan (reset per scan). */
+  scanTicks = 0;
+  scanRss = 0;
+  constructor(
+    readonly pgid: number,
+    now: number,
+  ) {
+    this.dueAt = now + FIRST_SAMPLE_MS;
+  }
+}
+
+export class ResourceSampler {
+  readonly supported: boolean;
+  private readonly running = new Map<number, AttemptUsage>();
+  /** Pids seen outside every attempt's session and group: never read again while they exist. */
+  private readonly foreign = new Set<number>();
+  private timer: NodeJS.Timeout | undefined;
+  private pageBytes = 4096;
+  /** This process's reaped children's CPU (cutime + cstime) at its last reading. */
+  private childTicks = 0;
+  /** Leaders reaped in this turn of the event loop, whose share of childTicks is being settled. */
+  private reapedThisTurn: { usage: AttemptUsage; ticks: number }[] = [];
+  /** Scans made, for the tests and the bench. */
+  scans = 0;
+
+  constructor(platform = process.platform) {
+    const self = platform === 'linux' ? readStat('self') : undefined;
+    this.supported = self !== undefined;
+    if (self && self.rssPages > 0) {
+      // Node has no page size; this process's resident bytes over its resident pages give it.
+      const ratio = process.memoryUsage().rss / self.rssPages;
+      this.pageBytes = 2 ** Math.round(Math.log2(ratio));
+      this.childTicks = this.ownChildTicks();
+    }
+  }
+
+  /** Starts sampling the attempt whose leader is `child` (its pid is the group's and the session's id). */
+  track(child: ChildProcess): AttemptUsage | undefined {
+    if (!this.supported || child.pid === undefined) return undefined;
+    const usage = new AttemptUsage(child.pid, performance.now());
+    this.running.set(child.pid, usage);
+    child.once('exit', () => this.leaderExited(usage));
+    this.schedule();
+    return usage;
+  }
+
+  /** Stops sampling; the figures once this turn's reaping is settled. */
+  stop(usage: AttemptUsage | undefined): Promise<AttemptResources | null> {
+    if (!usage) return Promise.resolve(null);
+    this.running.delete(usage.pgid);
+    if (this.running.size === 0) this.clearTimer();
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        const ticks = Math.max(usage.maxTicks, usage.reapedTicks ?? 0);
+        const sampled = usage.peakRssPages !== null || usage.reapedTicks !== null;
+        resolve({
+          cpuMs: sampled ? Math.round((ticks * 1000) / TICKS_PER_SECOND) : null,
+          peakRssBytes: usage.peakRssPages === null ? null : usage.peakRssPages * this.pageBytes,
+          sampledEveryMs: SAMPLE_EVERY_MS,
+        });
+      }),
+    );
+  }
+
+  /**
+   * The leader was reaped just now: what this process's children's CPU grew by is its total, unless
+   * another child was reaped in the same turn (both leaders' exits run in one turn), when nobody
+   * can tell whose it is.
+   */
+  private leaderExited(usage: AttemptUsage): void {
+    const now = this.ownChildTicks();
+    this.reapedThisTurn.push({ usage, ticks: now - this.childTicks });
+    this.childTicks = now;
+    if (this.reapedThisTurn.length > 1) return;
+    setImmediate(() => {
+      const reaped = this.reapedThisTurn;
+      this.reapedThisTurn = [];
+      if (reaped.length === 1) reaped[0].usage.reapedTicks = reaped[0].ticks;
+    });
+  }
+
+  private ownChildTicks(): number {
+    return readStat('self')?.childTicks ?? this.childTicks;
+  }
+
+  private schedule(): void {
+    if (this.running.size === 0) return;
+    let due = Infinity;
+    for (const u of this.running.values()) due = Math.min(due, u.dueAt);
+    const delay = Math.max(0, due - performance.now());
+    if (this.timer && this.timerAt <= due) return;
+    this.clearTimer();
+    this.timerAt = due;
+    // unref: sampling must never keep a process alive.
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.scan();
+      this.schedule();
+    }, delay).unref();
+  }
+
+  private timerAt = Infinity;
+
+  private clearTimer(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  /** Reads every attempt's processes once. */
+  scan(): void {
+    this.scans++;
+    let pids: string[];
+    try {
+      pids = readdirSync('/proc');
+    } catch {
+      return;
+    }
+    const groups = this.running;
+    for (const u of groups.values()) {
+      u.scanTicks = 0;
+      u.scanRss = 0;
+    }
+    const present = new Set<number>();
+    for (const name of pids) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const pid = Number(name);
+      present.add(pid);
+      // A leader is always read: in the instant between its fork and its setsid it looked foreign.
+      if (this.foreign.has(pid) && !groups.has(pid)) continue;
+      const stat = readStat(pid);
+      if (!stat) continue;
+      const usage = groups.get(stat.session) ?? groups.get(stat.pgrp);
+      if (!usage) {
+        this.foreign.add(pid);
+        continue;
+      }
+      usage.scanTicks += stat.ticks;
+      usage.scanRss += stat.rssPages;
+    }
+    for (const pid of this.foreign) if (!present.has(pid)) this.foreign.delete(pid);
+    const now = performance.now();
+    for (const u of groups.values()) {
+      u.maxTicks = Math.max(u.maxTicks, u.scanTicks);
+      if (u.scanRss > 0) u.peakRssPages = Math.max(u.peakRssPages ?? 0, u.scanRss);
+      u.dueAt = now + SAMPLE_EVERY_MS;
+    }
+  }
+}
+
+/** The one sampler of the process that spawns attempts (the launch helper, or the engine's own). */
+export const resourceSampler = new ResourceSampler();
