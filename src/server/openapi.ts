@@ -374,6 +374,10 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (the queue file\'s CodeLens shows it).'),
+            lastResources: {
+              oneOf: [ref('AttemptResources'), { type: 'null' }],
+              description: 'What the latest finished attempt cost (as its `resources` in `GET /items/{id}`); null when none finished or it was not measured.',
+            },
             state: { type: 'string', enum: [...ITEM_STATES], description: 'The item\'s state: pending ones are waiting, scheduled, running, backoff, held or blocked.' },
             waitingFor: {
               type: 'array',

@@ -185,6 +185,8 @@ export interface ItemSummary {
    * has. Absent from engines before it.
    */
   lastFinishedAt?: IsoTime | null;
+  /** What that attempt cost (see AttemptDetail.resources); null when not measured. Absent from engines before it. */
+  lastResources?: AttemptResources | null;
   /** The item's state: what `/items?state=` filters by. */
   state: ItemState;
   /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */

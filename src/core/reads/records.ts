@@ -1,6 +1,6 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../../shared/api';
+import type { AttemptDetail, AttemptProblem, AttemptResources, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, StatsOverview } from '../../shared/api';
 import { searchWords } from '../../shared/logFilter';
 import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { ItemsPage } from '../kernel/monitoredEngine';
@@ -241,17 +241,25 @@ export function readItemPage(store: StoreBackend, query: ItemsPage, now: number)
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
 }
 
-/** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
+/**
+ * Each summary's `lastFinishedAt` (the CodeLens's "3 min ago") and what that attempt cost (the
+ * Items view's tooltip): one read for the whole page, by the attempts index.
+ */
 function withLastFinish(store: StoreBackend, items: ItemSummary[]): ItemSummary[] {
   if (items.length === 0) return items;
-  const finished = new Map<string, number>();
+  const finished = new Map<string, { at: number; resources: AttemptResources | null }>();
   const ids = JSON.stringify(items.map((i) => i.id));
-  for (const [id, at] of store.rows('SELECT item_id, MAX(finished_at) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) GROUP BY item_id', [ids])) {
-    if (typeof at === 'number') finished.set(id as string, at);
+  const sql = `SELECT item_id, finished_at, cpu_ms, peak_rss_bytes, sampled_every_ms FROM attempts WHERE id IN
+    (SELECT MAX(id) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) AND finished_at IS NOT NULL GROUP BY item_id)`;
+  for (const [id, at, cpu, peak, every] of store.rows(sql, [ids])) {
+    if (at === null) continue;
+    const resources = every === null ? null : { cpuMs: nullableNumber(cpu as number | null), peakRssBytes: nullableNumber(peak as number | null), sampledEveryMs: Number(every) };
+    finished.set(id as string, { at: Number(at), resources });
   }
   for (const item of items) {
-    const at = finished.get(item.id);
-    item.lastFinishedAt = at === undefined ? null : new Date(at).toISOString();
+    const last = finished.get(item.id);
+    item.lastFinishedAt = last === undefined ? null : new Date(last.at).toISOString();
+    item.lastResources = last?.resources ?? null;
   }
   return items;
 }

@@ -20,6 +20,7 @@ import { Commands } from '../constants';
 import type { ItemGroup, ItemsSnapshot } from '../engineModel';
 import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
+import { formatResources } from '../../shared/format';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
@@ -110,6 +111,8 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   if (item.waitingFor?.length) appendField(tooltip, 'Waits for', item.waitingFor.join(', '));
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
+  // Absent from an engine before attempt insight: nothing to say then.
+  if (item.lastResources !== undefined && item.lastFinishedAt) appendField(tooltip, 'Last attempt', formatResources(item.lastResources));
   if (item.lastError) appendField(tooltip, 'Last error', item.lastError);
   return tooltip;
 }
