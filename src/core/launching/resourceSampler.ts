@@ -19,7 +19,8 @@
 //   missed (a lower bound), and pages shared between processes (a fork's copy-on-write) count once
 //   per process (an upper bound). An attempt that ended before its first scan has none: null.
 // - A process that left the session with setsid is not counted (its marker still ends it).
-// Elsewhere than Linux, or without /proc, an attempt's resources are null.
+// Elsewhere than Linux, or without /proc, an attempt's resources are null; so they are with
+// ENGINE_MONITOR_SAMPLE_RESOURCES=0 in the engine's environment, which `npm run bench` compares with.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import type { AttemptResources } from '../../shared/api';
@@ -28,6 +29,8 @@ import type { AttemptResources } from '../../shared/api';
 export const SAMPLE_EVERY_MS = 250;
 /** A new attempt's first sample comes this soon, shared with every attempt started meanwhile. */
 const FIRST_SAMPLE_MS = 50;
+/** Set to 0 in the engine's environment (its launch helpers inherit it): no sampling, resources null. */
+export const SAMPLE_RESOURCES_VARIABLE = 'ENGINE_MONITOR_SAMPLE_RESOURCES';
 /** USER_HZ: /proc's clock ticks per second, 100 on every mainstream Linux. */
 const TICKS_PER_SECOND = 100;
 
@@ -96,8 +99,8 @@ export class ResourceSampler {
   /** Scans made, for the tests and the bench. */
   scans = 0;
 
-  constructor(platform = process.platform) {
-    const self = platform === 'linux' ? readStat('self') : undefined;
+  constructor(platform = process.platform, enabled = process.env[SAMPLE_RESOURCES_VARIABLE] !== '0') {
+    const self = platform === 'linux' && enabled ? readStat('self') : undefined;
     this.supported = self !== undefined;
     if (self && self.rssPages > 0) {
       // Node has no page size; this process's resident bytes over its resident pages give it.
