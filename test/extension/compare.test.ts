@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { OutputComparison } from '../../src/extension/output/outputCompare';
-import { addItem, getApi, itemDetail, waitFor, waitForEngine } from './helpers';
+import { addItem, getApi, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
 
 /** Prints a timestamp, a time of day and a duration that differ from run to run; attempt 1 fails at step 2. */
 const SCRIPT = [
@@ -62,6 +62,13 @@ describe('Compare Output with Last Success', function () {
     const raw = async (n: number) => linesOf(await (await fetch(`${api.baseUrl()}/items/${id}/attempts/${n}/output`)).text());
     const [ok, failed] = [await raw(2), await raw(1)];
     assert.equal(ok.filter((line, i) => line !== failed[i]).length, 4, `the raw outputs: ${JSON.stringify(ok)} / ${JSON.stringify(failed)}`);
+
+    // The Items view's tooltip says what the last attempt cost, as the launch helper measured it.
+    await showViews(api);
+    const node = await waitFor('the item in the Items view', () => viewNodes(api, 'items').find((n) => n.item?.id === id && n.item.lastResources));
+    const tooltip = typeof node.tooltip === 'function' ? node.tooltip() : node.tooltip;
+    const text = typeof tooltip === 'string' ? tooltip : (tooltip?.value ?? '');
+    assert.match(text, /Last attempt:\*\* CPU \d/, text);
   });
 
   it('says so when there is no success to compare with', async () => {

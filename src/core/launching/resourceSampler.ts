@@ -12,9 +12,11 @@
 //   child's time moves into its parent's cutime when the parent reaps it, so the sum only drops when
 //   a process leaves by being reaped outside the group (the leader, by us). When the leader is
 //   reaped, this process's own cutime + cstime grow by exactly the leader's total and that of every
-//   child it waited for: that growth is the attempt's CPU when no other child was reaped in the same
-//   turn (then only the scans count, and the CPU after the last scan is missed). Tick resolution:
-//   10 ms per process.
+//   child it waited for: in the launch helper, whose only other children are checkpoint processes
+//   it reports (otherChildExited), that growth is the attempt's CPU when no other child was reaped
+//   in the same turn. Otherwise (two at once, or launching in the engine's own process, which has
+//   children of its own) only the scans count, and the CPU after the last scan is missed. Tick
+//   resolution: 10 ms per process.
 // - Peak memory is the largest sum of resident set sizes any scan saw: a peak between two scans is
 //   missed (a lower bound), and pages shared between processes (a fork's copy-on-write) count once
 //   per process (an upper bound). An attempt that ended before its first scan has none: null.
@@ -94,8 +96,10 @@ export class ResourceSampler {
   private pageBytes = 4096;
   /** This process's reaped children's CPU (cutime + cstime) at its last reading. */
   private childTicks = 0;
-  /** Leaders reaped in this turn of the event loop, whose share of childTicks is being settled. */
-  private reapedThisTurn: { usage: AttemptUsage; ticks: number }[] = [];
+  /** Children reaped in this turn of the event loop (an attempt's leader, or another), whose share of childTicks is being settled. */
+  private reapedThisTurn: { usage: AttemptUsage | undefined; ticks: number }[] = [];
+  /** Set by a process whose every child is an attempt's leader or reported (countReapedChildren). */
+  private countsReaped = false;
   /** Scans made, for the tests and the bench. */
   scans = 0;
 
@@ -106,8 +110,22 @@ export class ResourceSampler {
       // Node has no page size; this process's resident bytes over its resident pages give it.
       const ratio = process.memoryUsage().rss / self.rssPages;
       this.pageBytes = 2 ** Math.round(Math.log2(ratio));
-      this.childTicks = this.ownChildTicks();
     }
+  }
+
+  /**
+   * Called by a process that knows all of its children (the launch helper): an attempt's CPU may
+   * then be read from what its leader's reaping added to this process's children's time. Its
+   * other children must be reported with otherChildExited().
+   */
+  countReapedChildren(): void {
+    this.countsReaped = this.supported;
+    this.childTicks = this.ownChildTicks();
+  }
+
+  /** A child that is no attempt's leader was reaped: its time is not an attempt's. */
+  otherChildExited(): void {
+    if (this.countsReaped) this.reaped(undefined);
   }
 
   /** Starts sampling the attempt whose leader is `child` (its pid is the group's and the session's id). */
@@ -144,14 +162,20 @@ export class ResourceSampler {
    * can tell whose it is.
    */
   private leaderExited(usage: AttemptUsage): void {
+    if (this.countsReaped) this.reaped(usage);
+  }
+
+  private reaped(usage: AttemptUsage | undefined): void {
     const now = this.ownChildTicks();
     this.reapedThisTurn.push({ usage, ticks: now - this.childTicks });
     this.childTicks = now;
     if (this.reapedThisTurn.length > 1) return;
+    // Every child reaped together is reported in this same turn (libuv reaps them all, then calls
+    // each one's exit): once it is over, a lone leader's share is known.
     setImmediate(() => {
       const reaped = this.reapedThisTurn;
       this.reapedThisTurn = [];
-      if (reaped.length === 1) reaped[0].usage.reapedTicks = reaped[0].ticks;
+      if (reaped.length === 1 && reaped[0].usage) reaped[0].usage.reapedTicks = reaped[0].ticks;
     });
   }
 
