@@ -68,7 +68,8 @@ describe('Compare Output with Last Success', function () {
     const node = await waitFor('the item in the Items view', () => viewNodes(api, 'items').find((n) => n.item?.id === id && n.item.lastResources));
     const tooltip = typeof node.tooltip === 'function' ? node.tooltip() : node.tooltip;
     const text = typeof tooltip === 'string' ? tooltip : (tooltip?.value ?? '');
-    assert.match(text, /Last attempt:\*\* CPU \d/, text);
+    // appendText keeps spaces as &nbsp; in the Markdown.
+    assert.match(text, /Last attempt:\*\* CPU(&nbsp;| )\d+(&nbsp;| )ms/, text);
   });
 
   it('says so when there is no success to compare with', async () => {
