@@ -9,7 +9,7 @@ import { formatDuration } from './format';
 
 export const CHART_ATTEMPTS = 50;
 const ROW_H = 70;
-const LEFT = 64;
+const LEFT = 84;
 const RIGHT = 8;
 const PAD = 6;
 
