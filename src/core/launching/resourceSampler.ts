@@ -3,8 +3,11 @@
 // so the engine's event loop never pays for the reads).
 //
 // How, and how far off it can be (the README says the same to users):
-// - One scan serves every attempt this process runs: the first 50 ms after a spawn (so that most
-//   short attempts get one sample), then at least every SAMPLE_EVERY_MS while any runs. A scan lists
+// - One scan serves every attempt this process runs: an attempt's first sample is due 50 ms after
+//   its spawn (so that most attempts get one; one that ends sooner is never scanned for, so a burst
+//   of /bin/true costs no scan at all), then at least every SAMPLE_EVERY_MS while it runs; scans
+//   for new attempts come at most every MIN_SCAN_GAP_MS, so a steady stream of them (every attempt
+//   50 ms after its spawn) does not make one scan per attempt. A scan lists
 //   /proc and reads the `stat` of each process it has not seen yet; a process found outside every
 //   attempt's session and group is not read again, since it can never join one (setpgid stays in
 //   its session; setsid makes a session of its own), and the attempts' leaders are always read.
@@ -31,6 +34,8 @@ import type { AttemptResources } from '../../shared/api';
 export const SAMPLE_EVERY_MS = 250;
 /** A new attempt's first sample comes this soon, shared with every attempt started meanwhile. */
 const FIRST_SAMPLE_MS = 50;
+/** …but not sooner than this after the last scan. */
+const MIN_SCAN_GAP_MS = 100;
 /** Set to 0 in the engine's environment (its launch helpers inherit it): no sampling, resources null. */
 export const SAMPLE_RESOURCES_VARIABLE = 'ENGINE_MONITOR_SAMPLE_RESOURCES';
 /** USER_HZ: /proc's clock ticks per second, 100 on every mainstream Linux. */
@@ -82,8 +87,9 @@ export class AttemptUsage {
   constructor(
     readonly pgid: number,
     now: number,
+    lastScanAt: number,
   ) {
-    this.dueAt = now + FIRST_SAMPLE_MS;
+    this.dueAt = Math.max(now + FIRST_SAMPLE_MS, lastScanAt + MIN_SCAN_GAP_MS);
   }
 }
 
@@ -131,7 +137,7 @@ export class ResourceSampler {
   /** Starts sampling the attempt whose leader is `child` (its pid is the group's and the session's id). */
   track(child: ChildProcess): AttemptUsage | undefined {
     if (!this.supported || child.pid === undefined) return undefined;
-    const usage = new AttemptUsage(child.pid, performance.now());
+    const usage = new AttemptUsage(child.pid, performance.now(), this.lastScanAt);
     this.running.set(child.pid, usage);
     child.once('exit', () => this.leaderExited(usage));
     this.schedule();
@@ -142,7 +148,11 @@ export class ResourceSampler {
   stop(usage: AttemptUsage | undefined): Promise<AttemptResources | null> {
     if (!usage) return Promise.resolve(null);
     this.running.delete(usage.pgid);
-    if (this.running.size === 0) this.clearTimer();
+    // The timer was for this attempt's sample: the next is the others' (or none).
+    if (this.running.size === 0 || usage.dueAt <= this.timerAt) {
+      this.clearTimer();
+      this.schedule();
+    }
     return new Promise((resolve) =>
       setImmediate(() => {
         const ticks = Math.max(usage.maxTicks, usage.reapedTicks ?? 0);
@@ -200,6 +210,7 @@ export class ResourceSampler {
   }
 
   private timerAt = Infinity;
+  private lastScanAt = -Infinity;
 
   private clearTimer(): void {
     clearTimeout(this.timer);
@@ -241,6 +252,7 @@ export class ResourceSampler {
     }
     for (const pid of this.foreign) if (!present.has(pid)) this.foreign.delete(pid);
     const now = performance.now();
+    this.lastScanAt = now;
     for (const u of groups.values()) {
       u.maxTicks = Math.max(u.maxTicks, u.scanTicks);
       if (u.scanRss > 0) u.peakRssPages = Math.max(u.peakRssPages ?? 0, u.scanRss);
