@@ -14,6 +14,8 @@ import { buildOpenApiDocument } from '../../src/server/openapi';
 import { OpenApiChecker } from './support/http';
 import type { AttemptDetail } from '../../src/shared/api';
 import { PG_SCHEMA_V1 } from '../../src/core/store/pgSchema';
+import { spawn } from 'node:child_process';
+import { ResourceSampler } from '../../src/core/launching/resourceSampler';
 import { allLogs, NODE, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 import { startPostgresOrSkip, type PostgresServer } from './support/postgres';
 
@@ -159,6 +161,35 @@ describe('attempt insight', function () {
     assert.equal(reopened.exec('SELECT count(*) FROM attempts WHERE sampled_every_ms = 250')[0].values[0][0], 1);
     reopened.close();
   });
+
+  for (const walk of [true, false]) {
+    it(`the sampler ${walk ? 'walking the attempt\'s tree' : 'listing /proc'} counts a grandchild, and a process that left with setsid does not`, async () => {
+      const sampler = new ResourceSampler(process.platform, true, walk);
+      assert.equal(sampler.walksTrees, walk);
+      // sh → sh → node holding 150 MB; beside it, a process that leaves with setsid and holds 150 MB too.
+      const hold = `"${NODE}" -e "${ALLOCATE_150MB.replace('1200', '4000')}"`;
+      const leader = spawn('/bin/sh', ['-c', `/bin/sh -c '${hold}; true' & setsid ${hold} & wait`], { detached: true, stdio: 'ignore' });
+      const usage = sampler.track(leader)!;
+      const exited = new Promise((r) => leader.once('exit', r));
+      try {
+        await waitFor('the grandchild\'s 150 MB in a sample', () => {
+          sampler.scan();
+          return usage.peakRssPages !== null && usage.peakRssPages * 4096 >= 150 * MB;
+        }, 30_000);
+        sampler.scan();
+        const peak = (await sampler.stop(usage))!.peakRssBytes!;
+        assert.ok(peak >= 150 * MB && peak < 300 * MB, `the group peaked at ${peak / MB} MB: the grandchild's 150 MB, not the escaped process's`);
+      } finally {
+        // The group; the process that left it ends by itself 4 s after its start.
+        try {
+          process.kill(-leader.pid!, 'SIGKILL');
+        } catch {
+          // gone
+        }
+        await exited;
+      }
+    });
+  }
 
   it('median, nearest-rank percentile and the slow rule', () => {
     assert.equal(median([]), null);

@@ -7,10 +7,15 @@
 //   its spawn (so that most attempts get one; one that ends sooner is never scanned for, so a burst
 //   of /bin/true costs no scan at all), then at least every SAMPLE_EVERY_MS while it runs; scans
 //   for new attempts come at most every MIN_SCAN_GAP_MS, so a steady stream of them (every attempt
-//   50 ms after its spawn) does not make one scan per attempt. A scan lists
-//   /proc and reads the `stat` of each process it has not seen yet; a process found outside every
-//   attempt's session and group is not read again, since it can never join one (setpgid stays in
-//   its session; setsid makes a session of its own), and the attempts' leaders are always read.
+//   50 ms after its spawn) does not make one scan per attempt. A scan walks each attempt's tree:
+//   the `stat` of every process known to be in its session or group, and the children each one
+//   has now (/proc/<pid>/task/<tid>/children), so it costs what the attempt's own processes cost
+//   to read (~40 µs for one process), not the machine's. A process whose parent has exited stays
+//   known by its pid. Missed: a process started and orphaned between two scans (a double fork
+//   that does not also setsid). Where the children lists do not exist (a kernel without
+//   CONFIG_PROC_CHILDREN), a scan lists /proc instead and reads every process it has not seen; one
+//   found outside every attempt's session and group is not read again, since it can never join
+//   one (setpgid stays in its session; setsid makes a session of its own).
 // - CPU is utime + stime + cutime + cstime summed over the group, the largest sum any scan saw: a
 //   child's time moves into its parent's cutime when the parent reaps it, so the sum only drops when
 //   a process leaves by being reaped outside the group (the leader, by us). When the leader is
@@ -26,7 +31,7 @@
 // - A process that left the session with setsid is not counted (its marker still ends it).
 // Elsewhere than Linux, or without /proc, an attempt's resources are null; so they are with
 // ENGINE_MONITOR_SAMPLE_RESOURCES=0 in the engine's environment, which `npm run bench` compares with.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import type { AttemptResources } from '../../shared/api';
 
@@ -48,6 +53,7 @@ interface ProcStat {
   ticks: number;
   /** cutime + cstime: its reaped children's. */
   childTicks: number;
+  threads: number;
   rssPages: number;
 }
 
@@ -62,8 +68,23 @@ function parseStat(text: string): ProcStat | undefined {
     session: Number(f[3]),
     ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
     childTicks: Number(f[13]) + Number(f[14]),
+    threads: Number(f[17]),
     rssPages: Number(f[21]),
   };
+}
+
+/** The processes `pid` has started and not yet lost: every thread's, or the main thread's alone. */
+function childrenOf(pid: number, threads: number): number[] {
+  const out: number[] = [];
+  try {
+    const tasks = threads > 1 ? readdirSync(`/proc/${pid}/task`) : [String(pid)];
+    for (const tid of tasks) {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' ')) if (c) out.push(Number(c));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
 }
 
 function readStat(pid: number | 'self'): ProcStat | undefined {
@@ -84,17 +105,22 @@ export class AttemptUsage {
   /** Samples of this group in the current scan (reset per scan). */
   scanTicks = 0;
   scanRss = 0;
+  /** Its processes as the last scan found them (a tree walk starts from these). */
+  readonly members: Set<number>;
   constructor(
     readonly pgid: number,
     now: number,
     lastScanAt: number,
   ) {
     this.dueAt = Math.max(now + FIRST_SAMPLE_MS, lastScanAt + MIN_SCAN_GAP_MS);
+    this.members = new Set([pgid]);
   }
 }
 
 export class ResourceSampler {
   readonly supported: boolean;
+  /** Whether the kernel lists each task's children (else every scan lists /proc). */
+  readonly walksTrees: boolean;
   private readonly running = new Map<number, AttemptUsage>();
   /** Pids seen outside every attempt's session and group: never read again while they exist. */
   private readonly foreign = new Set<number>();
@@ -109,9 +135,11 @@ export class ResourceSampler {
   /** Scans made, for the tests and the bench. */
   scans = 0;
 
-  constructor(platform = process.platform, enabled = process.env[SAMPLE_RESOURCES_VARIABLE] !== '0') {
+  /** `walk` false: list /proc on every scan even where the children lists exist (the tests cover both). */
+  constructor(platform = process.platform, enabled = process.env[SAMPLE_RESOURCES_VARIABLE] !== '0', walk = true) {
     const self = platform === 'linux' && enabled ? readStat('self') : undefined;
     this.supported = self !== undefined;
+    this.walksTrees = walk && this.supported && existsSync(`/proc/self/task/${process.pid}/children`);
     if (self && self.rssPages > 0) {
       // Node has no page size; this process's resident bytes over its resident pages give it.
       const ratio = process.memoryUsage().rss / self.rssPages;
@@ -189,8 +217,17 @@ export class ResourceSampler {
     });
   }
 
+  /** /proc/self/stat, kept open: read again from offset 0 it is current, at a fifth of an open and a read (read at every reaping). */
+  private selfStat: { fd: number; buf: Buffer } | undefined;
+
   private ownChildTicks(): number {
-    return readStat('self')?.childTicks ?? this.childTicks;
+    try {
+      this.selfStat ??= { fd: openSync('/proc/self/stat', 'r'), buf: Buffer.alloc(1024) };
+      const n = readSync(this.selfStat.fd, this.selfStat.buf, 0, this.selfStat.buf.length, 0);
+      return parseStat(this.selfStat.buf.toString('latin1', 0, n))?.childTicks ?? this.childTicks;
+    } catch {
+      return this.childTicks;
+    }
   }
 
   private schedule(): void {
@@ -221,6 +258,43 @@ export class ResourceSampler {
   /** Reads every attempt's processes once. */
   scan(): void {
     this.scans++;
+    if (this.walksTrees) for (const u of this.running.values()) this.walk(u);
+    else this.scanAll();
+    const now = performance.now();
+    this.lastScanAt = now;
+    for (const u of this.running.values()) {
+      u.maxTicks = Math.max(u.maxTicks, u.scanTicks);
+      if (u.scanRss > 0) u.peakRssPages = Math.max(u.peakRssPages ?? 0, u.scanRss);
+      u.dueAt = now + SAMPLE_EVERY_MS;
+    }
+  }
+
+  /** The attempt's processes: those it had, and their children now. */
+  private walk(u: AttemptUsage): void {
+    u.scanTicks = 0;
+    u.scanRss = 0;
+    const seen = new Set<number>();
+    const queue = [...u.members];
+    while (queue.length > 0) {
+      const pid = queue.pop()!;
+      if (seen.has(pid)) continue;
+      seen.add(pid);
+      const stat = readStat(pid);
+      // Gone, left with setsid, or its pid reused: no longer the attempt's. The leader stays known:
+      // in the instant between its fork and its setsid it is not in its session yet.
+      if (!stat || (stat.session !== u.pgid && stat.pgrp !== u.pgid)) {
+        if (pid !== u.pgid) u.members.delete(pid);
+        continue;
+      }
+      u.members.add(pid);
+      u.scanTicks += stat.ticks;
+      u.scanRss += stat.rssPages;
+      for (const child of childrenOf(pid, stat.threads)) if (!seen.has(child)) queue.push(child);
+    }
+  }
+
+  /** Every process on the machine not yet known to be outside every attempt. */
+  private scanAll(): void {
     let pids: string[];
     try {
       pids = readdirSync('/proc');
@@ -251,13 +325,6 @@ export class ResourceSampler {
       usage.scanRss += stat.rssPages;
     }
     for (const pid of this.foreign) if (!present.has(pid)) this.foreign.delete(pid);
-    const now = performance.now();
-    this.lastScanAt = now;
-    for (const u of groups.values()) {
-      u.maxTicks = Math.max(u.maxTicks, u.scanTicks);
-      if (u.scanRss > 0) u.peakRssPages = Math.max(u.peakRssPages ?? 0, u.scanRss);
-      u.dueAt = now + SAMPLE_EVERY_MS;
-    }
   }
 }
 
