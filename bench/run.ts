@@ -977,7 +977,7 @@ async function scenarioInsight(): Promise<void> {
     measure: `one /proc scan (4 attempts running, ${processes} processes on the machine): CPU`,
     value: (cpu.user + cpu.system) / scans,
     unit: 'µs',
-    note: 'at most 20 scans a second (a burst of short attempts), 4 a second while long ones run',
+    note: 'a scan walks each running attempt\'s tree: at most 10 a second (a burst of new attempts), 4 a second while long ones run',
   });
 }
 
