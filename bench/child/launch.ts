@@ -26,6 +26,8 @@ interface Config {
   dependencies?: boolean;
   /** EngineOptions.launchHelpers (BENCH_LAUNCH_HELPERS); undefined: the engine's default. */
   launchHelpers?: number;
+  /** false: the launch helpers do not sample the attempts' CPU and memory (the insight scenario's baseline). */
+  sampleResources?: boolean;
 }
 
 const config = JSON.parse(process.env.BENCH_CONFIG ?? '{}') as Config;
@@ -84,6 +86,8 @@ async function main(): Promise<void> {
     renameSync(`${file}.tmp`, file);
   }
 
+  // Read by the launch helpers the engine forks (they inherit this environment).
+  if (config.sampleResources === false) process.env.ENGINE_MONITOR_SAMPLE_RESOURCES = '0';
   const engine = await Engine.create({
     workspaceFolders: [ws],
     storageDir: path.join(config.root, 'storage'),

@@ -4,6 +4,7 @@
 // extension's Show Output for all of it, followed live. Every engine string is text.
 import type { AttemptDetail, ItemDetail, LogEntry } from '../../src/shared/api';
 import { OUTPUT_STREAMS, type OutputExcerpt, type OutputStream } from '../../src/shared/webviewProtocol';
+import { AttemptChart } from './attemptChart';
 import { h, icon, replaceChildren, type Child } from './dom';
 import { formatBytes, formatDateTime, formatDuration } from './format';
 import { query, showOutput } from './rpc';
@@ -21,6 +22,7 @@ export class ItemDetailView {
   private readonly errorLine = h('p', { class: 'item-error error-text', hidden: true });
   private readonly definition = h('div', { class: 'definition' });
   private readonly attempts = h('div', { class: 'attempts' });
+  private readonly history = new AttemptChart();
   private readonly output = h('div', { class: 'output-body', 'aria-live': 'polite' });
   private readonly outputTitle = h('h3', { id: 'output-title' }, 'Output');
   private readonly streamButtons = new Map<OutputStream, HTMLButtonElement>();
@@ -65,6 +67,7 @@ export class ItemDetailView {
         h('section', { 'aria-labelledby': 'definition-title' }, h('h3', { id: 'definition-title' }, 'Definition'), this.definition),
         h('section', { 'aria-labelledby': 'attempts-title' }, h('h3', { id: 'attempts-title' }, 'Attempts'), this.attempts),
       ),
+      h('section', { class: 'history', 'aria-labelledby': 'history-title' }, h('h3', { id: 'history-title' }, 'Last 50 attempts'), this.history.element),
       h(
         'section',
         { class: 'output', 'aria-labelledby': 'output-title' },
@@ -151,6 +154,7 @@ export class ItemDetailView {
     const latest = detail.attempts[detail.attempts.length - 1]?.attempt;
     if (!this.attemptPicked || !detail.attempts.some((a) => a.attempt === this.attempt)) this.attempt = latest;
     this.renderAttempts(detail);
+    this.history.render(detail);
     await this.loadOutput();
     if (generation === this.generation && detail.attempts.some((a) => a.attempt === this.attempt && a.outcome === 'running')) {
       this.reloadIn(RUNNING_REFRESH_MS);

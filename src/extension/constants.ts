@@ -32,8 +32,8 @@ export const Commands = {
   findItem: 'engineMonitor.findItem',
   openInTerminal: 'engineMonitor.openInTerminal',
   queueTask: 'engineMonitor.queueTask',
-
   restartItem: 'engineMonitor.restartItem',
+  compareOutput: 'engineMonitor.compareOutput',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

@@ -1,6 +1,7 @@
 // The composition root: builds every part once, in dependency order, and disposes them in
 // reverse. activate() only creates this; deactivate() awaits shutdown().
 import * as vscode from 'vscode';
+import { compareCommands, registerOutputDocuments } from './commands/compareCommands';
 import { engineCommands } from './commands/engineCommands';
 import { itemCommands, OpenItemPick } from './commands/itemCommands';
 import { logCommands } from './commands/logCommands';
@@ -100,8 +101,10 @@ export class Container extends Disposable {
       ...queueCommands({ queue, controller }),
       ...secretCommands({ secrets: context.secrets, controller }),
       ...serviceCommands({ client, controller, model }),
+      ...compareCommands(items),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
+    this._register(registerOutputDocuments(client));
   }
 
   private loaded: boolean | undefined;

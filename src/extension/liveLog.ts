@@ -110,11 +110,12 @@ export class LiveLog extends Disposable {
       const e = batch[0];
       // Show Output only when an attempt ran (a cancelled pending item failed without one).
       const ran = typeof e.details?.attempt === 'number' && e.details.attempt > 0;
-      const actions = e.itemId ? (ran ? ['Retry', 'Show Output', 'Show Logs'] : ['Retry', 'Show Logs']) : ['Show Logs'];
+      const actions = e.itemId ? (ran ? ['Retry', 'Show Output', 'Compare with Last Success', 'Show Logs'] : ['Retry', 'Show Logs']) : ['Show Logs'];
       void vscode.window.showErrorMessage(`Engine Monitor: ${escapeControls(e.message)}`, ...actions).then((choice) => {
         if (choice === 'Show Logs') void vscode.commands.executeCommand(Commands.showItemLogs, e.itemId);
         if (choice === 'Retry' && e.itemId) void vscode.commands.executeCommand(Commands.retryItem, e.itemId);
         if (choice === 'Show Output' && e.itemId) void vscode.commands.executeCommand(Commands.showOutput, { itemId: e.itemId, attempt: e.details?.attempt });
+        if (choice === 'Compare with Last Success' && e.itemId) void vscode.commands.executeCommand(Commands.compareOutput, { itemId: e.itemId, attempt: e.details?.attempt });
       });
       return;
     }

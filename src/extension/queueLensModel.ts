@@ -110,6 +110,7 @@ export const LENS_COMMANDS = {
   release: 'engineMonitor.releaseItem',
   openInTerminal: 'engineMonitor.openInTerminal',
   restart: 'engineMonitor.restartItem',
+  compareOutput: 'engineMonitor.compareOutput',
 } as const;
 
 const STATE_ICONS: Record<ItemState, string> = {
@@ -160,6 +161,8 @@ export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): Len
     if (state === 'held') action('Release', LENS_COMMANDS.release);
     else if (open) action('Hold', LENS_COMMANDS.hold);
     if (item.attempts > 0) action('Open in Terminal', LENS_COMMANDS.openInTerminal);
+    // What changed since it last worked: its output beside the last success's.
+    if (state === 'failed' && item.attempts > 0) action('Compare with Last Success', LENS_COMMANDS.compareOutput);
   }
   return lenses;
 }

@@ -19,13 +19,14 @@
 // and the engine's event loop never sees the bytes.
 //
 // Bundled alone to dist/launch-helper.js: import nothing beyond src/core/attemptProcess.ts and
-// the small modules it uses (processGroup.ts, leftoverProcesses.ts, workingFolder.ts,
+// the small modules it uses (processGroup.ts, resourceSampler.ts, leftoverProcesses.ts, workingFolder.ts,
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';
 import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launching/protocol';
 import { retireOutputPacks } from '../core/features/output/outputPacks';
 import { groupAlive, signalGroup } from '../core/launching/processGroup';
+import { resourceSampler } from '../core/launching/resourceSampler';
 
 /** Between SIGTERM and SIGKILL when the engine vanished: short, nobody waits for the outcome. */
 const ORPHAN_GRACE_MS = 2000;
@@ -129,6 +130,8 @@ function checkpoint(checkpointId: number, args: string[]): void {
     return answer(null, { ok: false, error: `cannot start the checkpoint process: ${(err as Error).message}` });
   }
   checkpoints.set(checkpointId, child);
+  // Its CPU must not count as the next attempt's (resourceSampler.ts).
+  child.once('exit', () => resourceSampler.otherChildExited());
   const pid = child.pid ?? null;
   child.once('message', (m) => answer(pid, m as Extract<FromLaunchHelper, { type: 'checkpointed' }>['message']));
   child.once('error', (err) => answer(pid, { ok: false, error: `the checkpoint process failed: ${err.message}` }));
@@ -212,4 +215,6 @@ if (!process.send) {
   process.stderr.write('launch-helper: started without an IPC channel; the engine forks this file\n');
   process.exit(2);
 }
+// Every child of this process is an attempt's leader or a checkpoint process (reported as it exits).
+resourceSampler.countReapedChildren();
 send({ type: 'ready', pid: process.pid });

@@ -5,7 +5,7 @@
 // and engine.health() once per scrape, the same calls /stats and /health answer from, so a scrape
 // and a /stats read at the same instant agree, and the `_total` counters keep growing across
 // restarts because the engine persists them. The one thing only this file keeps is the attempt
-// duration histogram, fed by the engine's onAttemptFinished; like any Prometheus histogram
+// histograms (duration, peak memory, CPU), fed by the engine's onAttemptFinished; like any Prometheus histogram
 // it starts from zero with the process (PromQL's rate() and increase() take the reset in stride).
 //
 // Cost: a scrape reads counters in memory and no database row, whatever the database's size:
@@ -23,6 +23,11 @@ export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
 /** Attempts last from a few milliseconds (a failed spawn) to hours (a timeout set high): 10 ms to 1 h. */
 export const ATTEMPT_DURATION_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/** Peak resident memory of an attempt's processes: 1 MiB to 16 GiB, by powers of 4. */
+export const ATTEMPT_PEAK_RSS_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384].map((mib) => mib * 1024 * 1024);
+/** CPU time of an attempt's processes: 10 ms to 1 h, as the durations. */
+export const ATTEMPT_CPU_BUCKETS = ATTEMPT_DURATION_BUCKETS;
 
 const HEALTH_STATUSES: readonly HealthStatus[] = ['healthy', 'degraded', 'unhealthy'];
 const OUTCOMES = ['launched', 'pending', 'failed'] as const;
@@ -146,7 +151,28 @@ export function createEngineMetrics(engine: MonitoredEngine): EngineMetrics {
     registers,
   });
 
-  const unsubscribe = engine.onAttemptFinished((attempt) => durations.observe(Math.max(0, attempt.durationMs) / 1000));
+  // An attempt's cost, where it was measured (resourceSampler.ts): one that was not (too short to
+  // sample, no /proc, a cancel recorded before its process ended) is left out, not counted as 0.
+  const peakRss = new Histogram({
+    name: 'engine_monitor_attempt_peak_rss_bytes',
+    help: 'Peak resident memory of each attempt\'s process group (sampled every 250 ms at most), observed at its outcome, since this engine process started.',
+    buckets: ATTEMPT_PEAK_RSS_BUCKETS,
+    registers,
+  });
+  const cpu = new Histogram({
+    name: 'engine_monitor_attempt_cpu_seconds',
+    help: 'CPU time (user + system) of each attempt\'s process group, observed at its outcome, since this engine process started.',
+    buckets: ATTEMPT_CPU_BUCKETS,
+    registers,
+  });
+
+  const unsubscribe = engine.onAttemptFinished((attempt) => {
+    durations.observe(Math.max(0, attempt.durationMs) / 1000);
+    const peak = attempt.resources?.peakRssBytes;
+    if (typeof peak === 'number') peakRss.observe(peak);
+    const cpuMs = attempt.resources?.cpuMs;
+    if (typeof cpuMs === 'number') cpu.observe(cpuMs / 1000);
+  });
 
   return {
     async scrape() {

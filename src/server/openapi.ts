@@ -402,6 +402,10 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (the queue file\'s CodeLens shows it).'),
+            lastResources: {
+              oneOf: [ref('AttemptResources'), { type: 'null' }],
+              description: 'What the latest finished attempt cost (as its `resources` in `GET /items/{id}`); null when none finished or it was not measured.',
+            },
             state: {
               type: 'string',
               enum: [...ITEM_STATES],
@@ -516,7 +520,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         AttemptDetail: {
           type: 'object',
-          required: ['attempt', 'startedAt', 'finishedAt', 'durationMs', 'outcome', 'exitCode', 'signal', 'error', 'outputBytes', 'problems'],
+          required: ['attempt', 'startedAt', 'finishedAt', 'durationMs', 'outcome', 'exitCode', 'signal', 'error', 'outputBytes', 'problems', 'resources', 'firstOutputMs', 'slow'],
           properties: {
             attempt: { type: 'integer', minimum: 1, description: 'Its number: 1, 2, …, counted again from 1 after a retry by hand.' },
             startedAt: time('When the attempt started.'),
@@ -529,18 +533,44 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             outputBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of output kept, recorded when the attempt ends; null while it runs (HEAD its output for the size so far) and when none was captured.' },
             problems: { type: 'array', items: ref('AttemptProblem'), description: "What the item's problem matcher found once the attempt finished; empty while it runs and when the item has no matcher." },
             readyAt: nullableTime("Only on a service's attempt: when it became ready (`service_ready`); null while it starts and when it never did."),
+            resources: {
+              oneOf: [ref('AttemptResources'), { type: 'null' }],
+              description: 'What its processes cost, its whole session and process group (children included); null while it runs, where the platform cannot tell (not Linux, no /proc), and for attempts recorded before this was measured.',
+            },
+            firstOutputMs: { type: ['integer', 'null'], minimum: 0, description: 'From its spawn to its first byte of output (stdout or stderr); null if it printed nothing, and while it runs.' },
+            slow: { type: 'boolean', description: 'It took more than twice the median duration of the item\'s attempts before it (the 10 newest, at least 3); logged as `attempt_slow` (warn).' },
             engineId: { type: ['string', 'null'], description: 'On a PostgreSQL store (`--store`): the engine that ran it.' },
+          },
+        },
+        AttemptResources: {
+          type: 'object',
+          required: ['cpuMs', 'peakRssBytes', 'sampledEveryMs'],
+          description: 'Read from Linux\'s /proc where the attempt ran, at least every `sampledEveryMs`; the method and its error are in the README ("Attempt insight").',
+          properties: {
+            cpuMs: { type: ['integer', 'null'], minimum: 0, description: 'CPU time, user and system, of every process of the group; null when nothing could be measured.' },
+            peakRssBytes: { type: ['integer', 'null'], minimum: 0, description: 'The largest resident memory of the group any sample saw; null when the attempt ended before its first sample.' },
+            sampledEveryMs: { type: 'integer', minimum: 1, description: 'The longest time between two samples: a shorter peak may be missed.' },
+          },
+        },
+        DurationSummary: {
+          type: 'object',
+          required: ['count', 'medianMs', 'p90Ms'],
+          properties: {
+            count: { type: 'integer', minimum: 0, maximum: 100, description: 'Finished attempts counted: the item\'s newest 100 at most.' },
+            medianMs: { type: ['integer', 'null'], minimum: 0, description: 'Their median duration; null when there are none.' },
+            p90Ms: { type: ['integer', 'null'], minimum: 0, description: 'Their 90th percentile (nearest rank: a duration one of them took); null when there are none.' },
           },
         },
         ItemDetail: {
           type: 'object',
-          required: ['item', 'outcome', 'state', 'error', 'attempts'],
+          required: ['item', 'outcome', 'state', 'error', 'attempts', 'durations'],
           properties: {
             item: ref('ItemDefinition'),
             outcome: { type: 'string', enum: ['launched', 'pending', 'failed'] },
             state: { type: 'string', enum: [...ITEM_STATES] },
             error: { type: ['string', 'null'], description: 'Why a failed item failed for good (e.g. `cancelled`, `exited with code 3`); null otherwise.' },
             attempts: { type: 'array', items: ref('AttemptDetail'), description: 'Every attempt, oldest first (those before a retry by hand included).' },
+            durations: ref('DurationSummary'),
             waitingFor: {
               type: 'array',
               items: { type: 'string' },
@@ -969,7 +999,8 @@ function readPaths(): Record<string, PathItem> {
           'Read from the same counters as `/stats` and `/health` at the instant of the scrape, never from the database:',
           '`engine_monitor_items{outcome="launched|pending|failed"}`, `engine_monitor_launches_total` and `engine_monitor_launch_failures_total` (totalLaunches and totalFailed: kept across restarts),',
           '`engine_monitor_running`, `engine_monitor_held`, `engine_monitor_health_status{status="healthy|degraded|unhealthy"}` (1 for the current status, 0 for the others),',
-          '`engine_monitor_last_poll_timestamp_seconds` (0 if never polled), and the histogram `engine_monitor_attempt_duration_seconds` (buckets from 10 ms to 1 h, every attempt that got its outcome since the engine process started);',
+          '`engine_monitor_last_poll_timestamp_seconds` (0 if never polled), and the histogram `engine_monitor_attempt_duration_seconds` (buckets from 10 ms to 1 h, every attempt that got its outcome since the engine process started),',
+          'and the histograms of what attempts cost, `engine_monitor_attempt_peak_rss_bytes` (1 MiB to 16 GiB) and `engine_monitor_attempt_cpu_seconds` (10 ms to 1 h), for the attempts that were measured;',
           "then the process's metrics (`process_*`, `nodejs_*`).",
           noParams.description,
         ].join('\n'),

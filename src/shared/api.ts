@@ -38,6 +38,8 @@ export const LOG_ACTIONS = [
   'service_ready',
   'service_exited',
   'service_restarted',
+  // An attempt took more than twice its item's median duration.
+  'attempt_slow',
 ] as const;
 export type LogAction = (typeof LOG_ACTIONS)[number];
 
@@ -192,6 +194,8 @@ export interface ItemSummary {
    * has. Absent from engines before it.
    */
   lastFinishedAt?: IsoTime | null;
+  /** What that attempt cost (see AttemptDetail.resources); null when not measured. Absent from engines before it. */
+  lastResources?: AttemptResources | null;
   /** The item's state: what `/items?state=` filters by. */
   state: ItemState;
   /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */
@@ -255,6 +259,19 @@ export interface AttemptProblem {
   code: string | null;
 }
 
+/**
+ * What an attempt's processes cost, all of its session and process group together (Linux, read
+ * from /proc: README "Attempt insight"). null where the platform cannot tell.
+ */
+export interface AttemptResources {
+  /** CPU time (user + system); null when nothing was measured (an attempt too short to sample, reaped with another). */
+  cpuMs: number | null;
+  /** The largest resident memory any sample saw; null when it ended before its first sample. */
+  peakRssBytes: number | null;
+  /** The longest time between two samples: a peak shorter than this may be missed. */
+  sampledEveryMs: number;
+}
+
 /** One attempt as `GET /items/{id}` lists it. */
 export interface AttemptDetail {
   attempt: number;
@@ -273,6 +290,12 @@ export interface AttemptDetail {
   problems: AttemptProblem[];
   /** A service's attempt: when it became ready; null while it starts or when it never did. Absent for other items. */
   readyAt?: IsoTime | null;
+  /** What it cost; null while it runs, where the platform cannot tell, and for attempts recorded before it was measured. */
+  resources: AttemptResources | null;
+  /** From its spawn to its first byte of output (either stream); null if it printed nothing (or while it runs). */
+  firstOutputMs: number | null;
+  /** It took more than twice the median duration of the item's 10 attempts before it. */
+  slow: boolean;
   /** On a PostgreSQL store shared by a fleet: the engine that ran it. */
   engineId?: string | null;
 }
@@ -285,8 +308,17 @@ export interface ItemDetail {
   /** Why a failed item failed for good (`cancelled`, `dependency failed: b`…); null otherwise. */
   error: string | null;
   attempts: AttemptDetail[];
+  /** Over the item's last 100 finished attempts (count 0: none yet, medianMs and p90Ms null). */
+  durations: DurationSummary;
   /** Only on a blocked item: the ids it still waits for, as `/items` gives them. */
   waitingFor?: string[];
+}
+
+/** Attempt durations: the median and the 90th percentile (nearest rank) of `count` attempts. */
+export interface DurationSummary {
+  count: number;
+  medianMs: number | null;
+  p90Ms: number | null;
 }
 
 export interface ErrorBody {

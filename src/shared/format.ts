@@ -90,3 +90,19 @@ export function formatRelativeTime(iso: string, now = Date.now()): string {
   return iso;
 }
 const relativeTexts = new Map<string, string>();
+
+/** Bytes of memory: "812 KiB", "150.3 MiB", "2.1 GiB". */
+export function formatMemory(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KiB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+/** What an attempt cost, in one line: "CPU 1.2 s · peak 150.3 MiB"; "not measured" without figures. */
+export function formatResources(r: { cpuMs: number | null; peakRssBytes: number | null } | null | undefined): string {
+  if (!r || (r.cpuMs === null && r.peakRssBytes === null)) return 'not measured';
+  const parts: string[] = [];
+  if (r.cpuMs !== null) parts.push(`CPU ${formatDuration(r.cpuMs)}`);
+  if (r.peakRssBytes !== null) parts.push(`peak ${formatMemory(r.peakRssBytes)}`);
+  return parts.join(' · ');
+}

@@ -26,7 +26,12 @@ export interface BooleanSetting extends SettingBase {
   type: 'boolean';
   default: boolean;
 }
-export type SettingSpec = IntegerSetting | StringSetting | BooleanSetting;
+export interface StringListSetting extends SettingBase {
+  type: 'array';
+  items: { type: 'string' };
+  default: readonly string[];
+}
+export type SettingSpec = IntegerSetting | StringSetting | BooleanSetting | StringListSetting;
 
 export const SETTINGS_SECTION = 'engineMonitor';
 
@@ -137,6 +142,18 @@ export const SETTINGS = {
     flag: 'output-max-total-mb',
     markdownDescription: "MiB of attempt output kept in all: beyond it the oldest attempts' output is deleted (their log entries stay).",
   },
+  'output.compareMasks': {
+    type: 'array',
+    items: { type: 'string' },
+    // Date-times (ISO 8601 and the common log form), times of day, and durations with a unit.
+    default: [
+      '\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}([.,]\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?',
+      '\\b\\d{1,2}:\\d{2}:\\d{2}([.,]\\d+)?\\b',
+      '\\b\\d+([.,]\\d+)?\\s?(ns|µs|us|ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)\\b',
+    ],
+    markdownDescription:
+      'Regular expressions (JavaScript syntax) whose matches **Compare Output with Last Success** replaces by `…` on both sides, so that timestamps and durations do not show as changes. The defaults mask date-times, times of day and durations such as `120 ms` or `1.5s`. An empty list compares the output as it is; a pattern that is not a valid regular expression is skipped, with a warning.',
+  },
   'remote.url': {
     type: 'string',
     default: '',
@@ -197,7 +214,9 @@ export type SettingValue<K extends SettingKey> = Spec<K>['type'] extends 'intege
   ? number
   : Spec<K>['type'] extends 'string'
     ? string
-    : boolean;
+    : Spec<K>['type'] extends 'array'
+      ? readonly string[]
+      : boolean;
 
 /**
  * A setting's value as read, or its default when the value is missing, of the wrong type or out
@@ -216,5 +235,7 @@ function isValid(spec: SettingSpec, value: unknown): boolean {
       return typeof value === 'string';
     case 'boolean':
       return typeof value === 'boolean';
+    case 'array':
+      return Array.isArray(value) && value.every((v) => typeof v === 'string');
   }
 }

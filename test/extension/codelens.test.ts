@@ -58,7 +58,7 @@ describe('Queue-file CodeLens', function () {
     assert.match(arrayLenses[0].titles[0], /^launched · 1\/3 · /);
     assert.deepEqual(arrayLenses[0].titles.slice(1), ['Show Output', 'Open in Terminal']);
     assert.match(arrayLenses[1].titles[0], /^failed · 1\/1 · /);
-    assert.deepEqual(arrayLenses[1].titles.slice(1), ['Show Output', 'Retry', 'Open in Terminal']);
+    assert.deepEqual(arrayLenses[1].titles.slice(1), ['Show Output', 'Retry', 'Open in Terminal', 'Compare with Last Success']);
     assert.deepEqual(arrayLenses[2].titles, ['held · 0/3', 'Cancel', 'Release']);
 
     const linesDoc = await vscode.workspace.openTextDocument(linesFile);

@@ -30,6 +30,7 @@ export async function run(): Promise<void> {
     require('./remote.test');
     require('./walkthrough.test');
     require('./output.test');
+    require('./compare.test');
     require('./control.test');
     require('./diagnostics.test');
     require('./codelens.test');

@@ -75,7 +75,8 @@ describe('queue file CodeLens model', () => {
     const lenses = lensesFor(entries, context(items));
     const titlesAt = (start: number) => lenses.filter((l) => l.start === start).map((l) => l.title.replace(/^\$\([^)]+\) /, ''));
     assert.match(titlesAt(0)[0], /^failed · 3\/3 · 3 min\. ago$/);
-    assert.deepEqual(titlesAt(0).slice(1), ['Show Output', 'Retry', 'Open in Terminal']);
+    assert.deepEqual(titlesAt(0).slice(1), ['Show Output', 'Retry', 'Open in Terminal', 'Compare with Last Success']);
+    assert.deepEqual(lenses.find((l) => l.title === 'Compare with Last Success')?.command, { id: 'engineMonitor.compareOutput', args: ['failed'] });
     assert.deepEqual(titlesAt(10), ['running · 1/3', 'Show Output', 'Cancel', 'Hold', 'Open in Terminal']);
     assert.deepEqual(titlesAt(20), ['held · 0/3', 'Cancel', 'Release']);
     assert.deepEqual(titlesAt(30), ['launched · 1/3', 'Show Output', 'Open in Terminal']);

@@ -146,7 +146,7 @@ export class Attempts {
         this.ending.delete(a.attemptId);
         if (!this.k.isClosed()) {
           this.k.transitions.cancelledAttemptExited(a, result, problems);
-          this.k.hooks.emit('attemptEnded', a.attemptId, result);
+          this.k.hooks.emit('attemptEnded', a.attemptId, result, a.item.id);
         }
         this.k.scheduleDispatch();
         return;
@@ -192,8 +192,8 @@ export class Attempts {
       else transitions.retryLater(a, why, now);
     });
     transitions.attemptOver(a, end);
-    this.k.hooks.emit('attemptEnded', a.attemptId, result);
-    this.finished({ itemId: a.item.id, attempt: a.attempt, succeeded: result.succeeded, durationMs: end.durationMs });
+    this.k.hooks.emit('attemptEnded', a.attemptId, result, a.item.id);
+    this.finished({ itemId: a.item.id, attempt: a.attempt, succeeded: result.succeeded, durationMs: end.durationMs, resources: result.resources ?? null });
     this.k.events.emit({ type: 'stats' });
   }
 

@@ -1,9 +1,8 @@
 // The launch engine: polls its sources, ingests items, launches due items within the concurrency
 // limit, retries failures with backoff and records every outcome in the store. This file is the
-// composition root (which store, which claimer, which features) and the lifecycle: start, stop,
-// trust, shutdown. The launch loop is dispatch.ts, the attempts under way attempts.ts, every state
-// change transitions.ts; reads are delegated to ../reads; the features live in ../features and join
-// through hooks.ts.
+// composition root (store, claimer, features) and the lifecycle: start, stop, trust, shutdown. The
+// launch loop is dispatch.ts, the attempts under way attempts.ts, every state change transitions.ts;
+// reads are delegated to ../reads; the features live in ../features and join through hooks.ts.
 import type { ItemDetail, ItemSummary, ScheduleSummary, LogAction, LogLevel, StatsOverview, StatusResponse, EngineState } from '../../shared/api';
 import { healthStatus } from '../../shared/health';
 import { searchWords } from '../../shared/logFilter';
@@ -20,6 +19,7 @@ import { ProblemMatching } from '../features/problems/problemMatching';
 import { ItemControl } from '../features/control/control';
 import { Services } from '../features/services/services';
 import { FleetClaimer } from '../features/fleet/fleetClaimer';
+import { joinAttemptInsight } from '../features/insight/attemptInsight';
 import { PersistencePolicy } from './persistence';
 import { Store } from '../store';
 import { PgStore } from '../store/pgStore';
@@ -107,6 +107,7 @@ export class Engine implements ControllableEngine {
     this.ingestion = new ItemIngestion(store, options, { log, transitions: this.transitions, isClosed });
     this.drafts = this.ingestion.drafts;
     const dependencies = new Dependencies(store, { log, transitions: this.transitions, hooks: this.hooks }, this.claimer.shared);
+    joinAttemptInsight({ store, hooks: this.hooks, transitions: this.transitions, isClosed });
     const templates = {
       log,
       now: options.scheduleClock ?? Date.now,
@@ -380,9 +381,8 @@ export class Engine implements ControllableEngine {
       this.mode = 'stopped';
       this.poller.cancel();
       this.dispatcher.stopTimer();
-      this.log('engine_stopped', 'error', 'the storage folder is no longer this engine\'s (another engine holds its lock): nothing more is launched; stop this engine', null, {
-        storage: this.options.storageDir,
-      });
+      const why = 'the storage folder is no longer this engine\'s (another engine holds its lock): nothing more is launched; stop this engine';
+      this.log('engine_stopped', 'error', why, null, { storage: this.options.storageDir });
     }
     this.events.emit({ type: 'stats' });
   }

@@ -18,7 +18,7 @@ export interface EngineHookMap {
   /** A service became ready (true), or its ready attempt ended (false): what depends on it may start, or waits again. */
   serviceReady: (itemId: string, ready: boolean) => void;
   /** An attempt's process is gone and its end recorded: its output is complete. */
-  attemptEnded: (attemptId: number, result: AttemptResult) => void;
+  attemptEnded: (attemptId: number, result: AttemptResult, itemId: string) => void;
   /** Before a change is committed: what was discovered meanwhile is judged (dependencies). */
   settle: () => void;
   /** Pruning removed the last log entries of these items. */

@@ -2,6 +2,7 @@
 // core beside the engine that implements it, so the arrow points server → core; the server
 // depends on this interface only, and can be read (and tested) with any engine that has it.
 import type {
+  AttemptResources,
   DatabaseCheck,
   EngineState,
   HealthStatus,
@@ -88,6 +89,8 @@ export interface FinishedAttempt {
   succeeded: boolean;
   /** How long it ran, start to outcome. */
   durationMs: number;
+  /** What its processes cost, when measured (absent: a cancel, recorded before its process ended). */
+  resources?: AttemptResources | null;
 }
 
 export interface MonitoredEngine {

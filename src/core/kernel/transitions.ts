@@ -124,7 +124,17 @@ export class Transitions {
   /** An attempt's process ended: its row gets how (the item's state is the next transition's). */
   attemptEnded(a: AttemptRef, result: AttemptResult, outcome: LaunchOutcome, problems: AttemptProblem[] | null, error = result.error): void {
     const { finishedAt, exitCode, signal, stdoutTail, stderrTail, outputBytes } = result;
-    this.store.mutate('attempt_end', [finishedAt, outcome, exitCode, signal, error, stdoutTail, stderrTail, outputBytes, problemsJson(problems), a.attemptId]);
+    const r = result.resources ?? null;
+    this.store.mutate('attempt_end_measured', [
+      ...[finishedAt, outcome, exitCode, signal, error, stdoutTail, stderrTail, outputBytes, problemsJson(problems)],
+      ...[r?.cpuMs ?? null, r?.peakRssBytes ?? null, r?.sampledEveryMs ?? null, result.firstOutputMs ?? null, a.attemptId],
+    ]);
+  }
+
+  /** The attempt took more than twice its item's median (the insight feature judged it): marked, and a warning logged. */
+  attemptSlow(attemptId: number, itemId: string, message: string, details: Record<string, unknown>): void {
+    this.store.mutate('attempt_slow', [attemptId]);
+    this.log('attempt_slow', 'warn', message, itemId, details);
   }
 
   /** The attempt is over as far as /status goes: the newest launch record. */

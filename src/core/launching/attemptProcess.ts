@@ -10,6 +10,8 @@ import { endAttemptTree, endGroup, signalGroup } from './processGroup';
 import { workingFolderProblem } from '../intake/workingFolder';
 import { BACKLOG_HIGH, OutputCapture } from '../features/output/outputCapture';
 import type { OutputTarget } from '../features/output/outputFiles';
+import type { AttemptResources } from '../../shared/api';
+import { resourceSampler } from './resourceSampler';
 
 /** How much of each output stream an attempt keeps: enough to see why it failed, bounded. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -36,6 +38,10 @@ export interface AttemptResult {
   outputBytes: number | null;
   /** Why capturing stopped early (disk full…), else null. */
   outputError: string | null;
+  /** What its processes cost (resourceSampler.ts); null: no process, or no /proc. */
+  resources: AttemptResources | null;
+  /** Spawn to first byte of output; null if it printed nothing. */
+  firstOutputMs: number | null;
 }
 
 export interface RunningAttempt {
@@ -93,7 +99,9 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
   const marker = options.marker ?? newAttemptMarker();
   const sweeper = options.sweeper ?? leftoverSweeper;
   sweeper.started(marker);
+  const spawnedAt = performance.now();
   const { child, error: spawnError } = spawnAttempt(item, attempt, marker);
+  const usage = child ? resourceSampler.track(child) : undefined;
   // Only for a process that exists: a spawn that failed (ENOENT…) has no output, not an empty one.
   const capture = child?.pid !== undefined && options.output ? new OutputCapture(options.output, options.onOutputError) : undefined;
   let timedOut = false;
@@ -133,10 +141,11 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
       child?.stderr?.destroy();
       const succeeded = exitCode === 0 && !timedOut && error === null;
       const captured = capture ? capture.close() : Promise.resolve({ bytes: null, error: null });
+      const firstOutputAt = Math.min(stdout.firstAt, stderr.firstAt);
       // The attempt is reported once its output is on disk: a follower that learns of its end has
       // everything to read, and output_bytes is final. On Windows also once its tree is ended, so
       // that the engine's shutdown, which waits for its attempts, does not exit before it is.
-      void Promise.all([captured, endingTree]).then(([end]) => resolve({
+      void Promise.all([captured, endingTree, resourceSampler.stop(usage)]).then(([end, , resources]) => resolve({
         succeeded,
         exitCode,
         signal,
@@ -149,6 +158,8 @@ export function launchAttempt(item: ItemDefinition, attempt: number, options: La
         pid,
         outputBytes: end.bytes,
         outputError: end.error,
+        resources,
+        firstOutputMs: firstOutputAt === Infinity ? null : Math.max(0, Math.round(firstOutputAt - spawnedAt)),
       }));
     };
 
@@ -291,6 +302,8 @@ export function resultWithoutProcess(startedAt: number, error: string): AttemptR
     pid: null,
     outputBytes: null,
     outputError: null,
+    resources: null,
+    firstOutputMs: null,
   };
 }
 
@@ -299,10 +312,13 @@ class TailBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
   private dropped = false;
+  /** performance.now() of its first byte; Infinity while none came. */
+  firstAt = Infinity;
 
   constructor(private readonly limit: number) {}
 
   push(chunk: Buffer): void {
+    if (this.firstAt === Infinity) this.firstAt = performance.now();
     this.chunks.push(chunk);
     this.size += chunk.length;
     while (this.size - this.chunks[0].length >= this.limit) {

@@ -1,11 +1,12 @@
 // The engine's reads of its items and attempts, and the one shape in which an attempt is reported
 // as /status's lastLaunch. Writes stay with the engine, which keeps its counters in step with them.
-import type { AttemptDetail, AttemptProblem, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, ServiceSummary, StatsOverview } from '../../shared/api';
+import type { AttemptDetail, AttemptProblem, AttemptResources, ItemDetail, ItemOutcome, ItemState, ItemSummary, LaunchOutcome, LaunchRecord, ServiceSummary, StatsOverview } from '../../shared/api';
 import { searchWords } from '../../shared/logFilter';
 import { itemFromRow, type ItemDefinition } from '../intake/items';
 import type { ItemsPage } from '../kernel/monitoredEngine';
 import type { StoreBackend, StoreValue } from '../store/backend';
 import { whereClause } from '../store/reads';
+import { DURATIONS_WINDOW, summarizeDurations } from '../features/insight/durations';
 
 /** An `items` row as stored. */
 export interface ItemRow {
@@ -132,6 +133,12 @@ interface AttemptRow {
   problems: string | null;
   /** A service's attempt: when it became ready. */
   ready_at: number | null;
+  /** What it cost (v6): sampled_every_ms null means not measured. */
+  cpu_ms: number | null;
+  peak_rss_bytes: number | null;
+  sampled_every_ms: number | null;
+  first_output_ms: number | null;
+  slow: number;
 }
 
 function readLastLaunch(store: StoreBackend): LaunchRecord | null {
@@ -242,17 +249,25 @@ export function readItemPage(store: StoreBackend, query: ItemsPage, now: number)
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
 }
 
-/** Each summary's `lastFinishedAt` (the CodeLens's "3 min ago"): one read for the whole page, by the attempts index. */
+/**
+ * Each summary's `lastFinishedAt` (the CodeLens's "3 min ago") and what that attempt cost (the
+ * Items view's tooltip): one read for the whole page, by the attempts index.
+ */
 function withLastFinish(store: StoreBackend, items: ItemSummary[]): ItemSummary[] {
   if (items.length === 0) return items;
-  const finished = new Map<string, number>();
+  const finished = new Map<string, { at: number; resources: AttemptResources | null }>();
   const ids = JSON.stringify(items.map((i) => i.id));
-  for (const [id, at] of store.rows('SELECT item_id, MAX(finished_at) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) GROUP BY item_id', [ids])) {
-    if (typeof at === 'number') finished.set(id as string, at);
+  const sql = `SELECT item_id, finished_at, cpu_ms, peak_rss_bytes, sampled_every_ms FROM attempts WHERE id IN
+    (SELECT MAX(id) FROM attempts WHERE item_id IN (SELECT value FROM json_each(?)) AND finished_at IS NOT NULL GROUP BY item_id)`;
+  for (const [id, at, cpu, peak, every] of store.rows(sql, [ids])) {
+    if (at === null) continue;
+    const resources = every === null ? null : { cpuMs: nullableNumber(cpu as number | null), peakRssBytes: nullableNumber(peak as number | null), sampledEveryMs: Number(every) };
+    finished.set(id as string, { at: Number(at), resources });
   }
   for (const item of items) {
-    const at = finished.get(item.id);
-    item.lastFinishedAt = at === undefined ? null : new Date(at).toISOString();
+    const last = finished.get(item.id);
+    item.lastFinishedAt = last === undefined ? null : new Date(last.at).toISOString();
+    item.lastResources = last?.resources ?? null;
   }
   return items;
 }
@@ -264,9 +279,11 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
   const def = itemFromRow(row.definition, row);
   // A store engines share also says which engine ran each attempt.
   const attempts = store.all<Omit<AttemptRow, 'item_id'> & { engine_id?: string | null }>(
-    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems, ready_at${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
+    `SELECT attempt, started_at, finished_at, outcome, exit_code, signal, error, output_bytes, problems, ready_at,
+     cpu_ms, peak_rss_bytes, sampled_every_ms, first_output_ms, slow${store.recordsWriter ? ', engine_id' : ''} FROM attempts WHERE item_id = ? ORDER BY id`,
     [itemId],
   );
+  const finished = attempts.filter((a) => a.finished_at !== null).slice(-DURATIONS_WINDOW);
   return {
     item: {
       id: def.id,
@@ -302,11 +319,21 @@ export function readItemDetail(store: StoreBackend, itemId: string, now: number)
         error: a.error,
         outputBytes: a.output_bytes,
         problems: a.problems === null ? [] : (JSON.parse(a.problems) as AttemptProblem[]),
+        resources:
+          a.sampled_every_ms === null ? null : { cpuMs: nullableNumber(a.cpu_ms), peakRssBytes: nullableNumber(a.peak_rss_bytes), sampledEveryMs: Number(a.sampled_every_ms) },
+        firstOutputMs: nullableNumber(a.first_output_ms),
+        slow: Number(a.slow) === 1,
         ...(def.service ? { readyAt: a.ready_at === null ? null : new Date(a.ready_at).toISOString() } : {}),
         ...(a.engine_id !== undefined ? { engineId: a.engine_id } : {}),
       }),
     ),
+    durations: summarizeDurations(finished.map((a) => Math.max(0, Number(a.finished_at) - Number(a.started_at)))),
   };
+}
+
+/** PostgreSQL's BIGINT columns arrive as strings: numbers, null kept. */
+function nullableNumber(v: number | string | null): number | null {
+  return v === null ? null : Number(v);
 }
 
 /** The ids a blocked item still waits for (not launched, or no item has them), in dependsOn order. */

@@ -143,6 +143,15 @@ END $$;
 CREATE TRIGGER logs_notify AFTER INSERT ON logs FOR EACH ROW EXECUTE FUNCTION em_logs_notify();
 `;
 
+/** Attempt insight, as schema.ts's version 6: applied after version 1, to a new database as to an old one. */
+export const PG_SCHEMA_V2_INSIGHT = `
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS cpu_ms BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS peak_rss_bytes BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS sampled_every_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS first_output_ms BIGINT;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS slow INTEGER NOT NULL DEFAULT 0;
+`;
+
 /**
  * Services (schema.ts's version 6): when a service's attempt became ready; and an items row's
  * `running` is 2 (starting) or 3 (ready) for a service's attempt, which the fleet's running
@@ -203,6 +212,9 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   attempt_problems: 'UPDATE attempts SET problems = ? WHERE id = ?',
   attempt_end:
     'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ? WHERE id = ?',
+  attempt_end_measured:
+    'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ?, cpu_ms = ?, peak_rss_bytes = ?, sampled_every_ms = ?, first_output_ms = ? WHERE id = ?',
+  attempt_slow: 'UPDATE attempts SET slow = 1 WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   log_fts_insert: null,
   logs_fts_prune: null,

@@ -16,7 +16,7 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } f
 import { startWorker, workerCode } from '../launching/workerCode';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
-import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
+import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
 import { redactStoreUrl } from '../../shared/storeUrl';
 import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
@@ -142,6 +142,7 @@ export class PgStore implements StoreBackend {
       }
       if (version < 2) {
         this.query(PG_SCHEMA_V2);
+        this.query(PG_SCHEMA_V2_INSIGHT);
         this.query('UPDATE em_schema SET version = 2');
       }
       this.query('COMMIT');

@@ -123,6 +123,17 @@ const SCHEMA_V6 = `
 ALTER TABLE attempts ADD COLUMN ready_at INTEGER;
 `;
 
+// Attempt insight: what each attempt's processes cost (CPU, peak resident memory and how often it
+// was sampled; all NULL where that was not measured, sampled_every_ms NULL meaning "no figures"),
+// how long until its first output, and whether it was slow against the attempts before it.
+const SCHEMA_V6_INSIGHT = `
+ALTER TABLE attempts ADD COLUMN cpu_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN peak_rss_bytes INTEGER;
+ALTER TABLE attempts ADD COLUMN sampled_every_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN first_output_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN slow INTEGER NOT NULL DEFAULT 0;
+`;
+
 /** Every statement that changes state, by the name the journal records. */
 export const MUTATIONS = {
   meta_set: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -169,6 +180,12 @@ export const MUTATIONS = {
   // replaying older journals and for the cancel, which records the end before the process exits.
   attempt_end:
     'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ? WHERE id = ?',
+  // attempt_end with what the attempt cost (…, problems, cpu_ms, peak_rss_bytes, sampled_every_ms,
+  // first_output_ms, id); attempt_end stays for replaying journals written before schema 6.
+  attempt_end_measured:
+    'UPDATE attempts SET finished_at = ?, outcome = ?, exit_code = ?, signal = ?, error = ?, stdout_tail = ?, stderr_tail = ?, output_bytes = ?, problems = ?, cpu_ms = ?, peak_rss_bytes = ?, sampled_every_ms = ?, first_output_ms = ? WHERE id = ?',
+  // It took more than twice the median of the item's attempts before it (id).
+  attempt_slow: 'UPDATE attempts SET slow = 1 WHERE id = ?',
   log_insert: 'INSERT INTO logs (id, ts, action, level, message, item_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
   // The full-text row of one entry. Journals before session 9 hold one per entry; the engine now
   // indexes entries in batches, outside the journal (Store.indexLogs), and keeps this for replay.
@@ -260,6 +277,7 @@ export function migrate(db: Database, upTo = SCHEMA_VERSION): void {
   if (schemaVersion(db) === 5 && upTo >= 6) {
     db.run('BEGIN');
     db.run(SCHEMA_V6);
+    db.run(SCHEMA_V6_INSIGHT);
     db.run('PRAGMA user_version = 6');
     db.run('COMMIT');
   }

@@ -103,6 +103,7 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   service_ready: ['vm-running', GREEN],
   service_exited: ['vm-outline', YELLOW],
   service_restarted: ['debug-restart', BLUE],
+  attempt_slow: ['watch', YELLOW],
 };
 
 // Any string, not only a LogAction: a newer remote engine may log an action this one has no icon for.

@@ -22,6 +22,7 @@ import type { ItemGroup, ItemsSnapshot } from '../engineModel';
 import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
 import { serviceText } from '../serviceText';
+import { formatResources } from '../../shared/format';
 import type { TreeNode } from './nodeTree';
 import { errorNode } from './statsNodes';
 
@@ -120,6 +121,8 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   if (item.service) appendField(tooltip, 'Restarts', String(item.service.restarts));
   appendField(tooltip, 'Source', item.source);
   appendField(tooltip, 'Updated', formatTime(item.updatedAt));
+  // Absent from an engine before attempt insight: nothing to say then.
+  if (item.lastResources !== undefined && item.lastFinishedAt) appendField(tooltip, 'Last attempt', formatResources(item.lastResources));
   if (item.lastError) appendField(tooltip, 'Last error', item.lastError);
   return tooltip;
 }

@@ -254,7 +254,11 @@ export class TestEngine implements MonitoredEngine {
         error: null,
         outputBytes: null,
         problems: [],
+        resources: null,
+        firstOutputMs: null,
+        slow: false,
       })),
+      durations: { count: 0, medianMs: null, p90Ms: null },
     };
   }
 
