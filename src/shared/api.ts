@@ -161,6 +161,8 @@ export interface FleetEngine {
   startedAt: IsoTime;
   lastHeartbeatAt: IsoTime;
   running: number;
+  /** The engine's workspace folders, recorded when it joined: it claims only items whose cwd is in one. */
+  workspaces: string[];
 }
 
 export type ItemOutcome = 'launched' | 'pending' | 'failed';
@@ -251,7 +253,11 @@ export interface ItemDetail {
   /** Why a failed item failed for good (`cancelled`, `dependency failed: b`…); null otherwise. */
   error: string | null;
   attempts: AttemptDetail[];
-  /** Only on a blocked item: the ids it still waits for, as `/items` gives them. */
+  /**
+   * On a blocked item: the ids it still waits for, as `/items` gives them. In a fleet, on a due
+   * item the answering engine cannot start (its cwd is outside that engine's workspace folders):
+   * one sentence saying which engine can, or that none can.
+   */
   waitingFor?: string[];
 }
 

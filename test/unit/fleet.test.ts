@@ -76,7 +76,8 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
       assert.equal(status.fleet?.length, 3);
       assert.ok(status.fleet.some((f) => f.engineId === status.engine.engineId), 'the answering engine is in the list');
       for (const f of status.fleet) {
-        assert.deepEqual(Object.keys(f).sort(), ['engineId', 'host', 'lastHeartbeatAt', 'pid', 'running', 'startedAt', 'state']);
+        assert.deepEqual(Object.keys(f).sort(), ['engineId', 'host', 'lastHeartbeatAt', 'pid', 'running', 'startedAt', 'state', 'workspaces']);
+        assert.deepEqual(f.workspaces, [ws.folder], 'the shared workspace folder, recorded at join');
         // Alive and holding its lease; a loaded machine may report a slow poll as stalled, never lost.
         assert.ok(['running', 'stalled'].includes(f.state), `state of ${f.engineId}: ${f.state}`);
       }

@@ -144,6 +144,45 @@ CREATE TRIGGER logs_notify AFTER INSERT ON logs FOR EACH ROW EXECUTE FUNCTION em
 `;
 
 /**
+ * What engines of a fleet need beyond schema 1 to share work across hosts whose workspace folders
+ * differ, applied by every engine at join under the same advisory lock. Idempotent and independent
+ * of the schema's version steps: an engine of an older build on the same database ignores both.
+ * - `engines.workspaces`: the engine's workspace folders (a JSON array), which its claims filter on;
+ * - a NOTIFY on `engine_monitor_due` whenever an item becomes claimable now (a new pending item, or
+ *   one released, unblocked or retried), so idle engines claim at once instead of at their next
+ *   look. The payload is empty on purpose: PostgreSQL folds identical notifications of one
+ *   transaction into one, so a queue file of 2,000 items wakes each engine once per batch.
+ */
+export const PG_FLEET_WORKSPACES = `
+ALTER TABLE engines ADD COLUMN IF NOT EXISTS workspaces TEXT NOT NULL DEFAULT '[]';
+CREATE OR REPLACE FUNCTION em_items_due_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('engine_monitor_due', '');
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS items_due_insert ON items;
+CREATE TRIGGER items_due_insert AFTER INSERT ON items FOR EACH ROW
+  WHEN (NEW.outcome = 'pending' AND NEW.held = 0 AND NEW.blocked = 0 AND NEW.running = 0 AND (NEW.due_at IS NULL OR NEW.due_at <= em_now()))
+  EXECUTE FUNCTION em_items_due_notify();
+DROP TRIGGER IF EXISTS items_due_update ON items;
+CREATE TRIGGER items_due_update AFTER UPDATE ON items FOR EACH ROW
+  WHEN (NEW.outcome = 'pending' AND NEW.held = 0 AND NEW.blocked = 0 AND NEW.running = 0 AND (NEW.due_at IS NULL OR NEW.due_at <= em_now())
+        AND (OLD.outcome <> 'pending' OR OLD.held <> 0 OR OLD.blocked <> 0 OR OLD.due_at IS DISTINCT FROM NEW.due_at))
+  EXECUTE FUNCTION em_items_due_notify();
+`;
+
+/**
+ * Whether an item's `cwd` (in its stored definition) is one of the JSON array of folders `$n`,
+ * or below one: isInside() of workingFolder.ts, by spelling, in SQL (an item without a cwd
+ * starts anywhere). The spawn still checks where the folder really leads.
+ */
+export function cwdInsideSql(param: string): string {
+  return `((items.definition::jsonb ->> 'cwd') IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(${param}::jsonb) AS w(folder)
+    WHERE (items.definition::jsonb ->> 'cwd') = w.folder
+       OR left(items.definition::jsonb ->> 'cwd', length(rtrim(w.folder, '/')) + 1) = rtrim(w.folder, '/') || '/'))`;
+}
+
+/**
  * The named mutations of schema.ts in PostgreSQL's dialect. `null`: nothing to do here (the
  * full-text index is an expression index, kept by PostgreSQL itself). Attempts and log entries get
  * the writing engine's id as a last parameter (pgStore.ts appends it).
