@@ -52,7 +52,7 @@ describe('fleet: engines with different workspace folders', function () {
     const es: ServeProcess[] = [];
     for (const [i, ws] of wss.entries()) es.push(await engine(url, ws, i));
     const ids: string[] = [];
-    for (const status of await Promise.all(es.map((e) => getJson<StatusResponse>(`${e.url}/status`)))) ids.push(status.engine.engineId);
+    for (const status of await Promise.all(es.map((e) => getJson<StatusResponse>(`${e.url}/status`)))) ids.push(status.engine.engineId ?? '');
 
     // Every engine lists every engine with its folders.
     for (const e of es) {
