@@ -16,7 +16,7 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } f
 import { startWorker, workerCode } from '../launching/workerCode';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
-import { PG_FLEET_WORKSPACES, PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
+import { PG_FLEET_STEP, PG_FLEET_STEP_APPLIED, PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
 import { redactStoreUrl } from '../../shared/storeUrl';
 import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
@@ -145,7 +145,7 @@ export class PgStore implements StoreBackend {
         this.query(PG_SCHEMA_V1);
         this.query('INSERT INTO em_schema (version) VALUES (1)');
       }
-      this.query(PG_FLEET_WORKSPACES);
+      if (!this.query<{ applied: boolean }>(PG_FLEET_STEP_APPLIED)[0].applied) this.query(PG_FLEET_STEP);
       this.query('COMMIT');
     } catch (err) {
       this.query('ROLLBACK');
@@ -278,6 +278,13 @@ export class PgStore implements StoreBackend {
   /** Attempts and log entries say which engine of the fleet wrote them. */
   readonly recordsWriter = true;
 
+  /**
+   * Each entry ingested is three or four statements, each a blocking round trip to the server:
+   * 100 of them in one transaction held a loaded engine's event loop (its API, its launches) for
+   * seconds. Ten keep a transaction to tens of milliseconds, and the engine answers in between.
+   */
+  readonly ingestChunk = 10;
+
   searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches {
     return searchItemsInPostgres(this, words, where, params);
   }
@@ -369,7 +376,10 @@ export class PgStore implements StoreBackend {
   // ---- the fleet ---------------------------------------------------------------------------
 
   counters(): FleetCounters {
-    return this.query<FleetCounters>('SELECT launched, pending, failed, held, running, total_launches, total_failed FROM counters WHERE id = 1')[0];
+    // One row per connection's slot (pgSchema.ts): the sums are the fleet's counters.
+    return this.query<FleetCounters>(
+      'SELECT sum(launched) AS launched, sum(pending) AS pending, sum(failed) AS failed, sum(held) AS held, sum(running) AS running, sum(total_launches) AS total_launches, sum(total_failed) AS total_failed FROM counters',
+    )[0];
   }
 
   engines(): FleetEngineRow[] {
