@@ -11,6 +11,7 @@ import { closeSync, copyFileSync, cpSync, existsSync, openSync, mkdirSync, readd
 import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
+import { scenarioFleetJobs } from './fleet';
 import { floodScript, median, mb, STALL_MS, type LoopDelay, type MemoryBreakdown } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
@@ -40,7 +41,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,search,memory,launch,output,startup,editor,dispatch,codelens,fleet,faststart,insight').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,search,memory,launch,output,startup,editor,dispatch,codelens,fleet,faststart,insight,fleetjobs').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -83,6 +84,10 @@ const CFG = {
   insightItems: int('BENCH_INSIGHT_ITEMS', 2_000, 400),
   insightSleepItems: int('BENCH_INSIGHT_SLEEP_ITEMS', 120, 40),
   insightRuns: int('BENCH_INSIGHT_RUNS', 3, 1),
+  /** Fleet jobs scenario (bench/fleet.ts): /bin/true items at once for jobs/s, and sequential submits for latency. */
+  fleetJobsItems: int('BENCH_FLEET_JOBS_ITEMS', 2_000, 500),
+  fleetSubmits: int('BENCH_FLEET_SUBMITS', 200, 50),
+  fleetJobsRuns: int('BENCH_FLEET_JOBS_RUNS', 1, 1),
   /** CodeLens scenario: lines of the .jsonl queue file, and timed runs of each path. */
   codelensLines: int('BENCH_CODELENS_LINES', 10_000, 10_000),
   codelensRuns: int('BENCH_CODELENS_RUNS', 21, 7),
@@ -1567,6 +1572,19 @@ async function main(): Promise<void> {
     if (CFG.only.includes('fleet')) await scenarioFleet();
     if (CFG.only.includes('faststart')) await scenarioFastStart();
     if (CFG.only.includes('insight')) await scenarioInsight();
+    if (CFG.only.includes('fleetjobs')) {
+      await scenarioFleetJobs({
+        tmp: TMP,
+        items: CFG.fleetJobsItems,
+        submits: CFG.fleetSubmits,
+        runs: CFG.fleetJobsRuns,
+        log,
+        add,
+        fmt,
+        spawner: async (items, concurrency) => (await runChild<{ wallMs: number }>('spawner', { items, command: '/bin/true', args: [], concurrency })).wallMs,
+        raw,
+      });
+    }
   } finally {
     rmSync(TMP, { recursive: true, force: true });
   }

@@ -297,7 +297,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
               description: 'On a PostgreSQL store (`--store`): every engine sharing it, in the order they started. Absent on the sql.js store.',
               items: {
                 type: 'object',
-                required: ['engineId', 'host', 'pid', 'state', 'startedAt', 'lastHeartbeatAt', 'running'],
+                required: ['engineId', 'host', 'pid', 'state', 'startedAt', 'lastHeartbeatAt', 'running', 'workspaces'],
                 properties: {
                   engineId: { type: 'string' },
                   host: { type: 'string', description: 'Host name of the machine it runs on.' },
@@ -310,6 +310,11 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
                   startedAt: time('When it joined the fleet.'),
                   lastHeartbeatAt: time('When it last renewed its lease (database clock).'),
                   running: count('Attempts it runs now.'),
+                  workspaces: {
+                    type: 'array',
+                    items: { type: 'string' },
+                    description: 'Its workspace folders, recorded when it joined: it claims only items whose `cwd` is inside one (empty for an engine of an older version).',
+                  },
                 },
               },
             },
@@ -574,7 +579,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             waitingFor: {
               type: 'array',
               items: { type: 'string' },
-              description: 'Only on a blocked item: the ids it still waits for, not launched yet or unknown, in `dependsOn` order.',
+              description: 'On a blocked item: the ids it still waits for, not launched yet or unknown, in `dependsOn` order. On a fleet, on a due item the answering engine cannot start (its `cwd` is outside that engine\'s workspace folders): one sentence saying which engines can, or that none of the live ones can.',
             },
           },
         },

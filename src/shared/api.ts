@@ -172,6 +172,8 @@ export interface FleetEngine {
   startedAt: IsoTime;
   lastHeartbeatAt: IsoTime;
   running: number;
+  /** The engine's workspace folders, recorded when it joined: it claims only items whose cwd is in one. */
+  workspaces: string[];
 }
 
 export type ItemOutcome = 'launched' | 'pending' | 'failed';
@@ -310,7 +312,11 @@ export interface ItemDetail {
   attempts: AttemptDetail[];
   /** Over the item's last 100 finished attempts (count 0: none yet, medianMs and p90Ms null). */
   durations: DurationSummary;
-  /** Only on a blocked item: the ids it still waits for, as `/items` gives them. */
+  /**
+   * On a blocked item: the ids it still waits for, as `/items` gives them. In a fleet, on a due
+   * item the answering engine cannot start (its cwd is outside that engine's workspace folders):
+   * one sentence saying which engine can, or that none can.
+   */
   waitingFor?: string[];
 }
 

@@ -76,7 +76,8 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
       assert.equal(status.fleet?.length, 3);
       assert.ok(status.fleet.some((f) => f.engineId === status.engine.engineId), 'the answering engine is in the list');
       for (const f of status.fleet) {
-        assert.deepEqual(Object.keys(f).sort(), ['engineId', 'host', 'lastHeartbeatAt', 'pid', 'running', 'startedAt', 'state']);
+        assert.deepEqual(Object.keys(f).sort(), ['engineId', 'host', 'lastHeartbeatAt', 'pid', 'running', 'startedAt', 'state', 'workspaces']);
+        assert.deepEqual(f.workspaces, [ws.folder], 'the shared workspace folder, recorded at join');
         // Alive and holding its lease; a loaded machine may report a slow poll as stalled, never lost.
         assert.ok(['running', 'stalled'].includes(f.state), `state of ${f.engineId}: ${f.state}`);
       }
@@ -170,6 +171,24 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     const stats = (await getJson<{ overview: StatsOverview }>(`${es[0].url}/stats`)).overview;
     assert.equal(stats.total, stats.launched + stats.pending + stats.failed);
     assert.equal(stats.totalLaunches, stats.launched + stats.totalFailed, 'counters agree with the outcomes recorded');
+  });
+
+  it('dependencies across the fleet: a dependent waits for its dependency, one on a missing id stays blocked and says so', async () => {
+    const { db, ws, es } = await fleet(2, ['--concurrency', '2']);
+    ws.enqueue('deps.json', [
+      { id: 'after', command: 'true', dependsOn: ['first'] },
+      { id: 'first', command: 'sleep', args: ['0.3'] },
+      { id: 'orphan', command: 'true', dependsOn: ['nobody'] },
+      ...Array.from({ length: 20 }, (_, i) => ({ id: `free-${i}`, command: 'true' })),
+    ]);
+    await waitFor('all but the orphan launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[1].url}/stats`)).overview.launched === 22, 60_000);
+    const order = sql(db, "SELECT item_id FROM attempts WHERE item_id IN ('first', 'after') ORDER BY started_at, id").split('\n');
+    assert.deepEqual(order, ['first', 'after']);
+    assert.ok(Number(sql(db, "SELECT min(a.started_at) - max(f.finished_at) FROM attempts a, attempts f WHERE a.item_id = 'after' AND f.item_id = 'first'")) >= 0, 'after started once first had ended');
+    const orphan = await getJson<{ state: string; waitingFor?: string[] }>(`${es[1].url}/items/orphan`);
+    assert.equal(orphan.state, 'blocked');
+    assert.deepEqual(orphan.waitingFor, ['nobody']);
+    assert.equal(sql(db, "SELECT count(*) FROM attempts WHERE item_id = 'orphan'"), '0');
   });
 
   it('/events of one engine streams every engine\'s log entries (LISTEN/NOTIFY)', async () => {

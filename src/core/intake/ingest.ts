@@ -250,13 +250,14 @@ export class ItemIngestion {
     if (file.fileError) this.store.batch(() => this.reject(file.relPath, null, file.fileError!));
     // Item id → the first entry of this file that has it, across the chunks below.
     const idsInFile = new Map<string, number>();
-    for (let start = 0; start < file.entries.length; start += INGEST_CHUNK) {
+    const chunk = this.store.ingestChunk ?? INGEST_CHUNK;
+    for (let start = 0; start < file.entries.length; start += chunk) {
       if (performance.now() - this.sliceStartedAt > INGEST_SLICE_MS) {
         await new Promise((r) => setImmediate(r));
         this.sliceStartedAt = performance.now();
         if (this.hooks.isClosed()) return;
       }
-      this.store.batch(() => this.ingestEntries(file, file.entries.slice(start, start + INGEST_CHUNK), status, idsInFile));
+      this.store.batch(() => this.ingestEntries(file, file.entries.slice(start, start + chunk), status, idsInFile));
     }
     this.store.mutate('source_file_set', [file.absPath, file.fingerprint]);
   }

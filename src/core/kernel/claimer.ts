@@ -2,7 +2,7 @@
 // Chosen once, when the engine is created: LocalClaimer for the sql.js store this engine alone
 // writes, FleetClaimer (features/fleet) for a PostgreSQL store shared by a fleet. The launch loop
 // and the attempts call it and never ask which one they have.
-import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../shared/api';
+import type { AttemptProblem, ItemDetail, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../shared/api';
 import type { AttemptResult } from '../launching/attemptProcess';
 import { itemIndexReady } from '../features/search';
 import { readDueItems, readNextDueAt, readRunningAttempts, statsOverview, type ItemRow, type StoredState } from '../reads/records';
@@ -39,6 +39,8 @@ export interface Claimer {
   /** Each persistence tick. */
   tick(): void;
   stats(lastPollAt: number | null): StatsOverview;
+  /** GET /items/{id} as read from the store, with what only the claimer knows (why it waits). */
+  itemDetail(detail: ItemDetail | undefined): ItemDetail | undefined;
   status<T extends Omit<StatusResponse, 'timestamp' | 'server'>>(body: T): T;
   /** Waits for the items' word index a search needs; undefined when ready or when the database searches itself. */
   searchReady(): Promise<void> | undefined;
@@ -109,6 +111,11 @@ export class LocalClaimer implements Claimer {
 
   stats(lastPollAt: number | null): StatsOverview {
     return statsOverview(this.k.transitions.counters, lastPollAt, this.attempts.active.size);
+  }
+
+  /** One engine alone starts every item it holds: nothing to add. */
+  itemDetail(detail: ItemDetail | undefined): ItemDetail | undefined {
+    return detail;
   }
 
   status<T>(body: T): T {

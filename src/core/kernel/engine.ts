@@ -22,7 +22,6 @@ import { FleetClaimer } from '../features/fleet/fleetClaimer';
 import { joinAttemptInsight } from '../features/insight/attemptInsight';
 import { PersistencePolicy } from './persistence';
 import { Store } from '../store';
-import { PgStore } from '../store/pgStore';
 import type { StoreBackend } from '../store/backend';
 import { readItemDetail, readItemPage, readStoredState } from '../reads/records';
 import { queryLogs } from '../reads/logQuery';
@@ -150,12 +149,7 @@ export class Engine implements ControllableEngine {
     let engine: Engine | undefined;
     if (options.storeUrl) {
       let fleet: FleetClaimer | undefined;
-      const { store: pg } = await PgStore.open({
-        url: options.storeUrl,
-        leaseMs: options.leaseMs ?? 30_000,
-        onHealthChange: (ok, error) => engine?.onStorageHealth(ok, error),
-        onRemoteLog: (id) => fleet?.remoteLog(id),
-      });
+      const pg = await FleetClaimer.openStore(options, (ok, error) => engine?.onStorageHealth(ok, error), () => fleet);
       engine = new Engine(pg, options, (k, attempts) => (fleet = new FleetClaimer(pg, k, attempts)));
       engine.loadState();
       return engine;
@@ -296,7 +290,7 @@ export class Engine implements ControllableEngine {
 
   /** GET /items/{id}. */
   itemDetail(itemId: string): ItemDetail | undefined {
-    return readItemDetail(this.store, itemId, Date.now());
+    return this.claimer.itemDetail(readItemDetail(this.store, itemId, Date.now()));
   }
 
   stats(): StatsOverview {

@@ -64,6 +64,11 @@ export interface StoreBackend {
    */
   readonly recordsWriter: boolean;
   /**
+   * At most how many queue entries one transaction ingests (the event loop turns between them);
+   * undefined: the ingester's own size. A store whose every statement is a round trip fewer.
+   */
+  readonly ingestChunk?: number;
+  /**
    * /items?q=: the items each of whose `words` starts a word of the item's search text
    * (wordsStartWords over itemSearchText), among those the SQL conditions `where` on `items`
    * select; the count is exact.

@@ -1,6 +1,6 @@
 // The fleet's tables in PostgreSQL: the sql.js schema (schema.ts) at its
 // current version, plus what a fleet needs: which engine ran each attempt and wrote each log entry,
-// the engines and their leases, counters kept by triggers (so /stats reads one row, fleet-wide,
+// the engines and their leases, counters kept by triggers (so /stats reads a few rows, fleet-wide,
 // never a scan), and a NOTIFY per log entry for every engine's /events. Word-prefix search uses
 // the `simple` text search configuration: no stemming, no stop words, like SQLite's unicode61.
 import type { MutationKey } from './schema';
@@ -180,6 +180,85 @@ END $$;
 `;
 
 /**
+ * What engines of a fleet need beyond schema 1 to share work across hosts and keep each other
+ * moving, applied once per database (the marker function at its end says it was) by the first
+ * engine that joins, under the same advisory lock. Idempotent and independent of the schema's
+ * version steps: an engine of an older build on the same database is unaffected.
+ * - `engines.workspaces`: the engine's workspace folders (a JSON array), which its claims filter on;
+ * - a NOTIFY on `engine_monitor_due` whenever an item becomes claimable now (a new pending item, or
+ *   one released, unblocked or retried), so idle engines claim at once instead of at their next
+ *   look. The payload is empty on purpose: PostgreSQL folds identical notifications of one
+ *   transaction into one, so a queue file of 2,000 items wakes each engine once per batch;
+ * - the counters in 32 rows instead of one (a service's attempt, running 2 or 3, counts as running), each connection adding to the row of its backend pid
+ *   and /stats summing them: with one row, every claim, outcome and ingest of every engine locked
+ *   the same row until its commit, so a slow transaction on one engine (a starved host, a long
+ *   ingest) held every other engine's main thread, blocked on its own UPDATE, for as long.
+ */
+export const PG_FLEET_STEP = `
+ALTER TABLE engines ADD COLUMN IF NOT EXISTS workspaces TEXT NOT NULL DEFAULT '[]';
+CREATE OR REPLACE FUNCTION em_items_due_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('engine_monitor_due', '');
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS items_due_insert ON items;
+CREATE TRIGGER items_due_insert AFTER INSERT ON items FOR EACH ROW
+  WHEN (NEW.outcome = 'pending' AND NEW.held = 0 AND NEW.blocked = 0 AND NEW.running = 0 AND (NEW.due_at IS NULL OR NEW.due_at <= em_now()))
+  EXECUTE FUNCTION em_items_due_notify();
+DROP TRIGGER IF EXISTS items_due_update ON items;
+CREATE TRIGGER items_due_update AFTER UPDATE ON items FOR EACH ROW
+  WHEN (NEW.outcome = 'pending' AND NEW.held = 0 AND NEW.blocked = 0 AND NEW.running = 0 AND (NEW.due_at IS NULL OR NEW.due_at <= em_now())
+        AND (OLD.outcome <> 'pending' OR OLD.held <> 0 OR OLD.blocked <> 0 OR OLD.due_at IS DISTINCT FROM NEW.due_at))
+  EXECUTE FUNCTION em_items_due_notify();
+
+ALTER TABLE counters DROP CONSTRAINT IF EXISTS counters_id_check;
+INSERT INTO counters SELECT g, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(2, 32) AS g ON CONFLICT (id) DO NOTHING;
+CREATE OR REPLACE FUNCTION em_counter_row() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 1 + pg_backend_pid() % 32 $$;
+CREATE OR REPLACE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE dl bigint := 0; dp bigint := 0; df bigint := 0; dh bigint := 0; dr bigint := 0;
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    IF OLD.outcome = 'launched' THEN dl := dl - 1; ELSIF OLD.outcome = 'pending' THEN dp := dp - 1; ELSE df := df - 1; END IF;
+    IF OLD.outcome = 'pending' AND OLD.held = 1 THEN dh := dh - 1; END IF;
+    IF OLD.running <> 0 THEN dr := dr - 1; END IF;
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') THEN
+    IF NEW.outcome = 'launched' THEN dl := dl + 1; ELSIF NEW.outcome = 'pending' THEN dp := dp + 1; ELSE df := df + 1; END IF;
+    IF NEW.outcome = 'pending' AND NEW.held = 1 THEN dh := dh + 1; END IF;
+    IF NEW.running <> 0 THEN dr := dr + 1; END IF;
+  END IF;
+  IF dl <> 0 OR dp <> 0 OR df <> 0 OR dh <> 0 OR dr <> 0 THEN
+    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = em_counter_row();
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION em_attempts_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    UPDATE counters SET total_launches = total_launches + 1 WHERE id = em_counter_row();
+  ELSIF OLD.outcome = 'running' AND NEW.outcome = 'failed' THEN
+    UPDATE counters SET total_failed = total_failed + 1 WHERE id = em_counter_row();
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION em_fleet_step_3() RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
+`;
+
+/** Whether PG_FLEET_STEP was applied (its DROP/CREATE TRIGGER lock the items table: not at every join). */
+export const PG_FLEET_STEP_APPLIED = "SELECT to_regproc('em_fleet_step_3') IS NOT NULL AS applied";
+
+/**
+ * Whether an item's `cwd` (in its stored definition) is one of the JSON array of folders `$n`,
+ * or below one: isInside() of workingFolder.ts, by spelling, in SQL (an item without a cwd
+ * starts anywhere). The spawn still checks where the folder really leads.
+ */
+export function cwdInsideSql(param: string): string {
+  return `((items.definition::jsonb ->> 'cwd') IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(${param}::jsonb) AS w(folder)
+    WHERE (items.definition::jsonb ->> 'cwd') = w.folder
+       OR left(items.definition::jsonb ->> 'cwd', length(rtrim(w.folder, '/')) + 1) = rtrim(w.folder, '/') || '/'))`;
+}
+
+/**
  * The named mutations of schema.ts in PostgreSQL's dialect. `null`: nothing to do here (the
  * full-text index is an expression index, kept by PostgreSQL itself). Attempts and log entries get
  * the writing engine's id as a last parameter (pgStore.ts appends it).
@@ -236,7 +315,7 @@ export function toPostgres(sql: string): string {
     // Whether a definition is a service's (its JSON is text here too).
     .replace(/json_extract\(definition, '\$\.service'\)/g, "(definition::jsonb -> 'service')")
     // A JSON array of item ids (text), or of row ids (numbers).
-    .replace(/\bitem_id IN \(SELECT value FROM json_each\(\?\)\)/g, 'item_id IN (SELECT jsonb_array_elements_text(?::jsonb))')
+    .replace(/\b(item_id|depends_on) IN \(SELECT value FROM json_each\(\?\)\)/g, '$1 IN (SELECT jsonb_array_elements_text(?::jsonb))')
     .replace(/SELECT value FROM json_each\(\?\)/g, 'SELECT (jsonb_array_elements_text(?::jsonb))::bigint')
     .replace(/\binstr\(/g, 'strpos(')
     // SQLite's LIKE folds ASCII case; ILIKE folds more, and /items checks the exact rule after it.

@@ -16,7 +16,7 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } f
 import { startWorker, workerCode } from '../launching/workerCode';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
-import { PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
+import { PG_FLEET_STEP, PG_FLEET_STEP_APPLIED, PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
 import { redactStoreUrl } from '../../shared/storeUrl';
 import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
@@ -45,6 +45,10 @@ export interface PgStoreOptions {
   onHealthChange?: (ok: boolean, error: string | null) => void;
   /** Another engine's log entry was committed (LISTEN/NOTIFY): for /events. */
   onRemoteLog?: (id: number) => void;
+  /** An item became claimable now, on any engine (LISTEN/NOTIFY): look for due items at once. */
+  onItemDue?: () => void;
+  /** This engine's workspace folders, recorded at join: it claims only items whose cwd is in one. */
+  workspaces?: readonly string[];
 }
 
 export interface FleetCounters {
@@ -66,6 +70,7 @@ export interface FleetEngineRow {
   last_heartbeat_at: number;
   lease_until: number;
   running: number;
+  workspaces: string;
   now: number;
 }
 
@@ -120,9 +125,9 @@ export class PgStore implements StoreBackend {
     store.error = null;
     store.migrate();
     store.query(
-      `INSERT INTO engines (engine_id, host, pid, state, started_at, last_heartbeat_at, lease_until, running)
-       VALUES ($1, $2, $3, 'running', em_now(), em_now(), em_now() + $4, 0)`,
-      [store.engineId, os.hostname(), process.pid, options.leaseMs],
+      `INSERT INTO engines (engine_id, host, pid, state, started_at, last_heartbeat_at, lease_until, running, workspaces)
+       VALUES ($1, $2, $3, 'running', em_now(), em_now(), em_now() + $4, 0, $5)`,
+      [store.engineId, os.hostname(), process.pid, options.leaseMs, JSON.stringify(options.workspaces ?? [])],
     );
     store.heartbeatAt[0] = Date.now();
     store.lastOkAt = Date.now();
@@ -145,6 +150,7 @@ export class PgStore implements StoreBackend {
         this.query(PG_SCHEMA_V2_INSIGHT);
         this.query('UPDATE em_schema SET version = 2');
       }
+      if (!this.query<{ applied: boolean }>(PG_FLEET_STEP_APPLIED)[0].applied) this.query(PG_FLEET_STEP);
       this.query('COMMIT');
     } catch (err) {
       this.query('ROLLBACK');
@@ -196,6 +202,7 @@ export class PgStore implements StoreBackend {
 
   private onNotice(m: PgNotice): void {
     if (m.type === 'log') this.options.onRemoteLog?.(m.id);
+    else if (m.type === 'due') this.options.onItemDue?.();
     else if (m.type === 'disconnected' && this.error === null) {
       this.error = `database connection lost: ${m.error}`;
       this.options.onHealthChange?.(false, this.error);
@@ -275,6 +282,13 @@ export class PgStore implements StoreBackend {
 
   /** Attempts and log entries say which engine of the fleet wrote them. */
   readonly recordsWriter = true;
+
+  /**
+   * Each entry ingested is three or four statements, each a blocking round trip to the server:
+   * 100 of them in one transaction held a loaded engine's event loop (its API, its launches) for
+   * seconds. Ten keep a transaction to tens of milliseconds, and the engine answers in between.
+   */
+  readonly ingestChunk = 10;
 
   searchItems(words: readonly string[], where: string[], params: StoreValue[]): ItemMatches {
     return searchItemsInPostgres(this, words, where, params);
@@ -367,7 +381,10 @@ export class PgStore implements StoreBackend {
   // ---- the fleet ---------------------------------------------------------------------------
 
   counters(): FleetCounters {
-    return this.query<FleetCounters>('SELECT launched, pending, failed, held, running, total_launches, total_failed FROM counters WHERE id = 1')[0];
+    // One row per connection's slot (pgSchema.ts): the sums are the fleet's counters.
+    return this.query<FleetCounters>(
+      'SELECT sum(launched) AS launched, sum(pending) AS pending, sum(failed) AS failed, sum(held) AS held, sum(running) AS running, sum(total_launches) AS total_launches, sum(total_failed) AS total_failed FROM counters',
+    )[0];
   }
 
   engines(): FleetEngineRow[] {

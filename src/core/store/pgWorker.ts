@@ -5,8 +5,8 @@
 // - `main`: the engine's statements and transactions, in the order the main thread sends them;
 // - `side`: the lease heartbeat, on its own timer, so a long transaction on `main` or a busy main
 //   thread never lets this engine's lease lapse while it is alive;
-// - `listen`: LISTEN for other engines' log entries (NOTIFY from a trigger), forwarded to the
-//   main thread as ordinary messages for /events.
+// - `listen`: LISTEN for other engines' log entries and for items that became due (NOTIFY from
+//   triggers), forwarded to the main thread as ordinary messages: for /events, and to claim at once.
 // Lost connections are reopened with backoff (250 ms doubling to 5 s); meanwhile every request is
 // answered at once with a connection error, which the engine treats as "database unavailable".
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
@@ -36,7 +36,7 @@ export interface PgRequest {
 export type PgAnswer = { id: number; ok: true; rows: unknown[] } | { id: number; ok: false; error: string; connection: boolean; code?: string };
 
 /** Messages posted to the main thread on parentPort (asynchronous, unlike the answers). */
-export type PgNotice = { type: 'connected' } | { type: 'disconnected'; error: string } | { type: 'log'; id: number } | { type: 'heartbeat-failed'; error: string };
+export type PgNotice = { type: 'connected' } | { type: 'disconnected'; error: string } | { type: 'log'; id: number } | { type: 'due' } | { type: 'heartbeat-failed'; error: string };
 
 const data = workerData as PgWorkerData;
 const flag = new Int32Array(data.shared, 0, 1);
@@ -77,8 +77,10 @@ async function connectAll(): Promise<void> {
     const l = await open();
     l.on('notification', (n) => {
       if (n.channel === 'engine_monitor_log' && n.payload) parentPort?.postMessage({ type: 'log', id: Number(n.payload) } satisfies PgNotice);
+      else if (n.channel === 'engine_monitor_due') parentPort?.postMessage({ type: 'due' } satisfies PgNotice);
     });
     await l.query('LISTEN engine_monitor_log');
+    await l.query('LISTEN engine_monitor_due');
     main = m;
     side = s;
     listen = l;

@@ -89,11 +89,30 @@ export class Dependencies {
    */
   settle(itemIds: Iterable<string>): void {
     if (!this.any) return;
-    const judged = new Set<string>();
-    for (const id of itemIds) {
-      judged.add(id);
-      for (const dependent of this.dependents(id)) judged.add(dependent);
+    const ids = [...itemIds];
+    if (ids.length === 0) return;
+    // Only an item with dependencies has anything to judge (one without is neither blocked nor on
+    // a cycle): two reads for the whole set instead of three per item. On a fleet's database each
+    // read is a round trip the engine waits for; 300 items discovered at once held it 15 s.
+    const json = JSON.stringify(ids);
+    const withDependencies = new Set(
+      this.store.all<{ item_id: string }>('SELECT DISTINCT item_id FROM dependencies WHERE item_id IN (SELECT value FROM json_each(?))', [json]).map((r) => r.item_id),
+    );
+    const dependents = new Map<string, string[]>();
+    for (const r of this.store.all<{ item_id: string; depends_on: string }>(
+      'SELECT item_id, depends_on FROM dependencies WHERE depends_on IN (SELECT value FROM json_each(?)) ORDER BY rowid',
+      [json],
+    )) {
+      const list = dependents.get(r.depends_on);
+      if (list) list.push(r.item_id);
+      else dependents.set(r.depends_on, [r.item_id]);
     }
+    const judged = new Set<string>();
+    for (const id of ids) {
+      if (withDependencies.has(id)) judged.add(id);
+      for (const dependent of dependents.get(id) ?? []) judged.add(dependent);
+    }
+    if (judged.size === 0) return;
     // One pass finds every item on a cycle; a search per judged item was quadratic: a 2,000-item
     // chain held the engine 45 s.
     const cyclic = this.onCycles(judged);

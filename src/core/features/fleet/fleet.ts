@@ -1,14 +1,16 @@
 // What an engine does only on a PostgreSQL store shared by a fleet: fleet-wide
 // counters and /status.fleet from the shared database, taking over the attempts of engines whose
 // lease expired, other engines' log entries for /events (LISTEN/NOTIFY), and the work that waits
-// in memory while the database is unreachable (outcomes of attempts that ended, log entries).
+// in memory while the database is unreachable (outcomes of attempts that ended, log entries), and
+// what engines whose workspace folders differ tell people about it.
 import type { AttemptProblem, FleetEngine, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
 import type { AttemptResult } from '../../launching/attemptProcess';
 import type { EngineEventBus } from '../../kernel/eventBus';
 import { itemFromRow, type ItemDefinition } from '../../intake/items';
+import { isInside } from '../../intake/workingFolder';
 import { LOG_LEVELS } from '../../../shared/api';
 import { statsOverview } from '../../reads/records';
-import type { FleetCounters, PgStore } from '../../store/pgStore';
+import type { FleetCounters, FleetEngineRow, PgStore } from '../../store/pgStore';
 
 export type LogArgs = [LogAction, LogLevel, string, string | null, Record<string, unknown> | null];
 
@@ -25,10 +27,14 @@ export class FleetWork {
   private lastFleet: FleetEngine[] = [];
   private deferred: [{ attemptId: number }, AttemptResult, AttemptProblem[] | null][] = [];
   private unwrittenLogs: LogArgs[] = [];
+  /** Whether the log said already that no other engine shares this engine's workspace folders. */
+  private saidAlone = false;
+  private lastWorkspaceCheck = 0;
 
   constructor(
     readonly store: PgStore,
     private readonly events: EngineEventBus,
+    private readonly workspaces: readonly string[],
   ) {}
 
   /** /stats from the counters row the triggers keep (one read); the last one read while the database is unreachable. */
@@ -57,11 +63,58 @@ export class FleetWork {
         startedAt: new Date(e.started_at).toISOString(),
         lastHeartbeatAt: new Date(e.last_heartbeat_at).toISOString(),
         running: e.running,
+        workspaces: folders(e),
       }));
     } catch {
       // Unreachable: the last list read.
     }
     return { ...body, engine: { ...body.engine, engineId: this.store.engineId }, fleet: this.lastFleet };
+  }
+
+  /**
+   * Why an item due now waits, when this engine cannot start it (its cwd is outside this engine's
+   * workspace folders): the engines that can, or that none of the live ones can. Undefined when
+   * this engine can, or the fleet cannot be read.
+   */
+  whyWaiting(cwd: string): string | undefined {
+    if (this.workspaces.some((w) => isInside(w, cwd))) return undefined;
+    let live: FleetEngineRow[];
+    try {
+      live = this.store.engines().filter((e) => e.lease_until >= e.now && e.state !== 'stopped');
+    } catch {
+      return undefined;
+    }
+    const able = live.filter((e) => folders(e).some((w) => isInside(w, cwd)));
+    if (able.length > 0) {
+      return `an engine whose workspace folders hold its cwd "${cwd}": ${able.map(name).join(', ')} can start it (this engine's folders: ${this.workspaces.join(', ')})`;
+    }
+    return (
+      `an engine whose workspace folders hold its cwd "${cwd}": none of the ${live.length} live engine(s) of the fleet can start it ` +
+      `(${live.map((e) => `${name(e)}: ${folders(e).join(', ') || 'no folders recorded'}`).join('; ')}); ` +
+      `start an engine with --workspace set to that folder or one above it`
+    );
+  }
+
+  /**
+   * Once in the engine's life, as soon as other engines are seen: a warning when none of them
+   * shares a workspace folder with this one, so its items run here only and it runs none of
+   * theirs. Allowed (hosts may split the work on purpose), but rarely what was meant.
+   */
+  checkWorkspaces(warn: (message: string, details: Record<string, unknown>) => void): void {
+    const now = Date.now();
+    if (this.saidAlone || now - this.lastWorkspaceCheck < 5000) return;
+    this.lastWorkspaceCheck = now;
+    const others = this.store.engines().filter((e) => e.engine_id !== this.store.engineId && e.lease_until >= e.now && e.state !== 'stopped');
+    if (others.length === 0) return;
+    const overlaps = (e: FleetEngineRow) => folders(e).some((w) => this.workspaces.some((ours) => isInside(w, ours) || isInside(ours, w)));
+    if (others.some(overlaps)) return;
+    this.saidAlone = true;
+    warn(
+      `this engine's workspace folders (${this.workspaces.join(', ')}) match no other engine of the fleet ` +
+        `(${others.map((e) => `${name(e)}: ${folders(e).join(', ') || 'none recorded'}`).join('; ')}): ` +
+        `items whose cwd is in them run on this engine only, and it runs none of the other engines' items`,
+      { workspaceFolders: this.workspaces, others: others.map((e) => ({ engineId: e.engine_id, workspaces: folders(e) })) },
+    );
   }
 
   /**
@@ -129,4 +182,18 @@ export class FleetWork {
     this.unwrittenLogs = [];
     return l;
   }
+}
+
+/** An engine's workspace folders as recorded at join (none for an engine of an older build). */
+function folders(e: FleetEngineRow): string[] {
+  try {
+    const v = JSON.parse(e.workspaces ?? '[]') as unknown;
+    return Array.isArray(v) ? v.filter((f): f is string => typeof f === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function name(e: FleetEngineRow): string {
+  return `engine ${e.engine_id}`;
 }

@@ -2,15 +2,21 @@
 // shares. Due items are selected FOR UPDATE SKIP LOCKED and their attempts recorded in one
 // transaction, committed before any process is spawned, so each attempt belongs to exactly one
 // engine and a crash after the commit leaves it running under a lease another engine will see
-// expire. Outcomes and log entries wait in memory while the database is unreachable.
-import type { AttemptProblem, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
+// expire. An engine claims only items whose cwd is inside its own workspace folders (hosts of a
+// fleet need not share paths): the filter is in the claim's SQL, so an item no engine here could
+// start is never taken, and waits for one that can. An item that becomes due anywhere is announced
+// through NOTIFY, so an idle engine claims it at once. Outcomes and log entries wait in memory
+// while the database is unreachable.
+import type { AttemptProblem, ItemDetail, LogAction, LogLevel, StatsOverview, StatusResponse } from '../../../shared/api';
 import type { AttemptResult } from '../../launching/attemptProcess';
 import type { ActiveAttempt, Attempts } from '../../kernel/attempts';
 import type { Claimer, LaunchRound } from '../../kernel/claimer';
 import type { KernelContext } from '../../kernel/context';
 import type { EngineLog } from '../../kernel/engineLog';
-import { readDueItems, type ItemRow } from '../../reads/records';
-import { isStoreUnavailable, type PgStore } from '../../store/pgStore';
+import type { EngineOptions } from '../../kernel/engineOptions';
+import type { ItemRow } from '../../reads/records';
+import { isStoreUnavailable, PgStore } from '../../store/pgStore';
+import { cwdInsideSql } from '../../store/pgSchema';
 import { FleetWork } from './fleet';
 
 /** How often a fleet engine with free slots looks for items other engines made due. */
@@ -20,14 +26,33 @@ export class FleetClaimer implements Claimer {
   readonly shared = true;
   readonly insertLog: (row: (string | number | null)[]) => number;
   private readonly fleet: FleetWork;
+  private readonly workspaces: string;
+  private readonly dueSql: string;
 
   constructor(
     private readonly pg: PgStore,
-    private readonly k: KernelContext,
+    readonly k: KernelContext,
     private readonly attempts: Attempts,
   ) {
-    this.fleet = new FleetWork(pg, k.events);
+    this.fleet = new FleetWork(pg, k.events, k.options.workspaceFolders);
     this.insertLog = (row) => pg.insertLog(row);
+    this.workspaces = JSON.stringify(k.options.workspaceFolders);
+    // readDueItems' query, plus: only what this engine could start.
+    this.dueSql = `SELECT * FROM items WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= $1 AND ${cwdInsideSql('$3')}
+      ORDER BY priority DESC, due_at, seq LIMIT $2 FOR UPDATE OF items SKIP LOCKED`;
+  }
+
+  /** Opens the fleet's store for an engine; `claimer` is the engine's once it is built (notifications may come first). */
+  static async openStore(options: EngineOptions, onHealthChange: (ok: boolean, error: string | null) => void, claimer: () => FleetClaimer | undefined): Promise<PgStore> {
+    const { store } = await PgStore.open({
+      url: options.storeUrl!,
+      leaseMs: options.leaseMs ?? 30_000,
+      workspaces: options.workspaceFolders,
+      onHealthChange,
+      onRemoteLog: (id) => claimer()?.remoteLog(id),
+      onItemDue: () => claimer()?.k.scheduleDispatch(),
+    });
+    return store;
   }
 
   loaded(): void {}
@@ -46,7 +71,7 @@ export class FleetClaimer implements Claimer {
     const active = this.attempts.active;
     const before = new Set(active.keys());
     try {
-      return { starts: this.k.store.batch(() => record(readDueItems(this.k.store, now, free, true))), committed: true };
+      return { starts: this.k.store.batch(() => record(this.pg.query<ItemRow>(this.dueSql, [now, free, this.workspaces]))), committed: true };
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
       for (const id of [...active.keys()]) if (!before.has(id)) active.delete(id);
@@ -91,6 +116,7 @@ export class FleetClaimer implements Claimer {
     try {
       for (const [a, result, problems] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result, problems);
       for (const entry of fleet.takeUnwrittenLogs()) this.k.log(...entry);
+      this.fleet.checkWorkspaces((message, details) => this.k.log('engine_started', 'warn', message, null, details));
       const lost = this.k.store.batch(() => {
         const rows = fleet.claimLostAttempts();
         for (const r of rows) this.attempts.interrupted(r, `interrupted: engine ${r.engineId} lost its lease`);
@@ -105,6 +131,13 @@ export class FleetClaimer implements Claimer {
   /** Another engine committed a log entry: /events listeners get it as if it were ours. */
   remoteLog(id: number): void {
     this.fleet.remoteLog(id);
+  }
+
+  /** GET /items/{id}: an item no engine of the fleet can start says so, and what it waits for. */
+  itemDetail(detail: ItemDetail | undefined): ItemDetail | undefined {
+    if (!detail || detail.item.cwd === null || !['waiting', 'scheduled', 'backoff'].includes(detail.state)) return detail;
+    const why = this.fleet.whyWaiting(detail.item.cwd);
+    return why === undefined ? detail : { ...detail, waitingFor: [why] };
   }
 
   stats(lastPollAt: number | null): StatsOverview {
