@@ -31,6 +31,7 @@ export const Commands = {
   releaseItem: 'engineMonitor.releaseItem',
   findItem: 'engineMonitor.findItem',
   openInTerminal: 'engineMonitor.openInTerminal',
+  installCli: 'engineMonitor.installCli',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

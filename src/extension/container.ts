@@ -1,12 +1,14 @@
 // The composition root: builds every part once, in dependency order, and disposes them in
 // reverse. activate() only creates this; deactivate() awaits shutdown().
 import * as vscode from 'vscode';
+import path from 'node:path';
 import { engineCommands } from './commands/engineCommands';
 import { itemCommands, OpenItemPick } from './commands/itemCommands';
 import { logCommands } from './commands/logCommands';
 import { terminalCommands } from './commands/openInTerminal';
 import { queueCommands } from './commands/queueCommands';
 import { registerCommands } from './commands/register';
+import { cliCommands } from './commands/cliCommands';
 import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
 import { registerDashboard } from './dashboard/dashboard';
@@ -41,6 +43,7 @@ export class Container extends Disposable {
   readonly diagnostics: QueueDiagnostics;
   readonly lenses: QueueLenses;
   readonly attemptDiagnostics: AttemptDiagnostics;
+  readonly terminalEnv: TerminalEnvironment;
   readonly openItemPick = new OpenItemPick();
   /** How long activate() took (it does not wait for the engine), for the output and the tests. */
   activationMs = 0;
@@ -64,7 +67,13 @@ export class Container extends Disposable {
     const drafts = this._register(new QueueDrafts((command) => (this.controller.isOwner ? this.controller.control(command) : undefined), this.client.onDidChangeConnection, context.workspaceState, this.output, context.storageUri?.fsPath));
     this.lenses = this._register(new QueueLenses(this.client, this.diagnostics, drafts));
     this.attemptDiagnostics = this._register(new AttemptDiagnostics(this.client));
-    this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
+    this.terminalEnv = this._register(
+      new TerminalEnvironment(context.environmentVariableCollection, this.client, {
+        binDir: path.join(context.globalStorageUri.fsPath, 'bin'),
+        cliPath: vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath,
+        log: (m) => this.output.warn(m),
+      }),
+    );
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));
     const updateLoaded = () => this.updateLoaded();
@@ -92,6 +101,7 @@ export class Container extends Disposable {
       ...logCommands({ logs }),
       ...queueCommands({ queue, controller }),
       ...secretCommands({ secrets: context.secrets, controller }),
+      ...cliCommands({ launcher: this.terminalEnv.launcher }),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
   }

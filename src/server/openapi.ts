@@ -93,8 +93,10 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         'Monitoring API of the Engine Monitor launch engine (the engine is named `' + ENGINE_NAME + '`), and its control over HTTP.',
         '',
         'Reads (GET, HEAD) need no token unless one is configured. Control (POST on `/items/{id}/cancel`, `/retry`, `/hold`, `/release`,',
-        '`/engine/start`, `/stop`, `/poll`) is served only when a token is configured: without one every POST answers 403',
-        '(code `control_disabled`); with one, a POST without the right `Authorization: Bearer <token>` answers 401. A POST needs no body;',
+        '`/engine/start`, `/stop`, `/poll`) is served only when a token is configured, or to a request carrying the terminal token the engine',
+        'host tells only the VS Code windows attached to it (they hand it to their integrated terminals as `ENGINE_MONITOR_TOKEN`): without',
+        'either every POST answers 403 (code `control_disabled`); with a configured token, a POST without the right',
+        '`Authorization: Bearer <token>` answers 401. A POST needs no body;',
         `one of at most ${MAX_CONTROL_BODY_BYTES} bytes is ignored, a larger one answers 413.`,
         '',
         'All times are ISO 8601 UTC with milliseconds, exactly as `Date.prototype.toISOString()` writes them.',
@@ -158,7 +160,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         ControlForbidden: {
           description:
-            'As `Forbidden`, or (code `control_disabled`) no token is configured: control over HTTP needs one (`--token`, `--token-file`, `ENGINE_MONITOR_TOKEN`, or the setting `engineMonitor.server.token`).',
+            'As `Forbidden`, or (code `control_disabled`) no token is configured and the request did not carry the terminal token: control over HTTP needs one (`--token`, `--token-file`, `ENGINE_MONITOR_TOKEN`, or the setting `engineMonitor.server.token`; VS Code\'s integrated terminals have the terminal token).',
           headers: commonHeaders,
           content: json(ref('Error')),
         },

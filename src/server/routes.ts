@@ -45,6 +45,10 @@ export interface RouteContext {
 }
 
 const READ_METHODS = 'GET, HEAD';
+/** The methods that change something: refused before routing unless the request may control. */
+function isControlMethod(method: string | undefined): boolean {
+  return method === 'POST' || method === 'DELETE';
+}
 const CONTROL_METHODS = 'POST';
 /** Control paths, from the control-command table: POST only, and only with a token configured. */
 const ITEM_CONTROL = new RegExp(`^/items/[^/]*/(?:${httpControlNames('item').join('|')})$`);
@@ -79,19 +83,19 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
 
 /**
  * The guard's refusal (Host, Origin, token…); then the method: GET and HEAD on every path but the
- * control paths, which take POST, and a POST at all only when a token is configured.
+ * control paths, which take POST, and a POST at all only with a configured token or the control token.
  */
 function protection(guard: Guard): (req: IncomingMessage, res: ServerResponse, next: NextFunction) => void {
   return (req, res, next) => {
     const refusal = guard.check(req);
     if (refusal) return sendError(res, refusal);
-    if (req.method === 'POST' && !guard.tokenConfigured) {
+    if (isControlMethod(req.method) && !guard.mayControl(req)) {
       return sendError(
         res,
         new HttpError(
           403,
           'control_disabled',
-          'Control over HTTP needs a token, and none is configured: start the engine with --token (or --token-file, or ENGINE_MONITOR_TOKEN), or set engineMonitor.server.token, then send "Authorization: Bearer <token>". Without one the API is read-only.',
+          'Control over HTTP needs a token, and none is configured: start the engine with --token (or --token-file, or ENGINE_MONITOR_TOKEN), or set engineMonitor.server.token, then send "Authorization: Bearer <token>". Without one the API is read-only. (In a VS Code window\'s integrated terminal ENGINE_MONITOR_TOKEN is set for its own engine: open a new terminal if this one predates it.)',
         ),
       );
     }

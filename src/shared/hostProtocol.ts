@@ -81,6 +81,11 @@ export interface HostInfo {
   keepAliveSeconds?: number;
   /** Windows attached now, this one included. */
   attached: number;
+  /**
+   * The token the host accepts for HTTP control (besides a configured one), for the window's
+   * integrated terminals only: `engine-monitor retry x` typed there works without any setting.
+   */
+  terminalToken?: string;
 }
 
 /** The variable the launching window passes its settings' digest in (never a secret itself). */
