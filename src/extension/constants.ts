@@ -32,6 +32,9 @@ export const Commands = {
   findItem: 'engineMonitor.findItem',
   openInTerminal: 'engineMonitor.openInTerminal',
   installCli: 'engineMonitor.installCli',
+  removeItem: 'engineMonitor.removeItem',
+  clearFinished: 'engineMonitor.clearFinished',
+  runAgain: 'engineMonitor.runAgain',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

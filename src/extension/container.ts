@@ -9,6 +9,7 @@ import { terminalCommands } from './commands/openInTerminal';
 import { queueCommands } from './commands/queueCommands';
 import { registerCommands } from './commands/register';
 import { cliCommands } from './commands/cliCommands';
+import { removeCommands } from './commands/removeCommands';
 import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
 import { registerDashboard } from './dashboard/dashboard';
@@ -102,6 +103,7 @@ export class Container extends Disposable {
       ...queueCommands({ queue, controller }),
       ...secretCommands({ secrets: context.secrets, controller }),
       ...cliCommands({ launcher: this.terminalEnv.launcher }),
+      ...removeCommands(items),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
   }

@@ -506,6 +506,7 @@ interface PathItem {
   get?: Operation;
   head?: Operation;
   post?: Operation;
+  delete?: Operation;
 }
 
 const itemIdParameter = {
@@ -569,6 +570,24 @@ function controlPaths(): Record<string, PathItem> {
         true,
       ),
     },
+    '/items/{id}/run-again': {
+      post: control(
+        'runItemAgain',
+        'Run a launched item again',
+        'Its attempts reset and it is pending again (`item_retried`, with `previousOutcome: "launched"`); its earlier attempts stay listed. 409 for an item that is not launched (a failed one is retried).',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
+    '/engine/clear-finished': {
+      post: control(
+        'clearFinished',
+        'Remove every launched and failed item',
+        'As `DELETE /items/{id}` for each finished item (an `item_removed` entry each); pending and running items stay. `total`, `launched` and `failed` drop; `totalLaunches`, `totalFailed` and the log keep the history.',
+        ref('StatusResponse'),
+        false,
+      ),
+    },
     '/engine/start': {
       post: control('startEngine', 'Start (or resume) launching', '409 while the workspace is not trusted.', ref('StatusResponse'), false),
     },
@@ -582,10 +601,25 @@ function controlPaths(): Record<string, PathItem> {
 }
 
 function pathItems(): Record<string, PathItem> {
+  const read = readPaths();
   return {
-    ...readPaths(),
+    ...read,
+    '/items/{id}': { ...read['/items/{id}'], delete: removeOperation() },
     ...controlPaths(),
   };
+}
+
+/** DELETE /items/{id}: the one control request that is not a POST. */
+function removeOperation(): Operation {
+  const { responses, ...rest } = control(
+    'removeItem',
+    'Remove an item',
+    'Whatever its state: a running item is cancelled first (its process gets SIGTERM, SIGKILL after 5 s) and the answer comes once its process has exited. The item and its attempts (with their output) are gone: `GET /items/{id}` answers 404, `total` and its outcome\'s counter drop, and an `item_removed` entry is logged; `totalLaunches`, `totalFailed` and its log entries keep its history. A queue file that names the id again (a new or changed file) brings it back as a new item. 409 for a schedule template (remove its entry from its queue file) and for an item another engine of a fleet is running.',
+    ref('ItemDetail'),
+    true,
+  );
+  const { '202': _accepted, ...errors } = responses as Record<string, unknown>;
+  return { ...rest, responses: { '204': { description: 'Removed; no body.' }, ...errors } };
 }
 
 function readPaths(): Record<string, PathItem> {

@@ -15,6 +15,12 @@ export type ControlCommand =
   | { command: 'cancelItem'; itemId: string }
   | { command: 'holdItem'; itemId: string }
   | { command: 'releaseItem'; itemId: string }
+  /** Remove an item (a running one is cancelled and removed once its process has exited). */
+  | { command: 'removeItem'; itemId: string }
+  /** Remove every launched and failed item; answers with how many. */
+  | { command: 'clearFinished' }
+  /** Make a launched item pending again, its attempts reset. */
+  | { command: 'runAgain'; itemId: string }
   /** Workspace Trust was granted: leave the restricted state and start launching. */
   | { command: 'grantTrust' }
   /**

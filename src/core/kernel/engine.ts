@@ -53,7 +53,7 @@ export class Engine implements ControllableEngine {
   private readonly ingestion: ItemIngestion;
   private readonly poller: Poller;
   private readonly scheduler: Scheduler;
-  private readonly control: ItemControl;
+  readonly control: ItemControl;
   private readonly persistence: PersistencePolicy;
   private readonly startedAt = Date.now();
   private recovery: { at: string; message: string } | null = null;
