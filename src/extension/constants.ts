@@ -68,6 +68,8 @@ export const ContextKeys = {
   hasFailedItems: 'engineMonitor.hasFailedItems',
   /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
   hasItems: 'engineMonitor.hasItems',
+  /** The engine has launched something (stats.totalLaunches > 0): completes the walkthrough's "See it launched". */
+  hasLaunched: 'engineMonitor.hasLaunched',
   /** /status lists more than one engine: shows the Fleet view. */
   fleet: 'engineMonitor.fleet',
   /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */
