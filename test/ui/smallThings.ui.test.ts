@@ -1,7 +1,8 @@
 // Smaller things a new user hit, in a real VS Code (code-server + Chromium, see
 // test/vscode/codeServer.ts): the walkthrough ticks "See it launched" only once something launched
 // (not when the Items view opens); Show Output reuses the item's terminal instead of opening one per
-// attempt; the status bar's tooltip keeps its sentences apart. Screenshots land in
+// attempt; the status bar's tooltip keeps its sentences apart; CodeLens tells a schedule template's
+// next run and a file the engine rejected as not JSON, instead of "not yet scanned". Screenshots land in
 // test-results/screenshots/small-*.png.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
@@ -134,4 +135,40 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
     assert.doesNotMatch(text, /\.Endpoint/, `two sentences run together: ${JSON.stringify(text)}`);
     assert.match(text, /\n\s*Endpoint:/, `the endpoint on a line of its own: ${JSON.stringify(text)}`);
   });
+
+  it('CodeLens on a schedule template says its next run; on a file that is not JSON, why it was rejected', async () => {
+    const page = wb.page;
+    // Once a year: it does not fire while the test runs, and its next run is known at once.
+    writeQueueFile(queue, 'yearly.json', { id: 'yearly', name: 'Yearly report', command: node, args: ['-e', '0'], schedule: { cron: '0 0 1 1 *', timezone: 'UTC' } });
+    const tmp = path.join(queue, 'broken.json.tmp');
+    writeFileSync(tmp, '{ "id": "broken-json", "command": "node",, "args": [] }\n');
+    renameSync(tmp, path.join(queue, 'broken.json'));
+    await waitUntil('the template known', async () => (await getJson<{ id: string }[]>(`${baseUrl}/schedules`)).some((t) => t.id === 'yearly'), 30_000);
+    await waitUntil('broken.json rejected', async () => (await getJson<{ action: string }[]>(`${baseUrl}/logs?action=item_rejected,source_error`)).length > 0, 30_000);
+    const lensLines = () =>
+      page.locator('.editor-group-container.active .codelens-decoration').evaluateAll((els) => els.map((e) => (e.textContent ?? '').replace(/\s+/g, ' ').trim()));
+
+    await openFile(page, 'yearly.json');
+    const yearly = await waitUntil('the template lens', async () => (await lensLines()).find((l) => /schedule/.test(l)), 20_000);
+    console.log(`      screenshot: ${await screenshot(page, 'small-lens-schedule')}`);
+    assert.match(yearly, /schedule · next .*· not run yet/);
+
+    await openFile(page, 'broken.json');
+    const broken = await waitUntil('the rejection lens', async () => (await lensLines()).find((l) => /rejected/.test(l)), 20_000).catch(async (err) => {
+      throw new Error(`${(err as Error).message}; lenses: ${JSON.stringify(await lensLines())}`);
+    });
+    console.log(`      screenshot: ${await screenshot(page, 'small-lens-rejected')}`);
+    assert.match(broken, /rejected: /);
+  });
 });
+
+/** Opens a workspace file with Quick Open. */
+async function openFile(page: Page, name: string): Promise<void> {
+  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
+  await page.keyboard.press('Control+P');
+  const widget = page.locator('.quick-input-widget');
+  await widget.locator('.quick-input-box input').fill(name);
+  await widget.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 15_000 });
+}
