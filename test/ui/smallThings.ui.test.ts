@@ -1,8 +1,9 @@
 // Smaller things a new user hit, in a real VS Code (code-server + Chromium, see
 // test/vscode/codeServer.ts): the walkthrough ticks "See it launched" only once something launched
 // (not when the Items view opens); Show Output reuses the item's terminal instead of opening one per
-// attempt; the status bar's tooltip keeps its sentences apart; CodeLens tells a schedule template's
-// next run and a file the engine rejected as not JSON, instead of "not yet scanned". Screenshots land in
+// attempt, its header in local time; the status bar's tooltip keeps its sentences apart; CodeLens tells a schedule template's
+// next run and a file the engine rejected as not JSON, instead of "not yet scanned"; the dashboard's
+// green Launched number is readable on the (default) light theme. Screenshots land in
 // test-results/screenshots/small-*.png.
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
@@ -13,7 +14,9 @@ import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { dashboardFrame } from '../vscode/workbenchUi';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
+import { formatDateTime } from '../../src/shared/format';
 
 const node = process.execPath;
 
@@ -108,11 +111,13 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
       return d.outcome === 'launched' && d.attempts.length === 2;
     }, 30_000);
     await runPickCommand(page, 'Engine Monitor: Show Output', 'Echo twice');
-    // The terminal shows the new run: its header names the second attempt's start.
+    // The terminal shows the new run: its header names the second attempt's start, in local time
+    // as the rest of the UI shows times (this process and the extension host share the machine's
+    // locale and time zone).
     const second = (await getJson<ItemDetail>(`${baseUrl}/items/echo`)).attempts.reduce((a, b) => (a.startedAt >= b.startedAt ? a : b));
     await waitUntil('the new attempt in the terminal', async () => {
       const rows = await page.locator('.terminal-wrapper.active .xterm-rows > div').evaluateAll((els) => els.map((r) => (r.textContent ?? '').replace(/\u00a0/g, ' ')));
-      return rows.join('\n').includes(second.startedAt);
+      return rows.join('\n').includes(`started ${formatDateTime(second.startedAt)}`);
     }, 20_000);
     console.log(`      screenshot: ${await screenshot(page, 'small-output-reused')}`);
     assert.equal(await tabs.count(), 1, 'still one terminal for the item');
@@ -160,7 +165,38 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
     console.log(`      screenshot: ${await screenshot(page, 'small-lens-rejected')}`);
     assert.match(broken, /rejected: /);
   });
+
+  it('the dashboard\'s green Launched number is readable on a light theme (contrast at least 4.5:1)', async () => {
+    const page = wb.page;
+    await runCommand(page, 'Engine Monitor: Show Engine Status');
+    const frame = await dashboardFrame(page);
+    const value = frame.locator(".card[data-stat='launched'] .card-value");
+    await waitUntil('a launched count', async () => Number((await value.textContent()) ?? '0') > 0, 20_000);
+    // The text's colour and the nearest background behind it, as the browser computed them.
+    const [fg, bg] = await value.evaluate((el) => {
+      let b = el as HTMLElement | null;
+      let background = 'rgba(0, 0, 0, 0)';
+      while (b && /rgba\(.*, 0\)|transparent/.test((background = getComputedStyle(b).backgroundColor))) b = b.parentElement;
+      return [getComputedStyle(el).color, background];
+    });
+    console.log(`      screenshot: ${await screenshot(page, 'small-dashboard-launched-light')}`);
+    const ratio = contrast(fg, bg);
+    assert.ok(ratio >= 4.5, `Launched ${fg} on ${bg}: ${ratio.toFixed(2)}:1`);
+  });
 });
+
+/** WCAG contrast ratio of two CSS rgb()/rgba() colours (the alpha of the text is ignored). */
+function contrast(a: string, b: string): number {
+  const lum = (c: string) => {
+    const [r, g, bl] = (c.match(/[\d.]+/g) ?? ['0', '0', '0']).slice(0, 3).map((v) => {
+      const x = Number(v) / 255;
+      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
 
 /** Opens a workspace file with Quick Open. */
 async function openFile(page: Page, name: string): Promise<void> {

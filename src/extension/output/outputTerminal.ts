@@ -6,7 +6,7 @@
 // early) clears that terminal and prints there, so Show Output never piles terminals up.
 import * as vscode from 'vscode';
 import type { AttemptDetail, ItemDetail } from '../../shared/api';
-import { formatDuration } from '../../shared/format';
+import { formatDateTime, formatDuration } from '../../shared/format';
 import { describeError, type EngineClient } from '../engineClient';
 import { Disposable, toDisposable } from '../dispose';
 import { RunReader, noteLine, TerminalText } from './terminalText';
@@ -284,7 +284,8 @@ export class OutputTerminals extends Disposable {
    * only for an item that has none open.
    */
   show(detail: ItemDetail, attempt: AttemptDetail): OutputSession {
-    const header = `${detail.item.name} (${detail.item.id}) · attempt ${attempt.attempt} of ${detail.item.maxAttempts} · started ${attempt.startedAt}`;
+    // Local time, in the locale's format, as everywhere else in the UI (the views, the dashboard).
+    const header = `${detail.item.name} (${detail.item.id}) · attempt ${attempt.attempt} of ${detail.item.maxAttempts} · started ${formatDateTime(attempt.startedAt)}`;
     const existing = [...this.sessions].find((s) => !s.closed && s.itemId === detail.item.id && s.terminal);
     if (existing?.terminal) {
       if (!existing.shows(attempt.attempt, attempt.startedAt)) existing.retarget(attempt.attempt, attempt.startedAt, header, terminalName(detail, attempt.attempt));
