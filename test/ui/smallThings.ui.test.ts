@@ -183,6 +183,30 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
     const ratio = contrast(fg, bg);
     assert.ok(ratio >= 4.5, `Launched ${fg} on ${bg}: ${ratio.toFixed(2)}:1`);
   });
+
+  it('the dashboard\'s log table stays readable in a narrow editor: each message at least 120 px wide', async () => {
+    const page = wb.page;
+    const frame = await dashboardFrame(page);
+    await frame.locator('table.logs tbody tr[data-id]').first().waitFor({ timeout: 20_000 });
+    const viewport = page.viewportSize()!;
+    const width = () => frame.evaluate(() => window.innerWidth);
+    try {
+      for (const target of [412, 620]) {
+        await page.setViewportSize({ width: page.viewportSize()!.width - ((await width()) - target), height: viewport.height });
+        await waitUntil(`a ${target} px dashboard`, async () => Math.abs((await width()) - target) <= 20, 20_000);
+        await sleep(500);
+        const m = await frame.evaluate(() => {
+          const cells = Array.from(document.querySelectorAll('table.logs tbody tr[data-id] .col-message'), (e) => e.getBoundingClientRect());
+          return { inner: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, message: Math.min(...cells.map((r) => r.width)) };
+        });
+        console.log(`      screenshot: ${await screenshot(page, `small-dashboard-logs-${target}`)}`);
+        assert.ok(m.message >= 120, `at ${target} px the message column is ${m.message} px wide: ${JSON.stringify(m)}`);
+        assert.ok(m.scrollWidth <= m.inner + 1, `no sideways scrolling at ${target} px: ${JSON.stringify(m)}`);
+      }
+    } finally {
+      await page.setViewportSize(viewport);
+    }
+  });
 });
 
 /** WCAG contrast ratio of two CSS rgb()/rgba() colours (the alpha of the text is ignored). */
