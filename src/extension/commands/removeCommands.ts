@@ -55,8 +55,9 @@ async function clearFinished(s: ItemCommandServices): Promise<void> {
   );
   if (choice !== 'Clear Finished') return;
   const removed = await s.controller.control({ command: 'clearFinished' });
-  const n = typeof removed === 'number' ? removed : 0;
-  void vscode.window.setStatusBarMessage(`$(clear-all) Removed ${n} finished item${n === 1 ? '' : 's'}`, 3000);
+  // A remote engine answers with its /status, not a count.
+  const what = typeof removed === 'number' ? `${removed} finished item${removed === 1 ? '' : 's'}` : 'the finished items';
+  void vscode.window.setStatusBarMessage(`$(clear-all) Removed ${what}`, 3000);
   s.model.refresh(true);
 }
 
