@@ -34,6 +34,10 @@ export const Commands = {
   queueTask: 'engineMonitor.queueTask',
   restartItem: 'engineMonitor.restartItem',
   compareOutput: 'engineMonitor.compareOutput',
+  installCli: 'engineMonitor.installCli',
+  removeItem: 'engineMonitor.removeItem',
+  clearFinished: 'engineMonitor.clearFinished',
+  runAgain: 'engineMonitor.runAgain',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
@@ -67,6 +71,8 @@ export const ContextKeys = {
   hasFailedItems: 'engineMonitor.hasFailedItems',
   /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
   hasItems: 'engineMonitor.hasItems',
+  /** The engine has launched something (stats.totalLaunches > 0): completes the walkthrough's "See it launched". */
+  hasLaunched: 'engineMonitor.hasLaunched',
   /** /status lists more than one engine: shows the Fleet view. */
   fleet: 'engineMonitor.fleet',
   /** Why /events is not connected: '' | 'unauthorized' | 'forbidden' | 'unreachable' | 'http' */

@@ -1,6 +1,7 @@
 // The composition root: builds every part once, in dependency order, and disposes them in
 // reverse. activate() only creates this; deactivate() awaits shutdown().
 import * as vscode from 'vscode';
+import path from 'node:path';
 import { compareCommands, registerOutputDocuments } from './commands/compareCommands';
 import { engineCommands } from './commands/engineCommands';
 import { itemCommands, OpenItemPick } from './commands/itemCommands';
@@ -9,6 +10,8 @@ import { terminalCommands } from './commands/openInTerminal';
 import { queueCommands } from './commands/queueCommands';
 import { serviceCommands } from './commands/serviceCommands';
 import { registerCommands } from './commands/register';
+import { cliCommands } from './commands/cliCommands';
+import { removeCommands } from './commands/removeCommands';
 import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
 import { registerDashboard } from './dashboard/dashboard';
@@ -44,6 +47,7 @@ export class Container extends Disposable {
   readonly diagnostics: QueueDiagnostics;
   readonly lenses: QueueLenses;
   readonly attemptDiagnostics: AttemptDiagnostics;
+  readonly terminalEnv: TerminalEnvironment;
   readonly openItemPick = new OpenItemPick();
   /** The `engine-monitor` task type's provider (its terminals, for the tests). */
   readonly tasks: ItemTaskProvider;
@@ -73,6 +77,13 @@ export class Container extends Disposable {
     this.tasks = tasks.provider;
     this._register(tasks.disposable);
     this._register(new TerminalEnvironment(context.environmentVariableCollection, this.client));
+    this.terminalEnv = this._register(
+      new TerminalEnvironment(context.environmentVariableCollection, this.client, {
+        binDir: path.join(context.globalStorageUri.fsPath, 'bin'),
+        cliPath: vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath,
+        log: (m) => this.output.warn(m),
+      }),
+    );
     this._register(this.client.onDidChangeConnection((c) => void vscode.commands.executeCommand('setContext', ContextKeys.connected, c)));
     this._register(this.client.onDidChangeProblem((p) => void vscode.commands.executeCommand('setContext', ContextKeys.connectionProblem, p?.kind ?? '')));
     const updateLoaded = () => this.updateLoaded();
@@ -102,6 +113,8 @@ export class Container extends Disposable {
       ...secretCommands({ secrets: context.secrets, controller }),
       ...serviceCommands({ client, controller, model }),
       ...compareCommands(items),
+      ...cliCommands({ launcher: this.terminalEnv.launcher }),
+      ...removeCommands(items),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
     this._register(registerOutputDocuments(client));

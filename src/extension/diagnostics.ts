@@ -67,7 +67,8 @@ export class QueueDiagnostics extends Disposable {
   }
 
   /** Why the engine rejected this entry of a file (the engine's name for it), while that is shown. */
-  rejectionReason(file: string, entry: number): string | undefined {
+  /** `entry` null: the reason the whole file was rejected (not JSON, not an item list). */
+  rejectionReason(file: string, entry: number | null): string | undefined {
     return this.rejections.get(file)?.get(entry)?.reason;
   }
 

@@ -122,12 +122,12 @@ export class EngineClient extends Disposable implements EngineConnection {
    * POST a control request (remote mode: the engine's HTTP control endpoints, which need a token).
    * Not retried: a control request is not idempotent. Rejects with an HttpError for an error answer.
    */
-  async post<T>(pathAndQuery: string): Promise<T> {
+  async post<T>(pathAndQuery: string, method: 'POST' | 'DELETE' = 'POST'): Promise<T> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
     let res: Response;
     try {
-      res = await fetch(base + pathAndQuery, { method: 'POST', headers: this.headers({ Accept: 'application/json' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      res = await fetch(base + pathAndQuery, { method, headers: this.headers({ Accept: 'application/json' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     } catch (err) {
       throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
     }
@@ -140,7 +140,7 @@ export class EngineClient extends Disposable implements EngineConnection {
     }
     if (!res.ok) {
       const message = (body as ErrorBody | undefined)?.error?.message ?? (text.slice(0, 200) || res.statusText);
-      throw new HttpError(res.status, message, `The engine refused POST ${pathAndQuery}: HTTP ${res.status} ${message}`);
+      throw new HttpError(res.status, message, `The engine refused ${method} ${pathAndQuery}: HTTP ${res.status} ${message}`);
     }
     return body as T;
   }

@@ -369,7 +369,8 @@ export class EngineController extends Disposable {
     switch (result.kind) {
       case 'ready':
         this.setMode({ kind: 'local', state: 'running', argsKey });
-        this.client.setEndpoint(result.url, token);
+        // Else the host's terminal token, which the terminals get from the client (terminalEnv.ts).
+        this.client.setEndpoint(result.url, token || result.info.terminalToken);
         if (result.requestedPort !== undefined && !this.toldAboutPort.has(result.requestedPort)) {
           this.toldAboutPort.add(result.requestedPort);
           void vscode.window.showInformationMessage(

@@ -13,7 +13,7 @@
 // whose `source` is `.engine/queue/jobs.json` belongs to `<local folder>/.engine/queue/jobs.json`,
 // so lenses show when the remote engine reads a workspace laid out like the local one.
 import * as vscode from 'vscode';
-import type { ItemSummary } from '../shared/api';
+import type { ItemSummary, ScheduleSummary } from '../shared/api';
 import type { QueueDiagnostics } from './diagnostics';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
@@ -52,6 +52,7 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
   private readonly derivedIds = new Map<string, Map<number, string>>();
   /** Engine file name → its items. Only files someone opened are here. */
   private readonly files = new Map<string, FileItems>();
+  private schedules = new Map<string, ScheduleSummary>();
   private readonly reloader: Throttled;
   /** Bumped whenever items, rejections, trust or the connection change: part of each document's lens cache key. */
   private generation = 0;
@@ -79,9 +80,11 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
         if (e.name !== 'log') return;
         const file = typeof e.data.details?.file === 'string' ? e.data.details.file : undefined;
         const itemId = e.data.itemId;
+        // A template fired (or its occurrence ended): its next run and last outcome changed.
+        const scheduled = e.data.action === 'schedule_fired' || e.data.action === 'schedule_skipped' || (itemId !== null && itemId.includes('@'));
         let changed = false;
         for (const [name, f] of this.files) {
-          if (name === file || (itemId !== null && f.byId.has(itemId))) {
+          if (name === file || scheduled || (itemId !== null && f.byId.has(itemId))) {
             f.stale = true;
             changed = true;
           }
@@ -132,7 +135,9 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     if (parsed.lenses && parsed.madeFrom === madeFrom) return parsed.lenses;
     const specs = lensesFor(parsed.entries, {
       item: (id) => items.get(id),
-      rejection: (index) => this.diagnostics.rejectionReason(file, index),
+      // A file the engine could not read at all (not JSON) has one reason for every entry.
+      rejection: (index) => this.diagnostics.rejectionReason(file, index) ?? this.diagnostics.rejectionReason(file, null),
+      schedule: (id) => this.schedules.get(id),
       trusted: vscode.workspace.isTrusted,
       connected: this.connection.connected,
       now,
@@ -185,8 +190,18 @@ export class QueueLenses extends Disposable implements vscode.CodeLensProvider {
     if (!this.connection.connected) return;
     const reads = [...this.files].filter(([, f]) => f.stale).map(([name, f]) => this.load(name, f));
     if (reads.length === 0) return;
-    await Promise.all(reads);
+    await Promise.all([...reads, this.loadSchedules()]);
     this.changed();
+  }
+
+  /** The schedule templates (GET /schedules), whose entries are no items: their lenses tell the next run. */
+  private async loadSchedules(): Promise<void> {
+    try {
+      const schedules = await this.connection.get<ScheduleSummary[]>('/schedules');
+      this.schedules = new Map(schedules.map((s) => [s.id, s]));
+    } catch {
+      // An engine without schedules, or a lost connection: the templates' lenses wait for the next read.
+    }
   }
 
   private async load(name: string, f: FileItems): Promise<void> {

@@ -4,8 +4,8 @@
 //
 // An entry is matched to an item by its id: the `id` it writes, or the id the engine derives from
 // the file's path and the entry's index (src/shared/itemIds.ts, the engine's own function).
-import type { ItemState, ItemSummary } from '../shared/api';
-import { formatRelativeTime } from '../shared/format';
+import type { ItemState, ItemSummary, ScheduleSummary } from '../shared/api';
+import { formatClock, formatRelativeTime } from '../shared/format';
 import { deriveItemId } from '../shared/itemIds';
 import { entryRanges } from './queueFileRanges';
 import { serviceText } from './serviceText';
@@ -79,8 +79,10 @@ export interface LensSpec {
 export interface LensContext {
   /** The item the engine knows under this id, from this file. */
   item(id: string): ItemSummary | undefined;
-  /** The engine's reason for rejecting this entry, if it did and the file has not changed since. */
+  /** The engine's reason for rejecting this entry (or the whole file), if it did and the file has not changed since. */
   rejection(index: number): string | undefined;
+  /** The schedule template with this id, if the engine has one: a template is no item of its own. */
+  schedule?(id: string): ScheduleSummary | undefined;
   /** Workspace trusted: actions offered. Untrusted (restricted mode): the state only. */
   trusted: boolean;
   /** False while no engine is connected: every entry says so instead of "not yet scanned". */
@@ -132,6 +134,15 @@ export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): Len
   if (ctx.draft) lenses.push({ start: 0, end: 0, title: DRAFT_LENS.title, tooltip: DRAFT_LENS.tooltip, command: { id: DRAFT_LENS.command, args: [] } });
   for (const e of entries) {
     const item = e.id === undefined ? undefined : ctx.item(e.id);
+    const template = item || e.id === undefined ? undefined : ctx.schedule?.(e.id);
+    if (template) {
+      lenses.push({ start: e.start, end: e.end, title: scheduleTitle(template, ctx.now), tooltip: `${template.schedule} (${template.timezone})` });
+      if (ctx.trusted) {
+        const id = template.enabled ? LENS_COMMANDS.hold : LENS_COMMANDS.release;
+        lenses.push({ start: e.start, end: e.end, title: template.enabled ? 'Hold' : 'Release', command: { id, args: [template.id] } });
+      }
+      continue;
+    }
     if (!item) {
       const reason = ctx.rejection(e.index);
       // A draft's new entries: the lens at the top says it all.
@@ -165,6 +176,13 @@ export function lensesFor(entries: readonly QueueEntry[], ctx: LensContext): Len
     if (state === 'failed' && item.attempts > 0) action('Compare with Last Success', LENS_COMMANDS.compareOutput);
   }
   return lenses;
+}
+
+/** "$(calendar) schedule · next 14:05:00 · last launched 3 min ago": a template's next run and last outcome. */
+export function scheduleTitle(s: ScheduleSummary, now: number): string {
+  const next = s.enabled ? (s.nextRunAt ? `next ${formatClock(s.nextRunAt)}` : 'no next run') : 'held: no occurrence fires';
+  const last = s.lastRunAt ? ` · last ${s.lastOutcome ?? 'pending'} ${formatRelativeTime(s.lastRunAt, now)}` : ' · not run yet';
+  return `$(calendar) schedule · ${next}${last}`;
 }
 
 /** "$(error) failed · 3/3 · 3 min ago": state, attempts, and when the latest attempt finished. */

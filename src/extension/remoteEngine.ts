@@ -46,6 +46,13 @@ function controlPath(command: ControlCommand): string | undefined {
       return item('hold', command.itemId);
     case 'releaseItem':
       return item('release', command.itemId);
+    case 'runAgain':
+      return item('run-again', command.itemId);
+    case 'clearFinished':
+      return '/engine/clear-finished';
+    case 'removeItem':
+      // DELETE /items/{id} (see post below).
+      return `/items/${encodeURIComponent(command.itemId)}`;
     default:
       return undefined;
   }
@@ -142,7 +149,7 @@ export class RemoteEngine extends Disposable {
     const path = controlPath(command);
     if (!path) throw new ControlUnavailableError(this.refusal(command.command));
     try {
-      return await this.client.post(path);
+      return await this.client.post(path, command.command === 'removeItem' ? 'DELETE' : 'POST');
     } catch (err) {
       if (err instanceof HttpError && err.status === 403) {
         throw new ControlNeedsTokenError(

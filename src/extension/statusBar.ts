@@ -92,7 +92,10 @@ export class EngineStatusBar extends Disposable {
         const s = model.stats;
         appendField(tooltip, 'Items', `${s.total} (${s.launched} launched, ${s.pending} pending, ${s.failed} failed)`);
         if (s.failed > 0) {
-          tooltip.appendMarkdown(`\n\n$(error) **${s.failed} failed item${s.failed === 1 ? '' : 's'}**: click to open the dashboard and see why; the Items view's Failed group offers Retry.`);
+          // A paragraph of its own: the Endpoint line that follows must not run on from its full stop.
+          tooltip.appendMarkdown(
+            `\n\n$(error) **${s.failed} failed item${s.failed === 1 ? '' : 's'}**: click to open the dashboard and see why; the Items view's Failed group offers Retry, and Remove Item clears one you no longer need.\n\n`,
+          );
         }
       }
       appendField(tooltip, 'Endpoint', model.baseUrl);

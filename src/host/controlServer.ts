@@ -61,6 +61,7 @@ export async function startControlServer(host: RunningHost, options: ControlServ
     restricted: host.engine.state === 'restricted',
     keepAliveSeconds: options.keepAliveMs === undefined ? undefined : options.keepAliveMs / 1000,
     attached: attached.size,
+    terminalToken: host.terminalToken,
   });
 
   const server = net.createServer((socket) => {

@@ -2,6 +2,7 @@
 // VS Code extension host never runs engine work. Used by `engine-monitor serve`, which VS Code
 // windows start detached and attach to (control messages then arrive over its control
 // connection, controlServer.ts).
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Engine, type EngineOptions } from '../core/kernel/engine';
@@ -38,6 +39,12 @@ export interface RunningHost {
   readonly requestedPortInUse: boolean;
   /** Set when a stale engine.lock was taken over: which one and why. */
   readonly lockTakeover?: string;
+  /**
+   * A token this host makes up at start and accepts for HTTP control besides the configured one.
+   * It is told only to windows that attached with control.json's secret, which hand it to their
+   * integrated terminals: whoever can read that 0600 file can control the engine already.
+   */
+  readonly terminalToken: string;
   /** Stop launching, wait for running attempts up to `graceMs`, persist, close the server. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -66,6 +73,7 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
       return false; // the lock cannot be vouched for: launching could run beside another engine
     }
   };
+  const terminalToken = randomBytes(32).toString('base64url');
   try {
     const launchHelper = options.launchHelper === undefined ? locateLaunchHelper() : options.launchHelper;
     engine = await Engine.create({ ...options, storageDir: options.storageDir, launchHelper, onStorageRecovered });
@@ -76,6 +84,7 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
       host: options.host,
       port: options.port,
       token: options.token,
+      controlToken: terminalToken,
       fallbackToFreePort: options.port !== 0,
       allowedHosts: options.allowedHosts,
     });
@@ -84,7 +93,7 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
     writeStorageFile(endpointFile, endpoint);
     // Last: an event needs the server's URL, and nothing after this can fail and leave hooks running.
     const hooks = hasHooks(options.hooks) ? startHooks(engine, server.url, options.workspaceFolders[0], options.hooks) : undefined;
-    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock, hooks) };
+    return { kind: 'running', host: runningHost(engine, server, endpointFile, lock, hooks, terminalToken) };
   } catch (err) {
     // Whatever had started is ended before the lock goes: a server left listening (or a helper
     // left launching) after the lock is released would run beside the next engine on this folder.
@@ -95,13 +104,14 @@ export async function startEngineHost(options: HostOptions): Promise<HostStart> 
   }
 }
 
-function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock, hooks: HookRunner | undefined): RunningHost {
+function runningHost(engine: Engine, server: RunningHttpServer, endpointFile: string, lock: HeldLock, hooks: HookRunner | undefined, terminalToken: string): RunningHost {
   let shuttingDown: Promise<void> | undefined;
   return {
     url: server.url,
     engine,
     requestedPortInUse: server.requestedPortInUse,
     lockTakeover: lock.takeover,
+    terminalToken,
     shutdown(graceMs: number) {
       shuttingDown ??= (async () => {
         // Hooks first: the stop itself changes health, and no hook process may outlive the host.

@@ -96,8 +96,10 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         'Monitoring API of the Engine Monitor launch engine (the engine is named `' + ENGINE_NAME + '`), and its control over HTTP.',
         '',
         'Reads (GET, HEAD) need no token unless one is configured. Control (POST on `/items/{id}/cancel`, `/retry`, `/hold`, `/release`,',
-        '`/engine/start`, `/stop`, `/poll`) is served only when a token is configured: without one every POST answers 403',
-        '(code `control_disabled`); with one, a POST without the right `Authorization: Bearer <token>` answers 401. A POST needs no body;',
+        '`/engine/start`, `/stop`, `/poll`) is served only when a token is configured, or to a request carrying the terminal token the engine',
+        'host tells only the VS Code windows attached to it (they hand it to their integrated terminals as `ENGINE_MONITOR_TOKEN`): without',
+        'either every POST answers 403 (code `control_disabled`); with a configured token, a POST without the right',
+        '`Authorization: Bearer <token>` answers 401. A POST needs no body;',
         `one of at most ${MAX_CONTROL_BODY_BYTES} bytes is ignored, a larger one answers 413.`,
         '',
         'All times are ISO 8601 UTC with milliseconds, exactly as `Date.prototype.toISOString()` writes them.',
@@ -161,7 +163,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
         },
         ControlForbidden: {
           description:
-            'As `Forbidden`, or (code `control_disabled`) no token is configured: control over HTTP needs one (`--token`, `--token-file`, `ENGINE_MONITOR_TOKEN`, or the setting `engineMonitor.server.token`).',
+            'As `Forbidden`, or (code `control_disabled`) no token is configured and the request did not carry the terminal token: control over HTTP needs one (`--token`, `--token-file`, `ENGINE_MONITOR_TOKEN`, or the setting `engineMonitor.server.token`; VS Code\'s integrated terminals have the terminal token).',
           headers: commonHeaders,
           content: json(ref('Error')),
         },
@@ -599,6 +601,7 @@ interface PathItem {
   get?: Operation;
   head?: Operation;
   post?: Operation;
+  delete?: Operation;
 }
 
 const itemIdParameter = {
@@ -708,6 +711,24 @@ function controlPaths(): Record<string, PathItem> {
         true,
       ),
     },
+    '/items/{id}/run-again': {
+      post: control(
+        'runItemAgain',
+        'Run a launched item again',
+        'Its attempts reset and it is pending again (`item_retried`, with `previousOutcome: "launched"`); its earlier attempts stay listed. 409 for an item that is not launched (a failed one is retried).',
+        ref('ItemDetail'),
+        true,
+      ),
+    },
+    '/engine/clear-finished': {
+      post: control(
+        'clearFinished',
+        'Remove every launched and failed item',
+        'As `DELETE /items/{id}` for each finished item (an `item_removed` entry each); pending and running items stay. `total`, `launched` and `failed` drop; `totalLaunches`, `totalFailed` and the log keep the history.',
+        ref('StatusResponse'),
+        false,
+      ),
+    },
     '/engine/start': {
       post: control('startEngine', 'Start (or resume) launching', '409 while the workspace is not trusted.', ref('StatusResponse'), false),
     },
@@ -721,10 +742,25 @@ function controlPaths(): Record<string, PathItem> {
 }
 
 function pathItems(): Record<string, PathItem> {
+  const read = readPaths();
   return {
-    ...readPaths(),
+    ...read,
+    '/items/{id}': { ...read['/items/{id}'], delete: removeOperation() },
     ...controlPaths(),
   };
+}
+
+/** DELETE /items/{id}: the one control request that is not a POST. */
+function removeOperation(): Operation {
+  const { responses, ...rest } = control(
+    'removeItem',
+    'Remove an item',
+    'Whatever its state: a running item is cancelled first (its process gets SIGTERM, SIGKILL after 5 s) and the answer comes once its process has exited. The item and its attempts (with their output) are gone: `GET /items/{id}` answers 404, `total` and its outcome\'s counter drop, and an `item_removed` entry is logged; `totalLaunches`, `totalFailed` and its log entries keep its history. A queue file that names the id again (a new or changed file) brings it back as a new item. 409 for a schedule template (remove its entry from its queue file) and for an item another engine of a fleet is running.',
+    ref('ItemDetail'),
+    true,
+  );
+  const { '202': _accepted, ...errors } = responses as Record<string, unknown>;
+  return { ...rest, responses: { '204': { description: 'Removed; no body.' }, ...errors } };
 }
 
 function readPaths(): Record<string, PathItem> {

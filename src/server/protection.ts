@@ -6,6 +6,10 @@
 // - Origin: browsers send Origin on cross-origin requests; anything but our own origin is refused,
 //   and no CORS headers are ever sent, so other pages cannot read responses either.
 // - Bearer token (optional): compared in constant time so response timing does not leak it.
+// - Control token (optional): a second token, accepted wherever the configured one is, and the only
+//   key to control when no token is configured (reads stay open then). The engine host makes it up
+//   and tells it only to the windows that attach with its private control secret, which hand it to
+//   their integrated terminals; everyone else meets a read-only API, as before.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
@@ -15,8 +19,11 @@ import { HttpError } from './respond';
 export interface Guard {
   /** Undefined when the request may proceed, else the error to answer with. */
   check(req: IncomingMessage): HttpError | undefined;
-  /** Whether a token is configured: control over HTTP (POST) is served only then. */
-  readonly tokenConfigured: boolean;
+  /**
+   * Whether this request may control the engine (POST, DELETE): with a configured token (check()
+   * has verified it), or carrying the control token.
+   */
+  mayControl(req: IncomingMessage): boolean;
 }
 
 /** True for host names that only ever reach this machine. */
@@ -51,16 +58,31 @@ export function allowedHostHeaders(boundHost: string, port: number, extraHosts: 
 
 const UNAUTHORIZED_HEADERS = { 'WWW-Authenticate': 'Bearer realm="engine-monitor"' };
 
-export function createGuard(options: { boundHost: string; port: number; token?: string; allowedHosts?: readonly string[] }): Guard {
+export function createGuard(options: {
+  boundHost: string;
+  port: number;
+  token?: string;
+  controlToken?: string;
+  allowedHosts?: readonly string[];
+}): Guard {
   const hosts = new Set(allowedHostHeaders(options.boundHost, options.port, options.allowedHosts));
   // A browser page served by this server would send Origin http://<one of the allowed hosts>.
   const origins = new Set([...hosts].map((h) => `http://${h}`));
   const hostList = [...hosts].join(', ');
   // Hash both sides to a fixed length so timingSafeEqual can compare tokens of any length.
   const tokenDigest = options.token ? digest(options.token) : undefined;
+  const controlDigest = options.controlToken ? digest(options.controlToken) : undefined;
+  const bearer = (req: IncomingMessage): Buffer | undefined => {
+    const auth = req.headers.authorization;
+    const match = auth === undefined ? null : /^Bearer[ ]+(\S+)[ ]*$/i.exec(auth);
+    return match ? digest(match[1]) : undefined;
+  };
+  const isControlToken = (given: Buffer | undefined) => given !== undefined && controlDigest !== undefined && timingSafeEqual(given, controlDigest);
 
   return {
-    tokenConfigured: tokenDigest !== undefined,
+    mayControl(req) {
+      return tokenDigest !== undefined || isControlToken(bearer(req));
+    },
     check(req) {
       const host = req.headers.host;
       if (host === undefined || !(hosts.has(host) || hosts.has(host.toLowerCase()))) {
@@ -83,8 +105,8 @@ export function createGuard(options: { boundHost: string; port: number; token?: 
         if (auth === undefined) {
           return new HttpError(401, 'unauthorized', 'Missing Authorization header; send "Authorization: Bearer <token>".', UNAUTHORIZED_HEADERS);
         }
-        const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(auth);
-        if (!match || !timingSafeEqual(digest(match[1]), tokenDigest)) {
+        const given = bearer(req);
+        if (!given || !(timingSafeEqual(given, tokenDigest) || isControlToken(given))) {
           return new HttpError(401, 'unauthorized', 'Wrong token; send "Authorization: Bearer <token>" with the configured token.', UNAUTHORIZED_HEADERS);
         }
       }

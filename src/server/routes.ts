@@ -15,7 +15,7 @@ import express, { type NextFunction, type Router } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HealthResponse, ItemDetail, StatsResponse, StatusResponse } from '../shared/api';
 import { ControlError, isControllable, type ControllableEngine, type HealthSnapshot, type MonitoredEngine } from '../core/kernel/monitoredEngine';
-import { httpControlCommand, httpControlNames } from '../core/features/control/commands';
+import { httpControlCommand, httpControlNames, httpDeleteCommand } from '../core/features/control/commands';
 import { SSE_HEADERS, type EventHub } from './events';
 import {
   MAX_CONTROL_BODY_BYTES,
@@ -46,10 +46,17 @@ export interface RouteContext {
 }
 
 const READ_METHODS = 'GET, HEAD';
+/** The methods that change something: refused before routing unless the request may control. */
+function isControlMethod(method: string | undefined): boolean {
+  return method === 'POST' || method === 'DELETE';
+}
 const CONTROL_METHODS = 'POST';
 /** Control paths, from the control-command table: POST only, and only with a token configured. */
 const ITEM_CONTROL = new RegExp(`^/items/[^/]*/(?:${httpControlNames('item').join('|')})$`);
 const ENGINE_CONTROL = new RegExp(`^/engine/(?:${httpControlNames('engine').join('|')})$`);
+/** An item's own path: read with GET, removed with DELETE (a control request, like a POST). */
+const ITEM_PATH = /^\/items\/[^/]+$/;
+const ITEM_METHODS = 'GET, HEAD, DELETE';
 
 /**
  * The request handler: Express's Router with the API's routes. Paths are exact (/Stats and /stats/
@@ -81,32 +88,39 @@ export function createRouter(engine: MonitoredEngine, ctx: RouteContext): (req: 
 
 /**
  * The guard's refusal (Host, Origin, token…); then the method: GET and HEAD on every path but the
- * control paths, which take POST, and a POST at all only when a token is configured.
+ * control paths, which take POST, and DELETE on an item's path; a POST or that DELETE only with a
+ * configured token or the control token.
  */
 function protection(guard: Guard): (req: IncomingMessage, res: ServerResponse, next: NextFunction) => void {
   return (req, res, next) => {
     const refusal = guard.check(req);
     if (refusal) return sendError(res, refusal);
-    if (req.method === 'POST' && !guard.tokenConfigured) {
+    const path = pathOf(req.url);
+    const control = ITEM_CONTROL.test(path) || ENGINE_CONTROL.test(path);
+    const item = !control && ITEM_PATH.test(path);
+    const read = req.method === 'GET' || req.method === 'HEAD';
+    // Before the method check for POST (any POST needs control), after it for DELETE (on an item only).
+    if (isControlMethod(req.method) && (req.method === 'POST' || item) && !guard.mayControl(req)) {
       return sendError(
         res,
         new HttpError(
           403,
           'control_disabled',
-          'Control over HTTP needs a token, and none is configured: start the engine with --token (or --token-file, or ENGINE_MONITOR_TOKEN), or set engineMonitor.server.token, then send "Authorization: Bearer <token>". Without one the API is read-only.',
+          'Control over HTTP needs a token, and none is configured: start the engine with --token (or --token-file, or ENGINE_MONITOR_TOKEN), or set engineMonitor.server.token, then send "Authorization: Bearer <token>". Without one the API is read-only. (In a VS Code window\'s integrated terminal ENGINE_MONITOR_TOKEN is set for its own engine: open a new terminal if this one predates it.)',
         ),
       );
     }
-    const path = pathOf(req.url);
-    const control = ITEM_CONTROL.test(path) || ENGINE_CONTROL.test(path);
     // /items is read, and takes POST to submit items.
     const submit = path === '/items' && req.method === 'POST';
-    const allowed = control ? req.method === 'POST' : submit || req.method === 'GET' || req.method === 'HEAD';
+    const allowed = control ? req.method === 'POST' : submit || read || (item && req.method === 'DELETE');
     if (!allowed) {
       const message = control
         ? `Method ${req.method} is not allowed on ${pathOf(req.url)}, a control path: use POST.`
-        : `Method ${req.method} is not allowed on ${pathOf(req.url)}: use GET or HEAD (control paths such as /items/{id}/cancel take POST).`;
-      return sendError(res, new HttpError(405, 'method_not_allowed', message, { Allow: control ? CONTROL_METHODS : path === '/items' ? `${READ_METHODS}, POST` : READ_METHODS }));
+        : item
+          ? `Method ${req.method} is not allowed on ${pathOf(req.url)}: use GET or HEAD to read the item, DELETE to remove it (control paths such as /items/{id}/cancel take POST).`
+          : `Method ${req.method} is not allowed on ${pathOf(req.url)}: use GET or HEAD (control paths such as /items/{id}/cancel take POST).`;
+      const allow = control ? CONTROL_METHODS : item ? ITEM_METHODS : path === '/items' ? `${READ_METHODS}, POST` : READ_METHODS;
+      return sendError(res, new HttpError(405, 'method_not_allowed', message, { Allow: allow }));
     }
     next();
   };
@@ -199,6 +213,14 @@ function addControlRoutes(app: Router, engine: MonitoredEngine, ctx: RouteContex
     // Hold and release also apply to a schedule template, which is not an item.
     const template = engine.itemDetail(itemId) ? undefined : engine.listSchedules?.().find((s) => s.id === itemId);
     sendJson(res, 202, template ?? requireItem(engine, itemId));
+  });
+  // DELETE /items/{id}: 204 once it is gone (a running item once its process has exited).
+  app.delete(ITEM_PATH, async (req: IncomingMessage, res: ServerResponse) => {
+    const itemId = itemIdOf(req.url);
+    const control = await controlRequest(engine, req);
+    await runControl(() => httpDeleteCommand().run(control, itemId));
+    res.writeHead(204, { 'Cache-Control': 'no-store' });
+    res.end();
   });
   app.post(ENGINE_CONTROL, async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req.url);

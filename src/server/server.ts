@@ -42,6 +42,11 @@ export interface HttpServerOptions {
   port: number;
   /** When set, every request needs `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * Another token, accepted wherever `token` is and for control even when no `token` is set (reads
+   * stay open then): the one the engine host hands to its windows' integrated terminals.
+   */
+  controlToken?: string;
   /** More Host names to answer to (a name DNS or a proxy gives this machine); needs a token like any non-loopback use. */
   allowedHosts?: readonly string[];
   /** If `port` is taken, listen on a free port instead (and report requestedPortInUse). */
@@ -77,7 +82,7 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
   const hub = new EventHub(engine, healthBody, { ...DEFAULT_EVENT_HUB_OPTIONS, ...options.events });
   const metrics = createEngineMetrics(engine);
   const route = createRouter(engine, {
-    guard: createGuard({ boundHost: host, port, token, allowedHosts: options.allowedHosts }),
+    guard: createGuard({ boundHost: host, port, token, controlToken: options.controlToken, allowedHosts: options.allowedHosts }),
     url,
     hub,
     healthBody,

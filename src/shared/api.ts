@@ -24,6 +24,8 @@ export const LOG_ACTIONS = [
   'item_held',
   'item_released',
   'item_updated',
+  // The user removed an item (Remove Item, Clear Finished): its row goes, this entry stays.
+  'item_removed',
   // Schedules and dependencies.
   'schedule_fired',
   'schedule_skipped',

@@ -16,6 +16,12 @@ export type ControlCommand =
   | { command: 'cancelItem'; itemId: string }
   | { command: 'holdItem'; itemId: string }
   | { command: 'releaseItem'; itemId: string }
+  /** Remove an item (a running one is cancelled and removed once its process has exited). */
+  | { command: 'removeItem'; itemId: string }
+  /** Remove every launched and failed item; answers with how many. */
+  | { command: 'clearFinished' }
+  /** Make a launched item pending again, its attempts reset. */
+  | { command: 'runAgain'; itemId: string }
   /** Workspace Trust was granted: leave the restricted state and start launching. */
   | { command: 'grantTrust' }
   /**
@@ -82,6 +88,11 @@ export interface HostInfo {
   keepAliveSeconds?: number;
   /** Windows attached now, this one included. */
   attached: number;
+  /**
+   * The token the host accepts for HTTP control (besides a configured one), for the window's
+   * integrated terminals only: `engine-monitor retry x` typed there works without any setting.
+   */
+  terminalToken?: string;
 }
 
 /** The variable the launching window passes its settings' digest in (never a secret itself). */

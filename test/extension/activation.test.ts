@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
+import * as path from 'node:path';
 import type { HealthResponse } from '../../src/shared/api';
 import { EXTENSION_ID, getApi, getJson, isAlive, waitForEngine } from './helpers';
 
@@ -45,11 +46,18 @@ describe('Activation', () => {
     assert.equal(status.server.url.replace(/\/$/, ''), api.baseUrl());
   });
 
-  it('gives integrated terminals ENGINE_MONITOR_URL', async () => {
+  it('gives integrated terminals ENGINE_MONITOR_URL, the host\'s terminal token and engine-monitor on PATH', async () => {
     const api = await getApi();
     const url = await waitForEngine(api);
     const env = api._testing.context.environmentVariableCollection;
     assert.equal(env.get('ENGINE_MONITOR_URL')?.value, url);
-    assert.equal(env.get('ENGINE_MONITOR_TOKEN'), undefined, 'no token configured, none exported');
+    // No token configured: the one the engine host tells attached windows, for their terminals only.
+    const terminalToken = api._testing.host.info?.terminalToken;
+    assert.ok(terminalToken);
+    assert.equal(env.get('ENGINE_MONITOR_TOKEN')?.value, terminalToken);
+    const launcher = api._testing.terminalEnv.launcher;
+    assert.ok(launcher, 'the launcher was written');
+    assert.equal(env.get('PATH')?.type, vscode.EnvironmentVariableMutatorType.Prepend);
+    assert.ok(env.get('PATH')?.value.startsWith(path.dirname(launcher)), env.get('PATH')?.value);
   });
 });

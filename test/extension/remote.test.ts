@@ -190,6 +190,9 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
     }, 20_000);
     assert.equal(detail.error, 'cancelled');
     assert.equal(detail.attempts.length, 1);
+    // Remove Item goes to the remote engine too (DELETE /items/{id} with the token).
+    await vscode.commands.executeCommand('engineMonitor.removeItem', node);
+    assert.equal((await remoteGet<ItemDetail>(headless!, '/items/remote-sleep')).status, 404, 'removed on the remote engine');
     // Restarting the remote process is not an HTTP action: said, not attempted.
     await assert.rejects(controller.restart(), (err: Error) => {
       // (By name: this suite is a separate bundle with its own copy of the class.)
@@ -239,6 +242,9 @@ describe('Remote mode (engineMonitor.remote.url)', function () {
     assert.notEqual(api.baseUrl(), headless!.url);
     assert.ok(isAlive(controller.enginePid!));
     assert.equal(api._testing.context.environmentVariableCollection.get('ENGINE_MONITOR_URL')?.value, api.baseUrl());
-    assert.equal(api._testing.context.environmentVariableCollection.get('ENGINE_MONITOR_TOKEN'), undefined);
+    // Not the remote engine's token: the terminal token of this window's own engine host.
+    const terminalToken = api._testing.host.info?.terminalToken;
+    assert.ok(terminalToken, 'the host tells its terminal token');
+    assert.equal(api._testing.context.environmentVariableCollection.get('ENGINE_MONITOR_TOKEN')?.value, terminalToken);
   });
 });

@@ -153,9 +153,9 @@ describe('CLI: items and control over HTTP', function () {
     for (const [method, p, allow] of [
       ['GET', '/items/long/cancel', 'POST'],
       ['HEAD', '/engine/stop', 'POST'],
-      ['DELETE', '/items/long', 'GET, HEAD'],
+      ['PUT', '/items/long', 'GET, HEAD, DELETE'],
       ['POST', '/stats', 'GET, HEAD'],
-      ['POST', '/items/long', 'GET, HEAD'],
+      ['POST', '/items/long', 'GET, HEAD, DELETE'],
       ['PUT', '/engine/poll', 'POST'],
     ] as const) {
       const res = await request(run.url, p, { method, headers: AUTH });

@@ -3,7 +3,7 @@
 // command reaches its one handler and answers as the channel promises.
 import assert from 'node:assert/strict';
 import { Engine } from '../../src/core/kernel/engine';
-import { CONTROL_COMMANDS, httpControlCommand, httpControlNames, runChannelCommand } from '../../src/core/features/control/commands';
+import { CONTROL_COMMANDS, httpControlCommand, httpControlNames, httpDeleteCommand, runChannelCommand } from '../../src/core/features/control/commands';
 import type { ItemDetail } from '../../src/shared/api';
 import { nodeItem, TempWorkspace, waitFor } from './support/workspace';
 
@@ -21,9 +21,10 @@ describe('control commands: one table for the channel and the HTTP routes', func
     ws.dispose();
   });
 
-  it('names every HTTP control path the server has taken: cancel, retry, hold, release, restart on items; start, stop, poll on the engine', () => {
-    assert.deepEqual(httpControlNames('item').sort(), ['cancel', 'hold', 'release', 'restart', 'retry']);
-    assert.deepEqual(httpControlNames('engine').sort(), ['poll', 'start', 'stop']);
+  it('names every HTTP control path the server has taken: cancel, retry, hold, release, restart, run-again on items; start, stop, poll, clear-finished on the engine', () => {
+    assert.deepEqual(httpControlNames('item').sort(), ['cancel', 'hold', 'release', 'restart', 'retry', 'run-again']);
+    assert.deepEqual(httpControlNames('engine').sort(), ['clear-finished', 'poll', 'start', 'stop']);
+    assert.equal(httpDeleteCommand(), CONTROL_COMMANDS.removeItem, 'DELETE /items/{id}');
     assert.equal(httpControlCommand('item', 'hold'), CONTROL_COMMANDS.holdItem);
     assert.equal(httpControlCommand('engine', 'hold'), undefined, 'hold is an item command');
     // The extension alone may grant trust or retry every failed item at once.

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import type { ItemState, ItemSummary } from '../../src/shared/api';
 import { parseItem } from '../../src/core/intake/items';
-import { formatRelativeTime } from '../../src/shared/format';
+import { formatClock, formatRelativeTime } from '../../src/shared/format';
 import { lensesFor, readQueueEntries, stateTitle, type LensContext, type QueueEntry } from '../../src/extension/queueLensModel';
 
 const defaults = { timeoutMs: 600_000, maxAttempts: 3 };
@@ -122,6 +122,26 @@ describe('queue file CodeLens model', () => {
     assert.deepEqual(lenses.map((l) => l.title), ['$(circle-outline) not yet scanned', '$(warning) rejected: unknown field "comand" (allowed: id, …)']);
     const offline = lensesFor(entries.slice(0, 1), context([], { connected: false }));
     assert.equal(offline[0].title, '$(debug-disconnect) engine not connected');
+  });
+
+  it('tells a schedule template its next run and last outcome, with Hold (Release while held), instead of "not yet scanned"', () => {
+    const entries: QueueEntry[] = [{ index: 0, start: 0, end: 1, id: 'nightly' }];
+    const template = {
+      id: 'nightly',
+      schedule: '0 2 * * *',
+      timezone: 'UTC',
+      overlap: 'skip' as const,
+      nextRunAt: '2026-11-29T02:00:00.000Z',
+      lastRunAt: '2026-11-28T02:00:00.000Z',
+      lastOutcome: 'launched' as const,
+      enabled: true,
+    };
+    const lenses = lensesFor(entries, context([], { schedule: (id) => (id === 'nightly' ? template : undefined) }));
+    assert.deepEqual(lenses.map((l) => l.title.replace(/ · last launched .*$/, ' · last launched …')), [`$(calendar) schedule · next ${formatClock(template.nextRunAt)} · last launched …`, 'Hold']);
+    assert.match(lenses[0].title, /^\$\(calendar\) schedule · next .+ · last launched /);
+    assert.deepEqual(lenses[1].command, { id: 'engineMonitor.holdItem', args: ['nightly'] });
+    const held = lensesFor(entries, context([], { schedule: () => ({ ...template, enabled: false, nextRunAt: null, lastRunAt: null, lastOutcome: null }) }));
+    assert.deepEqual(held.map((l) => l.title), ['$(calendar) schedule · held: no occurrence fires · not run yet', 'Release']);
   });
 
   it('says at the top of a draft that saving queues it, and keeps the states of the items it already holds', () => {

@@ -56,7 +56,7 @@ export class Engine implements ControllableEngine {
   private readonly poller: Poller;
   private readonly scheduler: Scheduler;
   private readonly triggers: WatchTriggers;
-  private readonly control: ItemControl;
+  readonly control: ItemControl;
   private readonly services: Services;
   private readonly persistence: PersistencePolicy;
   private readonly startedAt = Date.now();

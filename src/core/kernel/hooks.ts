@@ -21,7 +21,7 @@ export interface EngineHookMap {
   attemptEnded: (attemptId: number, result: AttemptResult, itemId: string) => void;
   /** Before a change is committed: what was discovered meanwhile is judged (dependencies). */
   settle: () => void;
-  /** Pruning removed the last log entries of these items. */
+  /** Pruning removed the last log entries of these items, or the user removed them: their attempts' output goes. */
   itemsForgotten: (itemIds: string[]) => void;
 }
 

@@ -147,6 +147,16 @@ export class ControlError extends Error {
   }
 }
 
+/** Removing items and running a launched one again (features/control/control.ts). */
+export interface ItemRemoval {
+  /** Removes an item; a running one is cancelled first and removed once its process has exited. */
+  removeItem(itemId: string): Promise<void>;
+  /** Removes every launched and failed item (Clear Finished); how many. */
+  clearFinished(): Promise<number>;
+  /** Makes a launched item pending again, its attempts reset (Run Again). */
+  runAgain(itemId: string): void;
+}
+
 /**
  * What control over HTTP (with a token) and over the extension's private channel may ask of an
  * engine. Each throws ControlError when refused; the server answers with the
@@ -166,6 +176,8 @@ export interface ControllableEngine extends MonitoredEngine {
   retryAllFailed(): number;
   /** Workspace Trust was granted: leave the restricted state and start launching. */
   grantTrust(): void;
+  /** Remove Item, Clear Finished, Run Again. */
+  readonly control: ItemRemoval;
   /** Queue files a window is still typing: scans pass over them until saved on purpose. */
   readonly drafts: Pick<DraftHolds, 'hold' | 'ingest'>;
   /**

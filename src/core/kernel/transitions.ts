@@ -25,6 +25,9 @@
 //   cancelled()             pending, running → failed (`cancelled`), its attempt ended at once
 //   failedWithoutAttempt()  pending          → failed
 //   retriedByHand()         failed           → pending, attempts reset
+//   ranAgainByHand()        launched         → pending, attempts reset
+//   removed()               pending (not running), launched, failed → (gone): its row and attempts;
+//                           the log, totalLaunches and totalFailed keep its history
 //   held() / released()     pending: the hold flag only; an outcome ends a hold.
 //
 // A service (features/services) takes the same path with its own steps:
@@ -244,6 +247,36 @@ export class Transitions {
     this.counts.failed--;
     this.counts.pending++;
     this.log('item_retried', 'info', `"${row.name}" retried by hand; attempts reset`, row.id, { previousAttempts: row.attempts });
+  }
+
+  /** launched → pending, its attempts reset (Run Again); due now, or at its runAt if that is later. */
+  ranAgainByHand(row: ItemRow, runAt: number | null | undefined): void {
+    const now = Date.now();
+    this.store.mutate('item_state', ['pending', 0, Math.max(now, runAt ?? 0), 0, null, now, row.id]);
+    this.counts.launched--;
+    this.counts.pending++;
+    this.log('item_retried', 'info', `"${row.name}" run again by hand; attempts reset`, row.id, { previousAttempts: row.attempts, previousOutcome: 'launched' });
+  }
+
+  /**
+   * An item the user removed (pending and not running, launched or failed): its row, its attempts
+   * (and, through itemsForgotten, their output) and its own dependencies go; `total` and its
+   * outcome's counter drop. totalLaunches, totalFailed and the log keep its history: the log
+   * says who removed what. A later queue file (or a changed one) naming its id brings it back as new.
+   */
+  removed(row: ItemRow): void {
+    const state = row.outcome === 'pending' ? (row.held === 1 ? 'held' : 'pending') : row.outcome;
+    this.hooks.emit('itemsForgotten', [row.id]);
+    this.store.mutate('attempts_delete', [row.id]);
+    this.store.mutate('dependencies_clear', [row.id]);
+    this.store.mutate('item_delete', [row.id]);
+    if (row.outcome === 'pending' && row.held === 1) this.counts.held--;
+    this.counts[row.outcome]--;
+    this.log('item_removed', 'info', `"${row.name}" removed by the user (it was ${state}, ${row.attempts} attempt(s))`, row.id, {
+      outcome: row.outcome,
+      attempts: row.attempts,
+      lastError: row.last_error,
+    });
   }
 
   /** A pending item waits for a dependency to launch (blocked), or no longer does. */

@@ -275,6 +275,9 @@ export const PG_MUTATIONS: Record<MutationKey, string | null> = {
   item_priority: 'UPDATE items SET priority = ? WHERE id = ?',
   item_blocked: 'UPDATE items SET blocked = ? WHERE id = ?',
   dependencies_clear: 'DELETE FROM dependencies WHERE item_id = ?',
+  // The items trigger takes the item out of its outcome's counter; the attempts trigger leaves the totals.
+  item_delete: 'DELETE FROM items WHERE id = ?',
+  attempts_delete: 'DELETE FROM attempts WHERE item_id = ?',
   dependency_insert: 'INSERT INTO dependencies (item_id, depends_on) VALUES (?, ?) ON CONFLICT DO NOTHING',
   schedule_upsert: `INSERT INTO schedules (id, name, source, definition, def_hash, enabled, next_from, last_run_at, last_occurrence, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, 1, ?, NULL, NULL, ?, ?)

@@ -152,6 +152,9 @@ export const MUTATIONS = {
   item_priority: 'UPDATE items SET priority = ? WHERE id = ?',
   item_blocked: 'UPDATE items SET blocked = ? WHERE id = ?',
   dependencies_clear: 'DELETE FROM dependencies WHERE item_id = ?',
+  // Remove Item and Clear Finished (id): the item and its attempts go; the log keeps its history.
+  item_delete: 'DELETE FROM items WHERE id = ?',
+  attempts_delete: 'DELETE FROM attempts WHERE item_id = ?',
   dependency_insert: 'INSERT OR IGNORE INTO dependencies (item_id, depends_on) VALUES (?, ?)',
   // A template (id, name, source, definition, def_hash, next_from, created_at, updated_at): a new
   // one computes its first occurrence from its discovery; a redefined one keeps its state.

@@ -1,16 +1,20 @@
 // Show Output: an attempt's output in a terminal. A vscode.Pseudoterminal prints what the engine
 // stored (GET /items/{id}/attempts/{n}/output) and, while the attempt runs, follows it live
 // (?follow=true, the response stays open until the attempt ends). Closing the terminal aborts the
-// request. Nothing here throws into VS Code: every failure becomes a line in the terminal.
+// request. Nothing here throws into VS Code: every failure becomes a line in the terminal. Each
+// item has one terminal: showing another attempt of it (or the same one again after it stopped
+// early) clears that terminal and prints there, so Show Output never piles terminals up.
 import * as vscode from 'vscode';
 import type { AttemptDetail, ItemDetail } from '../../shared/api';
-import { formatDuration } from '../../shared/format';
+import { formatDateTime, formatDuration } from '../../shared/format';
 import { describeError, type EngineClient } from '../engineClient';
 import { Disposable, toDisposable } from '../dispose';
 import { RunReader, noteLine, TerminalText } from './terminalText';
 
 /** What the tests (and a reused terminal) can read back: the start and the end of what was written. */
 const TRANSCRIPT_KEEP = 64 * 1024;
+/** Clears the screen and the scrollback, cursor home: a reused terminal starts afresh. */
+const CLEAR = '\x1b[2J\x1b[3J\x1b[H';
 /** Ctrl+C in the terminal stops following (the terminal stays open with what it shows). */
 const CTRL_C = '\x03';
 const HIDE_CURSOR = '\x1b[?25l';
@@ -49,10 +53,14 @@ export class OutputSession implements vscode.Pseudoterminal {
   private readonly closeEmitter = new vscode.EventEmitter<void>();
   readonly onDidClose = this.closeEmitter.event;
   private readonly endEmitter = new vscode.EventEmitter<void>();
-  /** Fires once, when the output has been printed to its end (or could not be). */
+  /** Fires once per attempt shown, when the output has been printed to its end (or could not be). */
   readonly onDidEnd = this.endEmitter.event;
+  private readonly nameEmitter = new vscode.EventEmitter<string>();
+  readonly onDidChangeName = this.nameEmitter.event;
 
-  private readonly abort = new AbortController();
+  private abort = new AbortController();
+  /** Bumped when the terminal is given another attempt: the previous run writes nothing more. */
+  private generation = 0;
   private _state: OutputSessionState = 'opening';
   private _closed = false;
   private _complete = false;
@@ -63,11 +71,27 @@ export class OutputSession implements vscode.Pseudoterminal {
   constructor(
     private readonly client: EngineClient,
     readonly itemId: string,
-    readonly attempt: number,
-    /** The attempt as it was when the terminal opened (its startedAt tells runs of a retried item apart). */
-    readonly startedAt: string,
-    private readonly header: string,
+    public attempt: number,
+    /** The attempt shown (its startedAt tells runs of a retried item apart). */
+    public startedAt: string,
+    private header: string,
   ) {}
+
+  /** Shows another attempt of the same item in this terminal: cleared, then printed and followed. */
+  retarget(attempt: number, startedAt: string, header: string, name: string): void {
+    this.abort.abort();
+    this.generation++;
+    this.attempt = attempt;
+    this.startedAt = startedAt;
+    this.header = header;
+    this._state = 'opening';
+    this._complete = false;
+    this.headText = '';
+    this.tailText = '';
+    this.nameEmitter.fire(name);
+    this.writeEmitter.fire(CLEAR);
+    void this.run();
+  }
 
   get state(): OutputSessionState {
     return this._state;
@@ -103,6 +127,11 @@ export class OutputSession implements vscode.Pseudoterminal {
     this.finish();
   }
 
+  /** Whether this terminal is showing `attempt` (started at `startedAt`), following it or printed to its end. */
+  shows(attempt: number, startedAt: string): boolean {
+    return !this._closed && this.attempt === attempt && this.startedAt === startedAt && (this._state !== 'ended' || this._complete);
+  }
+
   handleInput(data: string): void {
     if (data === CTRL_C && this._state !== 'ended') {
       this.abort.abort();
@@ -114,6 +143,7 @@ export class OutputSession implements vscode.Pseudoterminal {
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
     this.endEmitter.dispose();
+    this.nameEmitter.dispose();
   }
 
   private write(text: string): void {
@@ -130,38 +160,45 @@ export class OutputSession implements vscode.Pseudoterminal {
   }
 
   private async run(): Promise<void> {
+    const generation = this.generation;
+    const abort = (this.abort = new AbortController());
+    // Writes of a run the terminal has moved on from go nowhere.
+    const write = (text: string) => {
+      if (generation === this.generation) this.write(text);
+    };
     // A read-only terminal: no cursor blinking under the output.
-    this.write(HIDE_CURSOR + noteLine(this.header));
+    write(HIDE_CURSOR + noteLine(this.header));
     const text = new TerminalText();
     try {
-      const res = await this.request();
+      const res = await this.request(abort.signal);
       if (!res.ok || !res.body) {
-        this.write(noteLine(await refusal(res)));
+        write(noteLine(await refusal(res)));
         return;
       }
-      this._state = 'following';
+      if (generation === this.generation) this._state = 'following';
       const runs = res.headers.get('content-type')?.startsWith('application/octet-stream') ? new RunReader() : undefined;
       const reader = res.body.getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        if (runs) for (const run of runs.push(value)) this.write(text.push(run.stream, run.bytes));
-        else this.write(text.push('stdout', value));
+        if (runs) for (const run of runs.push(value)) write(text.push(run.stream, run.bytes));
+        else write(text.push('stdout', value));
       }
-      this.write(text.end());
+      write(text.end());
+      if (generation !== this.generation) return;
       this._complete = !runs || runs.complete;
-      if (runs && !runs.complete) this.write(`${RESET}\r\n${noteLine('the output ended in the middle of a run')}`);
-      await this.writeEnd();
+      if (runs && !runs.complete) write(`${RESET}\r\n${noteLine('the output ended in the middle of a run')}`);
+      await this.writeEnd(generation);
     } catch (err) {
-      const byUser = this.abort.signal.aborted;
+      const byUser = abort.signal.aborted;
       // Whatever stopped the reading (a body not in runs, a lost connection), the request goes too.
-      this.abort.abort();
-      this.write(text.end());
-      if (this._closed) return;
-      if (byUser) this.write(`${RESET}\r\n${noteLine('stopped following (Ctrl+C); the attempt goes on')}`);
-      else this.write(`${RESET}\r\n${noteLine(`the output stopped: ${describeError(err)}`)}`);
+      abort.abort();
+      write(text.end());
+      if (this._closed || generation !== this.generation) return;
+      if (byUser) write(`${RESET}\r\n${noteLine('stopped following (Ctrl+C); the attempt goes on')}`);
+      else write(`${RESET}\r\n${noteLine(`the output stopped: ${describeError(err)}`)}`);
     } finally {
-      this.finish();
+      if (generation === this.generation) this.finish();
     }
   }
 
@@ -170,18 +207,19 @@ export class OutputSession implements vscode.Pseudoterminal {
    * and closes. In runs of one stream each (`format=runs`, so stderr can be red); an engine that
    * does not know the parameter (400) is asked for the combined text, shown uncoloured.
    */
-  private async request(): Promise<Response> {
+  private async request(signal: AbortSignal): Promise<Response> {
     const path = `${outputPath(this.itemId, this.attempt)}?follow=true`;
-    const runs = await this.client.open(`${path}&format=runs`, { signal: this.abort.signal });
+    const runs = await this.client.open(`${path}&format=runs`, { signal });
     if (runs.status !== 400) return runs;
     await runs.body?.cancel();
-    return this.client.open(path, { signal: this.abort.signal, headers: { Accept: 'text/plain' } });
+    return this.client.open(path, { signal, headers: { Accept: 'text/plain' } });
   }
 
   /** After the output: how the attempt ended, from GET /items/{id}. */
-  private async writeEnd(): Promise<void> {
+  private async writeEnd(generation: number): Promise<void> {
     try {
       const detail = await this.client.get<ItemDetail>(itemPath(this.itemId));
+      if (generation !== this.generation) return;
       const attempt = detail.attempts.find((a) => a.attempt === this.attempt && a.startedAt === this.startedAt);
       // The program may have left a colour on: the note starts from the default one.
       if (attempt) this.write(RESET + (endsWithNewline(this.tailText) ? '' : '\r\n') + noteLine(describeAttemptEnd(attempt)));
@@ -241,20 +279,19 @@ export class OutputTerminals extends Disposable {
   }
 
   /**
-   * Shows `attempt` of the item in a terminal: the one already showing that very run, or a new
-   * one that prints the output and follows it while the attempt runs.
+   * Shows `attempt` of the item in the item's terminal: as it is when it already shows that very
+   * run (following, or printed to its end), else cleared and given this attempt; a new terminal
+   * only for an item that has none open.
    */
   show(detail: ItemDetail, attempt: AttemptDetail): OutputSession {
-    // The same run, still open, and either still following or printed to its end (one that
-    // stopped early, by Ctrl+C or a lost connection, is replaced by a new terminal that follows).
-    const existing = [...this.sessions].find(
-      (s) => !s.closed && s.itemId === detail.item.id && s.attempt === attempt.attempt && s.startedAt === attempt.startedAt && (s.state !== 'ended' || s.complete),
-    );
+    // Local time, in the locale's format, as everywhere else in the UI (the views, the dashboard).
+    const header = `${detail.item.name} (${detail.item.id}) · attempt ${attempt.attempt} of ${detail.item.maxAttempts} · started ${formatDateTime(attempt.startedAt)}`;
+    const existing = [...this.sessions].find((s) => !s.closed && s.itemId === detail.item.id && s.terminal);
     if (existing?.terminal) {
+      if (!existing.shows(attempt.attempt, attempt.startedAt)) existing.retarget(attempt.attempt, attempt.startedAt, header, terminalName(detail, attempt.attempt));
       existing.terminal.show();
       return existing;
     }
-    const header = `${detail.item.name} (${detail.item.id}) · attempt ${attempt.attempt} of ${detail.item.maxAttempts} · started ${attempt.startedAt}`;
     const session = new OutputSession(this.client, detail.item.id, attempt.attempt, attempt.startedAt, header);
     this.sessions.add(session);
     session.terminal = vscode.window.createTerminal({

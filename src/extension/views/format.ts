@@ -93,6 +93,7 @@ const ACTION_ICONS: Record<LogAction, [string, string?]> = {
   item_held: ['debug-pause', YELLOW],
   item_released: ['debug-continue', BLUE],
   item_updated: ['edit', BLUE],
+  item_removed: ['trash'],
   schedule_fired: ['calendar', BLUE],
   schedule_skipped: ['calendar', YELLOW],
   watch_fired: ['eye', BLUE],

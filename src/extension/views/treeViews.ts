@@ -95,6 +95,8 @@ export class EngineViews extends Disposable {
     // However the first item arrived (Add Item…, a file written by hand, a script), the
     // walkthrough's step completes on it.
     if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasItems, m.stats.total > 0);
+    // And "See it launched" on a launch, not on a look at the Items view before anything ran.
+    if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasLaunched, m.stats.totalLaunches > 0);
     if (parts.has('health')) {
       this.providers.health.setRoots(healthNodes(m.health, m.error));
       void vscode.commands.executeCommand('setContext', ContextKeys.engineState, m.health?.checks.engine ?? '');

@@ -331,9 +331,15 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
   return EXIT_OK;
 }
 
-const DONE: Record<ControlAction, string> = { cancel: 'cancelled', retry: 'retried', hold: 'held', release: 'released' };
+const DONE: Record<ControlAction, string> = { cancel: 'cancelled', retry: 'retried', hold: 'held', release: 'released', 'run-again': 'ran again', remove: 'removed' };
 
 async function control(endpoint: Endpoint, io: Io, asJson: boolean, action: ControlAction, itemId: string): Promise<number> {
+  if (action === 'remove') {
+    // 204 once it is gone (a running item once its process has exited): nothing to show but the id.
+    await request(endpoint, itemPath(itemId), { method: 'DELETE' });
+    await io.out(asJson ? `${JSON.stringify({ removed: itemId })}\n` : `removed ${escapeControls(itemId)}\n`);
+    return EXIT_OK;
+  }
   const path = `${itemPath(itemId)}/${action}`;
   const res = await request(endpoint, path, { method: 'POST' });
   let text: string;

@@ -83,7 +83,7 @@ function from(endpoint: Endpoint): string {
 }
 
 export interface RequestOptions {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'DELETE';
   accept?: string;
   /** Streams (follow) have no overall timeout: they end when the engine closes them, or on Ctrl+C. */
   stream?: boolean;
@@ -164,7 +164,7 @@ async function engineError(endpoint: Endpoint, method: string, pathAndQuery: str
   const hint =
     res.status === 401
       ? ` (give the engine's token with --token or ${TOKEN_ENV})`
-      : res.status === 403 && method === 'POST'
+      : res.status === 403 && method !== 'GET'
         ? ` (with a token on the engine, give the same one here: --token or ${TOKEN_ENV})`
         : '';
   return new EngineError(`${message}${hint}`, res.status);

@@ -31,7 +31,11 @@ Commands:
                                  the program wrote them; --follow waits for a pending item's
                                  first attempt and streams until the attempt ends, exit 0 if it
                                  succeeded, 1 if it failed
-  cancel|retry|hold|release <id> control an item (the engine needs a token for this)
+  cancel|retry|hold|release <id> control an item (the engine needs a token for this; VS Code's
+                                 integrated terminals have one for their window's engine)
+  run-again <id>                 a launched item: pending again, its attempts reset
+  remove <id>                    forget an item (a running one is cancelled first); the log
+                                 keeps its history
   add [item options] -- COMMAND [ARGS…]
   add [item options] --shell "LINE"
                                  submit an item (POST /items; needs the token) and print its
@@ -93,15 +97,19 @@ Exit codes:
 
 /** What a usage error prints under its message: the forms, and where the rest is. */
 export const SHORT_USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
-       engine-monitor status|stats|health|logs|items|output|cancel|retry|hold|release [<id>] [options]
+       engine-monitor status|stats|health|logs|items|output|cancel|retry|hold|release|run-again|remove [<id>] [options]
+Run engine-monitor --help for the options and exit codes.
+`;
+
+export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'run-again', 'remove'] as const;
        engine-monitor add [item options] -- COMMAND [ARGS…]
 Run engine-monitor --help for the options and exit codes.
 `;
 
 export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'add'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
-export type ControlAction = 'cancel' | 'retry' | 'hold' | 'release';
-const CONTROL_ACTIONS: readonly string[] = ['cancel', 'retry', 'hold', 'release'];
+export type ControlAction = 'cancel' | 'retry' | 'hold' | 'release' | 'run-again' | 'remove';
+const CONTROL_ACTIONS: readonly string[] = ['cancel', 'retry', 'hold', 'release', 'run-again', 'remove'];
 
 export class ClientUsageError extends Error {}
 

@@ -10,8 +10,10 @@ export type ControlCommandName = ControlCommand['command'];
 export interface ControlCommandSpec {
   /** What it acts on: an item (or a schedule template, for hold and release), or the engine. */
   target: 'item' | 'engine';
-  /** Its HTTP path's last part: POST /items/{id}/<http> or /engine/<http>. None: the extension alone may send it. */
+  /** Its HTTP path's last part: POST /items/{id}/<http> or /engine/<http>. None: the extension alone may send it (or `httpDelete`). */
   http?: string;
+  /** Sent over HTTP as DELETE /items/{id} (an item command without `http`). */
+  httpDelete?: true;
   /**
    * What the channel answers with: the item as GET /items/{id} reports it after the change,
    * run's result, or nothing. Over HTTP an item command answers with the item, an engine command
@@ -31,6 +33,10 @@ export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = 
   cancelItem: { target: 'item', http: 'cancel', answer: 'item', run: (e, id) => e.cancelItem(id) },
   holdItem: { target: 'item', http: 'hold', answer: 'item', run: (e, id) => e.holdItem(id) },
   releaseItem: { target: 'item', http: 'release', answer: 'item', run: (e, id) => e.releaseItem(id) },
+  runAgain: { target: 'item', http: 'run-again', answer: 'item', run: (e, id) => e.control.runAgain(id) },
+  // The item is gone afterwards: nothing to answer with.
+  removeItem: { target: 'item', httpDelete: true, answer: 'none', run: (e, id) => e.control.removeItem(id) },
+  clearFinished: { target: 'engine', http: 'clear-finished', answer: 'result', run: (e) => e.control.clearFinished() },
   retryAllFailed: { target: 'engine', answer: 'result', run: (e) => e.retryAllFailed() },
   grantTrust: { target: 'engine', answer: 'none', run: (e) => e.grantTrust() },
   // A window's queue files being typed (intake/draftHolds.ts): the editor's business, not HTTP's.
@@ -60,6 +66,11 @@ export function httpControlNames(target: 'item' | 'engine'): string[] {
 /** The command POST /items/{id}/<name> or /engine/<name> names, if any. */
 export function httpControlCommand(target: 'item' | 'engine', name: string): ControlCommandSpec | undefined {
   return Object.values(CONTROL_COMMANDS).find((c) => c.target === target && c.http === name);
+}
+
+/** The command DELETE /items/{id} runs. */
+export function httpDeleteCommand(): ControlCommandSpec {
+  return Object.values(CONTROL_COMMANDS).find((c) => c.httpDelete)!;
 }
 
 /** Runs a command from the extension's channel; what it answers with (see `answer`). */

@@ -1,5 +1,6 @@
-// What a user may do to items: retry a failed one, cancel a pending one (ending its running
-// attempt), hold and release a pending one or a schedule template. Each request is checked against
+// What a user may do to items: retry a failed one, run a launched one again, cancel a pending one
+// (ending its running attempt), hold and release a pending one or a schedule template, remove one
+// (or every finished one). Each request is checked against
 // the item's state (a refusal is a ControlError the HTTP routes turn into 404 or 409), recorded
 // through transitions.ts, and on disk before it is answered.
 import type { ItemRow } from '../../reads/records';
@@ -7,7 +8,7 @@ import { itemState, readFailedItemIds, readItem } from '../../reads/records';
 import { itemFromRow } from '../../intake/items';
 import type { Attempts } from '../../kernel/attempts';
 import type { KernelContext } from '../../kernel/context';
-import { ControlError } from '../../kernel/monitoredEngine';
+import { ControlError, type ItemRemoval } from '../../kernel/monitoredEngine';
 import type { Dependencies } from '../dependencies/dependencies';
 import type { Scheduler } from '../schedules/schedules';
 
@@ -16,7 +17,7 @@ function finishedAlready(row: ItemRow): string {
   return row.outcome === 'launched' ? 'has already launched (an attempt succeeded)' : `has already failed${row.last_error ? ` (${row.last_error})` : ''}`;
 }
 
-export class ItemControl {
+export class ItemControl implements ItemRemoval {
   constructor(
     private readonly k: KernelContext,
     private readonly attempts: Attempts,
@@ -37,6 +38,68 @@ export class ItemControl {
       this.dependencies.evaluate(itemId);
     });
     this.answered(true);
+  }
+
+  /** Makes a launched item pending again, its attempts reset (`item_retried`); not before its runAt. */
+  runAgain(itemId: string): void {
+    const row = this.requireItem(itemId);
+    if (row.outcome !== 'launched') {
+      throw new ControlError('conflict', `item "${itemId}" is ${row.outcome}; only a launched item can be run again (a failed one is retried)`);
+    }
+    const def = itemFromRow(row.definition, row);
+    this.k.store.batch(() => {
+      this.k.transitions.ranAgainByHand(row, def.runAt);
+      this.dependencies.evaluate(itemId);
+    });
+    this.answered(true);
+  }
+
+  /**
+   * Removes an item, whatever its state (transitions.removed). A running one is cancelled first,
+   * and removed once its process has exited (SIGTERM, SIGKILL after 5 s): its process never
+   * outlives the item, and its attempt's end is recorded before the attempt goes. A schedule
+   * template is not an item: it lives in its queue file, and its occurrences are removed one by one.
+   */
+  async removeItem(itemId: string): Promise<void> {
+    if (this.scheduler.has(itemId)) {
+      throw new ControlError('conflict', `"${itemId}" is a schedule template, not an item: delete its entry from its queue file to remove it (its occurrences can be removed one by one)`);
+    }
+    let row = this.requireItem(itemId);
+    if (row.running === 1 && !this.attempts.of(itemId)) {
+      throw new ControlError('conflict', `item "${itemId}" is running on another engine of the fleet; cancel it first, then remove it`);
+    }
+    if (this.attempts.of(itemId)) this.cancelItem(itemId);
+    await this.exited(itemId);
+    row = this.requireItem(itemId);
+    if (row.running === 1 || this.attempts.of(itemId)) {
+      throw new ControlError('conflict', `item "${itemId}" started again while it was being removed; cancel it, then remove it`);
+    }
+    this.k.store.batch(() => this.k.transitions.removed(row));
+    this.answered(false);
+  }
+
+  /** Removes every launched and failed item (Clear Finished): how many. Pending and running ones stay. */
+  async clearFinished(): Promise<number> {
+    const ids = this.k.store.all<{ id: string }>("SELECT id FROM items WHERE outcome IN ('launched', 'failed') ORDER BY seq").map((r) => r.id);
+    // A cancelled item's process may still be ending: it is waited for, as Remove Item does.
+    await Promise.all(ids.map((id) => this.exited(id)));
+    let removed = 0;
+    this.k.store.batch(() => {
+      for (const id of ids) {
+        const row = readItem(this.k.store, id);
+        if (!row || row.outcome === 'pending') continue;
+        this.k.transitions.removed(row);
+        removed++;
+      }
+    });
+    if (removed > 0) this.answered(false);
+    return removed;
+  }
+
+  /** Settles once no process of the item's cancelled attempts is left (at once if none is). */
+  private async exited(itemId: string): Promise<void> {
+    const ending = this.attempts.all().flatMap((a) => (a.item.id === itemId && a.cancelled && a.recorded ? [a.recorded] : []));
+    await Promise.all(ending);
   }
 
   retryAllFailed(): number {

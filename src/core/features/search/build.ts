@@ -56,9 +56,14 @@ export function eachTextOf(store: Store, seqs: ArrayLike<number>, fn: (seq: numb
   }
 }
 
+/** Redefinitions and removals: either changes the items in the middle, and the index is built again. */
+function rewrites(store: Store): number {
+  return store.mutations('item_update') + store.mutations('item_delete');
+}
+
 /** Whether the index has read every item the store holds, as its mutation counters tell. */
 function current(store: Store, index: ItemIndex | undefined): boolean {
-  return index !== undefined && index.updates === store.mutations('item_update') && index.inserts === store.mutations('item_insert');
+  return index !== undefined && index.updates === rewrites(store) && index.inserts === store.mutations('item_insert');
 }
 
 /**
@@ -68,7 +73,7 @@ function current(store: Store, index: ItemIndex | undefined): boolean {
  */
 function catchUp(store: Store, limit = Infinity, chunk = TEXT_CHUNK): boolean {
   const inserts = store.mutations('item_insert');
-  const updates = store.mutations('item_update');
+  const updates = rewrites(store);
   let index = indexes.get(store);
   if (current(store, index)) return true;
   // A redefinition changes a text in the middle: index everything again (queue files rarely
@@ -154,7 +159,7 @@ export function itemIndexReady(store: Store, step: BuildStep = BUILD_STEP): Prom
   const pending = builds.get(store);
   if (pending) return pending;
   // (item_insert counts statements, so this is at least the items discovered since.)
-  if (index && index.updates === store.mutations('item_update') && index.inserts >= 0 && store.mutations('item_insert') - index.inserts <= step.items) return undefined;
+  if (index && index.updates === rewrites(store) && index.inserts >= 0 && store.mutations('item_insert') - index.inserts <= step.items) return undefined;
   const build = (async () => {
     try {
       // Each step in a turn of its own, the first too: the request that starts the build returns at once.
