@@ -3,14 +3,14 @@
 // submits, submit → start), on real CLI engines (dist/cli.js serve) and a real PostgreSQL server
 // started for the run. `BENCH_ONLY=fleetjobs npx tsx bench/run.ts`.
 //
-// - Throughput: `items` × /bin/true submitted at once as one .jsonl queue file renamed into the
-//   first engine's queue folder, drained by 1, 2 and 3 engines (concurrency 4 each). Wall time is
-//   from the rename to the last attempt's end as the database recorded it.
+// - Throughput: `items` × /bin/true submitted at once through the first engine's POST /items (in
+//   batches of 1,000, the most one request takes), drained by 1, 2 and 3 engines (concurrency 4
+//   each). Wall time is from the first request to the last attempt's end as the database recorded it.
 // - Latency: `submits` items one after another, each `/bin/date +%s%3N`, so the attempt's own
 //   output says when its process started. Local: one engine. Cross-engine: two engines sharing a
 //   folder, the one that ingests kept busy (its 4 slots hold items only it can start), so every
-//   item starts on the other. Submit → start counts from the rename (it includes finding the file:
-//   up to one poll interval); ingest → start from the ingesting engine's commit of the item.
+//   item starts on the other. Submit → start counts from sending the POST /items; ingest → start
+//   from the ingesting engine's commit of the item.
 // - The floor: the bare Node.js spawner (bench/child/spawner.ts) over the same items, same run.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -41,6 +41,23 @@ export interface FleetJobsContext {
 }
 
 const CONCURRENCY = 4;
+/** The engines' token: POST /items needs one. */
+const TOKEN = 'bench-fleet-token';
+/** The most items one POST /items takes. */
+const BATCH = 1000;
+
+/** Submits items through an engine's POST /items, a batch at a time; throws unless each is taken (201). */
+async function submitItems(url: string, items: unknown[]): Promise<void> {
+  for (let i = 0; i < items.length; i += BATCH) {
+    const res = await fetch(`${url}/items`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(items.slice(i, i + BATCH)),
+    });
+    const body = await res.text();
+    if (res.status !== 201) throw new Error(`POST /items answered ${res.status}: ${body.slice(0, 500)}`);
+  }
+}
 /** Short, so that finding a renamed file costs little of what is measured; stated in the rows. */
 const POLL_MS = 100;
 
@@ -73,7 +90,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
       queueDir: i === 0 ? '.engine/queue' : `.engine/queue-${i}`,
       concurrency: CONCURRENCY,
       pollIntervalMs: POLL_MS,
-      extra: folders.slice(1).flatMap((f) => ['--workspace', f]),
+      extra: ['--token', TOKEN, ...folders.slice(1).flatMap((f) => ['--workspace', f])],
     });
     engines.push(e);
     return e;
@@ -87,7 +104,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
       for (let i = 0; i < count; i++) es.push(await start(url, dir, [ws], i));
       const items = Array.from({ length: ctx.items }, (_, i) => ({ id: `t${i}`, command: '/bin/true' }));
       const t0 = Date.now();
-      enqueue(ws, 'work.jsonl', items);
+      await submitItems(es[0].url, items);
       for (;;) {
         await new Promise((r) => setTimeout(r, 100));
         const dead = es.find((e) => e.exit);
@@ -119,11 +136,11 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
           if ((await getJson<{ engine: { running: number } }>(`${a.url}/status`)).engine.running === CONCURRENCY) break;
         }
       }
-      const renamedAt = new Map<string, number>();
+      const submittedAt = new Map<string, number>();
       for (let i = 0; i < ctx.submits; i++) {
         const id = `l${i}`;
-        renamedAt.set(id, Date.now());
-        enqueue(ws, `${id}.json`, [{ id, command: '/bin/date', args: ['+%s%3N'] }]);
+        submittedAt.set(id, Date.now());
+        await submitItems(a.url, [{ id, command: '/bin/date', args: ['+%s%3N'] }]);
         for (;;) {
           await new Promise((r) => setTimeout(r, 10));
           const d = await getJson<{ outcome: string }>(`${a.url}/items/${id}`).catch(() => undefined);
@@ -139,7 +156,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
       let elsewhere = 0;
       for (const [id, createdAt, out, engineId] of rows) {
         const startedAt = Number(out.trim());
-        submit.push(startedAt - renamedAt.get(id)!);
+        submit.push(startedAt - submittedAt.get(id)!);
         ingest.push(startedAt - Number(createdAt));
         if (engineId === bId) elsewhere++;
       }
@@ -172,7 +189,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
   const floor4 = median(floors[4]);
   const floor12 = median(floors[12]);
   ctx.raw.fleetJobs = { jobs, floors, local, cross };
-  const note = `${ctx.items} × /bin/true in one .jsonl queue file, poll interval ${POLL_MS} ms; ${FLEET_ANCHORS}`;
+  const note = `${ctx.items} × /bin/true through POST /items (batches of ${BATCH}), poll interval ${POLL_MS} ms; ${FLEET_ANCHORS}`;
   ctx.add({ scenario: 'fleetjobs', measure: `1 engine × ${CONCURRENCY}: jobs/s`, value: j(1), unit: 'jobs/s', baseline: floor4, ratio: j(1) / floor4, note: `baseline: the bare spawner at concurrency 4, same run; ${note}` });
   ctx.add({ scenario: 'fleetjobs', measure: `2 engines × ${CONCURRENCY}: jobs/s`, value: j(2), unit: 'jobs/s', baseline: floor12, ratio: j(2) / floor12, note: 'baseline: the bare spawner at concurrency 12, same run' });
   ctx.add({ scenario: 'fleetjobs', measure: `3 engines × ${CONCURRENCY}: jobs/s`, value: j(3), unit: 'jobs/s', baseline: floor12, ratio: j(3) / floor12, note: 'baseline: the bare spawner at concurrency 12, same run' });
@@ -180,7 +197,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
   ctx.add({ scenario: 'fleetjobs', measure: 'scale-out, 3 engines vs 1', value: (j(3) / (3 * j(1))) * 100, unit: '% of linear' });
   for (const [label, r] of [['local', local], ['cross-engine', cross]] as const) {
     const where = label === 'local' ? 'one engine' : `${r.elsewhere} of ${r.submit.length} started on the other engine`;
-    ctx.add({ scenario: 'fleetjobs', measure: `submit → start, ${label}: p50`, value: percentile(r.submit, 50), unit: 'ms', note: `${r.submit.length} sequential queue-file renames, ${where}; includes finding the file (poll ${POLL_MS} ms)` });
+    ctx.add({ scenario: 'fleetjobs', measure: `submit → start, ${label}: p50`, value: percentile(r.submit, 50), unit: 'ms', note: `${r.submit.length} sequential POST /items of one item each, ${where}; from sending the request` });
     ctx.add({ scenario: 'fleetjobs', measure: `submit → start, ${label}: p99`, value: percentile(r.submit, 99), unit: 'ms' });
     ctx.add({ scenario: 'fleetjobs', measure: `ingest → start, ${label}: p50`, value: percentile(r.ingest, 50), unit: 'ms', note: 'from the ingesting engine\'s commit of the item to its process\'s first output of the time' });
     ctx.add({ scenario: 'fleetjobs', measure: `ingest → start, ${label}: p99`, value: percentile(r.ingest, 99), unit: 'ms' });

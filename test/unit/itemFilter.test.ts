@@ -14,7 +14,7 @@ describe('item filter', () => {
   });
 
   it('refuses what it does not know, saying what is allowed', () => {
-    assert.throws(() => parseItemsQueryString('state=sleeping'), /Parameter state has an unknown state "sleeping"; allowed \(comma-separated or repeated\): waiting, scheduled, running, backoff, held, blocked, launched, failed\./);
+    assert.throws(() => parseItemsQueryString('state=sleeping'), /Parameter state has an unknown state "sleeping"; allowed \(comma-separated or repeated\): waiting, scheduled, running, backoff, held, blocked, launched, failed, starting, ready\./);
     assert.throws(() => parseItemsQueryString('state=held,'), /unknown state ""/);
     assert.throws(() => parseItemsQueryString('q=a&q=b'), /given 2 times/);
     assert.throws(() => parseItemsQueryString(`q=${'a '.repeat(33)}`), /33 words; a search takes at most 32/);

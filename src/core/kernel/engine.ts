@@ -267,14 +267,16 @@ export class Engine implements ControllableEngine {
   private changed(how: ChangeEnd, between?: () => void): void {
     if (how.settle) this.hooks.emit('settle');
     between?.();
-    if (how.commit !== 'dispatch' || !how.dispatch) this.store.commit(how.commit === 'dispatch' ? 'background' : how.commit);
+    // A dispatch round writes with its launches only while the engine launches; else now.
+    if (how.commit !== 'dispatch' || !how.dispatch || this.mode !== 'running') this.store.commit(how.commit === 'dispatch' ? 'background' : how.commit);
     this.events.emit({ type: 'stats' });
     if (how.dispatch) this.dispatcher.schedule();
   }
 
   // ---- control: features/control, one handler each -------------------------------------
 
-  readonly pollNow = (): Promise<void> => this.poller.pollNow();
+  /** Resolves once what the poll took is written: the dispatch round it asked for runs first. */
+  readonly pollNow = (): Promise<void> => this.poller.pollNow().then(() => new Promise<void>((resolve) => setImmediate(resolve)));
   readonly retryItem = (itemId: string): void => this.control.retryItem(itemId);
   readonly retryAllFailed = (): number => this.control.retryAllFailed();
   readonly cancelItem = (itemId: string): void => this.control.cancelItem(itemId);

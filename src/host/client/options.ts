@@ -98,15 +98,11 @@ Exit codes:
 /** What a usage error prints under its message: the forms, and where the rest is. */
 export const SHORT_USAGE = `Usage: engine-monitor serve --workspace <dir> [options]
        engine-monitor status|stats|health|logs|items|output|cancel|retry|hold|release|run-again|remove [<id>] [options]
-Run engine-monitor --help for the options and exit codes.
-`;
-
-export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'run-again', 'remove'] as const;
        engine-monitor add [item options] -- COMMAND [ARGS…]
 Run engine-monitor --help for the options and exit codes.
 `;
 
-export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'add'] as const;
+export const CLIENT_COMMANDS = ['status', 'stats', 'health', 'logs', 'items', 'output', 'cancel', 'retry', 'hold', 'release', 'run-again', 'remove', 'add'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export type ControlAction = 'cancel' | 'retry' | 'hold' | 'release' | 'run-again' | 'remove';
 const CONTROL_ACTIONS: readonly string[] = ['cancel', 'retry', 'hold', 'release', 'run-again', 'remove'];
