@@ -53,7 +53,9 @@ export class Dispatcher {
     // Every attempt is journaled before its process is spawned; if storage is failing we cannot
     // keep that promise, so launching waits until it persists again.
     if (store.lastError !== null && !store.commit()) return;
-    if (storageLost) return;
+    // That commit may be the one that finds storage back, and no longer this engine's (a poll's
+    // writes now wait for this round): the state is read again after it.
+    if (storageLost || this.state().storageLost) return;
     const free = options.concurrency - this.attempts.busySlots;
     const now = Date.now();
     if (free > 0) {
