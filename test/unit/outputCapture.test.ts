@@ -11,7 +11,7 @@ import path from 'node:path';
 import { LAZY_BYTES, OutputCapture } from '../../src/core/features/output/outputCapture';
 import { retireOutputPack } from '../../src/core/features/output/outputPacks';
 import { encodeRecord, encodeSingleHeader, headFile, headIndexFile, keptBytes, MIN_OUTPUT_MAX_BYTES, singleFile, type OutputTarget } from '../../src/core/features/output/outputFiles';
-import { closeLayout, copyPieces, outputView, readLayout, type StreamFilter } from '../../src/core/features/output/outputReader';
+import { closeLayout, copyPieces, outputSince, outputView, readLayout, type StreamFilter } from '../../src/core/features/output/outputReader';
 import { waitFor } from './support/workspace';
 
 async function served(dir: string, attemptId: number, stream: StreamFilter): Promise<string | undefined> {
@@ -250,7 +250,28 @@ describe('output capture: output kept in memory until it is large, old or comple
         }
       }
     };
+    // A follower, as GET …/output?follow=true reads: from its position on, each time.
+    const followed: string[] = [];
+    const follower = async (): Promise<void> => {
+      let position = 0;
+      const step = async (): Promise<void> => {
+        const layout = await readLayout(dir, t.attemptId, position);
+        if (!layout) return;
+        try {
+          const next = await outputSince(layout, position, undefined);
+          const chunks: Buffer[] = [];
+          await copyPieces(next.pieces, 0, Infinity, async (chunk) => void chunks.push(Buffer.from(chunk)));
+          followed.push(Buffer.concat(chunks).toString('latin1'));
+          position = next.end;
+        } finally {
+          await closeLayout(layout);
+        }
+      };
+      while (writing) await step();
+      await step();
+    };
     const readers = [reader(), reader(), reader()];
+    const following = follower();
     for (let i = 0; i < lines; i += linesPerPush) {
       capture.push('o', Buffer.from(expected.slice(i * 16, (i + linesPerPush) * 16)));
       // Let the writes and the readers take turns on the thread pool.
@@ -259,6 +280,18 @@ describe('output capture: output kept in memory until it is large, old or comple
     await capture.close();
     writing = false;
     await Promise.all(readers);
+    await following;
+    // What the follower got is the whole stream but for the bytes its markers say were dropped.
+    let offset = 0;
+    for (const part of followed.join('').split(/(\n\[engine-monitor: \d+ bytes of output dropped here\]\n)/)) {
+      const dropped = /^\n\[engine-monitor: (\d+) bytes/.exec(part);
+      if (dropped) offset += Number(dropped[1]);
+      else {
+        assert.equal(part, expected.slice(offset, offset + part.length), `the followed bytes at ${offset}`);
+        offset += part.length;
+      }
+    }
+    assert.equal(offset, expected.length, 'the follower reached the end');
     assert.ok(views > 0, 'the readers read while the output was written');
     check((await served(dir, t.attemptId, undefined))!);
   });

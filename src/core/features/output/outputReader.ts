@@ -237,7 +237,9 @@ async function findInPack(file: string, handle: FileHandle, id: number): Promise
 function keptRanges(layout: OutputLayout): { ranges: [number, number][]; dropped: number } {
   const { total, firstKept } = layout;
   const { cap, head, tail } = layout.geometry;
-  if (total <= cap) return { ranges: [[0, total]], dropped: 0 };
+  // Read while the writer counts whole segments without writing them, an output can be under the
+  // cap and still lack the bytes between the head and its newest segment: those are dropped too.
+  if (total <= cap && firstKept <= head) return { ranges: [[0, total]], dropped: 0 };
   const tailStart = Math.max(total - tail, firstKept);
   return { ranges: [[0, head], [tailStart, total]], dropped: tailStart - head };
 }
@@ -269,8 +271,15 @@ export async function outputSince(layout: OutputLayout, from: number, stream: St
   const { head } = layout.geometry;
   const { firstKept } = layout;
   let start = from;
-  if (from >= head && from < firstKept) {
-    pieces.push({ bytes: droppedMarker(firstKept - from), stream: 'm' });
+  if (from < head && firstKept > head && layout.total > head) {
+    // Still in the head while the tail moved past what follows it: the rest of the head, then the marker.
+    const got = await rangePieces(layout, from, head, stream);
+    appendAll(pieces, got.pieces);
+    if (got.end < head) return { pieces, end: got.end };
+    start = head;
+  }
+  if (start >= head && start < firstKept) {
+    pieces.push({ bytes: droppedMarker(firstKept - start), stream: 'm' });
     start = firstKept;
   }
   if (start >= layout.total) return { pieces, end: Math.max(start, from) };
