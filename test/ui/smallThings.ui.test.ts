@@ -212,8 +212,10 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
 /** WCAG contrast ratio of two CSS rgb()/rgba() colours (the alpha of the text is ignored). */
 function contrast(a: string, b: string): number {
   const lum = (c: string) => {
+    // rgb(r, g, b) in 0…255, or color(srgb r g b) in 0…1 (how a color-mix() is computed).
+    const scale = c.startsWith('color(') ? 1 : 255;
     const [r, g, bl] = (c.match(/[\d.]+/g) ?? ['0', '0', '0']).slice(0, 3).map((v) => {
-      const x = Number(v) / 255;
+      const x = Number(v) / scale;
       return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
     });
     return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
