@@ -24,6 +24,7 @@ import {
 } from '../vscode/codeServer';
 import { EXTENSION_ID, MANIFEST, packageInStaging, readZip, run, type Staged, type ZipEntry } from './support';
 import { getJson, readEndpoint, waitUntil } from '../vscode/engineProbe';
+import { ENGINE_HOST_NODE_OPTIONS } from '../../src/shared/hostProtocol';
 
 
 /**
@@ -132,8 +133,8 @@ describe('npm run package: the .vsix', function () {
       // bundles has thousands.
       assert.ok(text.length / lines > 500, `${name} is not minified (${lines} lines for ${text.length} characters)`);
     }
-    // The engine host is a CLI too (package.json "bin").
-    assert.match(byName.get('extension/dist/cli.js')!.data().toString('utf8', 0, 40), /^#!\/usr\/bin\/env node\n/);
+    // The engine host is a CLI too (package.json "bin"), started with the host's Node options.
+    assert.equal(byName.get('extension/dist/cli.js')!.data().toString('utf8', 0, 200).split('\n', 1)[0], `#!/usr/bin/env -S node ${ENGINE_HOST_NODE_OPTIONS.join(' ')}`);
   });
 
   it('holds every file its package.json and README point to', function () {
@@ -170,7 +171,9 @@ describe('npm run package: the .vsix', function () {
   it('stays small', function () {
     const bytes = readFileSync(pkg.vsix).length;
     console.log(`      ${path.basename(pkg.vsix)}: ${(bytes / 1024).toFixed(0)} KiB, ${entries.length} files`);
-    assert.ok(bytes < 1.5 * 1024 * 1024, `${bytes} bytes`);
+    // 1.75 MiB: part three added services, submitting, watch triggers (their own worker bundle, with
+    // chokidar), attempt insight and the Windows process-tree code to a package that was under 1.5.
+    assert.ok(bytes < 1.75 * 1024 * 1024, `${bytes} bytes`);
   });
 });
 
