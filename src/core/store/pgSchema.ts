@@ -153,13 +153,11 @@ ALTER TABLE attempts ADD COLUMN IF NOT EXISTS slow INTEGER NOT NULL DEFAULT 0;
 `;
 
 /**
- * Services (schema.ts's version 6): when a service's attempt became ready; and an items row's
- * `running` is 2 (starting) or 3 (ready) for a service's attempt, which the fleet's running
- * counter counts like 1.
+ * The items trigger that keeps /stats's counters in step with the rows, adding to counter row
+ * `row` (an SQL expression). A service's attempt (running 2 or 3) counts as running, like 1.
  */
-export const PG_SCHEMA_V2 = `
-ALTER TABLE attempts ADD COLUMN ready_at BIGINT;
-CREATE OR REPLACE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+function itemsCounters(row: string): string {
+  return `CREATE OR REPLACE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE dl bigint := 0; dp bigint := 0; df bigint := 0; dh bigint := 0; dr bigint := 0;
 BEGIN
   IF TG_OP IN ('UPDATE', 'DELETE') THEN
@@ -173,11 +171,21 @@ BEGIN
     IF NEW.running <> 0 THEN dr := dr + 1; END IF;
   END IF;
   IF dl <> 0 OR dp <> 0 OR df <> 0 OR dh <> 0 OR dr <> 0 THEN
-    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = 1;
+    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = ${row};
   END IF;
   RETURN NULL;
 END $$;
 `;
+}
+
+/**
+ * Services (schema.ts's version 6): when a service's attempt became ready; and an items row's
+ * `running` is 2 (starting) or 3 (ready) for a service's attempt, which the fleet's running
+ * counter counts like 1.
+ */
+export const PG_SCHEMA_V2 = `
+ALTER TABLE attempts ADD COLUMN ready_at BIGINT;
+${itemsCounters('1')}`;
 
 /**
  * What engines of a fleet need beyond schema 1 to share work across hosts and keep each other
@@ -214,25 +222,7 @@ CREATE TRIGGER items_due_update AFTER UPDATE ON items FOR EACH ROW
 ALTER TABLE counters DROP CONSTRAINT IF EXISTS counters_id_check;
 INSERT INTO counters SELECT g, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(2, 32) AS g ON CONFLICT (id) DO NOTHING;
 CREATE OR REPLACE FUNCTION em_counter_row() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 1 + pg_backend_pid() % 32 $$;
-CREATE OR REPLACE FUNCTION em_items_counters() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE dl bigint := 0; dp bigint := 0; df bigint := 0; dh bigint := 0; dr bigint := 0;
-BEGIN
-  IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    IF OLD.outcome = 'launched' THEN dl := dl - 1; ELSIF OLD.outcome = 'pending' THEN dp := dp - 1; ELSE df := df - 1; END IF;
-    IF OLD.outcome = 'pending' AND OLD.held = 1 THEN dh := dh - 1; END IF;
-    IF OLD.running <> 0 THEN dr := dr - 1; END IF;
-  END IF;
-  IF TG_OP IN ('UPDATE', 'INSERT') THEN
-    IF NEW.outcome = 'launched' THEN dl := dl + 1; ELSIF NEW.outcome = 'pending' THEN dp := dp + 1; ELSE df := df + 1; END IF;
-    IF NEW.outcome = 'pending' AND NEW.held = 1 THEN dh := dh + 1; END IF;
-    IF NEW.running <> 0 THEN dr := dr + 1; END IF;
-  END IF;
-  IF dl <> 0 OR dp <> 0 OR df <> 0 OR dh <> 0 OR dr <> 0 THEN
-    UPDATE counters SET launched = launched + dl, pending = pending + dp, failed = failed + df, held = held + dh, running = running + dr WHERE id = em_counter_row();
-  END IF;
-  RETURN NULL;
-END $$;
-CREATE OR REPLACE FUNCTION em_attempts_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+${itemsCounters('em_counter_row()')}CREATE OR REPLACE FUNCTION em_attempts_counters() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     UPDATE counters SET total_launches = total_launches + 1 WHERE id = em_counter_row();
