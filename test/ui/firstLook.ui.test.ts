@@ -36,7 +36,7 @@ async function pickTheme(page: Page, theme: string, bodyClass: string): Promise<
   await sleep(500);
 }
 
-describe('#21 item 10: an empty workspace gets one welcome (code-server)', function () {
+describe('an empty workspace gets one welcome (code-server)', function () {
   this.timeout(300_000);
   let wb: Workbench;
   let folder: string;
@@ -76,7 +76,7 @@ describe('#21 item 10: an empty workspace gets one welcome (code-server)', funct
   });
 });
 
-describe('#21 items 8 and 13: the Scanner card after a restart, quiet disabled buttons, the walkthrough (code-server)', function () {
+describe('the Scanner card after a restart, quiet disabled buttons, the walkthrough (code-server)', function () {
   this.timeout(300_000);
   const QUEUED = 12;
   let wb: Workbench;
@@ -105,7 +105,7 @@ describe('#21 items 8 and 13: the Scanner card after a restart, quiet disabled b
     if (folder) rmSync(folder, { recursive: true, force: true });
   });
 
-  it('#21 item 8: after a restart the Scanner card counts the items the queue holds, and labels per-process counters', async () => {
+  it('after a restart the Scanner card counts the items the queue holds, and labels per-process counters', async () => {
     const page = wb.page;
     const before = await getJson<StatusResponse>(`${baseUrl}/status`);
     await runCommand(page, 'Engine Monitor: Restart Engine');
@@ -130,7 +130,7 @@ describe('#21 items 8 and 13: the Scanner card after a restart, quiet disabled b
     assert.ok(discovered === undefined || /since start/.test(discovered), `a per-process count says so: ${JSON.stringify(terms)}`);
   });
 
-  it('#21 item 13: the disabled Start is quieter than the enabled buttons, in light, dark and high-contrast themes', async () => {
+  it('the disabled Start is quieter than the enabled buttons, in light, dark and high-contrast themes', async () => {
     const page = wb.page;
     await runCommand(page, 'Engine Monitor: Show Engine Status');
     const frame = await dashboardFrame(page);
@@ -165,7 +165,7 @@ describe('#21 items 8 and 13: the Scanner card after a restart, quiet disabled b
     await runCommand(page, 'View: Close All Editors').catch(() => undefined);
   });
 
-  it('#21 item 13: the walkthrough\'s script to enqueue an item is not cut off', async () => {
+  it('the walkthrough\'s script to enqueue an item is not cut off', async () => {
     const page = wb.page;
     const widget = page.locator('.quick-input-widget');
     await page.keyboard.press('F1');

@@ -80,7 +80,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     if (folder) rmSync(folder, { recursive: true, force: true });
   });
 
-  it('#21 item 6: the walkthrough ticks "Add your first item" when the engine discovers an item written by hand', async () => {
+  it('the walkthrough ticks "Add your first item" when the engine discovers an item written by hand', async () => {
     const page = wb.page;
     await runPickCommand(page, 'Welcome: Open Walkthrough...', 'Get Started with Engine Monitor');
     const step = page.locator('.getting-started-step', { hasText: 'Add your first item' }).first();
@@ -98,7 +98,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     await runCommand(page, 'View: Close All Editors').catch(() => undefined);
   });
 
-  it('#21 item 11: two entries logged at once each get their own timestamp and level in the output channel', async () => {
+  it('two entries logged at once each get their own timestamp and level in the output channel', async () => {
     const page = wb.page;
     // One file, two items: one poll discovers both, so their entries reach the window together.
     writeQueueFile(
@@ -127,7 +127,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     await runCommand(page, 'View: Close Panel').catch(() => undefined);
   });
 
-  it('#21 item 5: Poll Now is not offered in the Stats view while the engine is stopped, and says why from the palette', async () => {
+  it('Poll Now is not offered in the Stats view while the engine is stopped, and says why from the palette', async () => {
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
     const stats = pane(page, 'Stats');
@@ -154,7 +154,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     await waitUntil('Poll Now back', async () => (await pollAction.count()) === 1, 15_000);
   });
 
-  it('#21 item 12: the sidebar and the dashboard show the same time for the same log entry', async () => {
+  it('the sidebar and the dashboard show the same time for the same log entry', async () => {
     const page = wb.page;
     const [entry] = await getJson<LogEntry[]>(`${baseUrl}/logs?action=item_discovered&item=pair-first`);
     assert.ok(entry, 'the discovery of pair-first is logged');
@@ -173,7 +173,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     await runCommand(page, 'View: Close All Editors').catch(() => undefined);
   });
 
-  it('#21 item 12: Retry Item names the item it retries, not its id', async () => {
+  it('Retry Item names the item it retries, not its id', async () => {
     const page = wb.page;
     writeQueueFile(queue, 'deploy-prod.json', JSON.stringify({ id: 'deploy-prod', name: 'Deploy to production', command: node, args: ['-e', 'process.exit(2)'], maxAttempts: 1 }));
     await waitUntil('deploy-prod to fail', async () => (await getJson<ItemDetail>(`${baseUrl}/items/deploy-prod`).catch(() => undefined))?.outcome === 'failed', 30_000);
@@ -189,7 +189,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     assert.match(text, /Retrying Deploy to production/);
   });
 
-  it('#21 item 12: after a reload the Logs view still says which filter it applies', async () => {
+  it('after a reload the Logs view still says which filter it applies', async () => {
     const page = wb.page;
     await filterLogsByAction(page, 'item_discovered');
     const logs = pane(page, 'Logs');
