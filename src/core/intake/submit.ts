@@ -11,7 +11,7 @@ import { isInside, parseItem, type ItemDefinition } from './items';
 import { SUBMITTED_SOURCE, type ItemIngestion } from './ingest';
 import { confineWorkingFolders, type QueueEntry } from './queueSource';
 import type { StoreBackend } from '../store/backend';
-import { isStoreUnavailable } from '../store/pgStore';
+import { isStoreUnavailable, StoreConflictError } from '../store/pgStore';
 import type { ChangeEnd } from '../kernel/context';
 
 /** Entries one submission may hold, and its body's size (a queue file's limit). */
@@ -66,6 +66,7 @@ export async function submitItems(body: unknown, ctx: SubmissionContext, now = D
     return await submit(body, ctx, now);
   } catch (err) {
     // A fleet's database that cannot be reached right now: not taken, say so, and why.
+    if (err instanceof StoreConflictError) throw new SubmitError('unavailable', `The items were not taken: ${err.message}; submit them again.`, []);
     if (isStoreUnavailable(err)) throw new SubmitError('unavailable', `The items were not taken: the database cannot be reached (${(err as Error).message}); submit them again once /health says it is back.`, []);
     throw err;
   }

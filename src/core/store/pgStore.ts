@@ -33,6 +33,22 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * PostgreSQL aborted the transaction for a reason that is nobody's bug and passes by itself: a
+ * deadlock between engines (40P01), a serialization failure (40001), a lock not granted in time
+ * (55P03). The database answers, so /health stays as it is; the unit of work is retried exactly as
+ * if the database had been briefly out of reach, which is why this is a StoreUnavailableError.
+ */
+export class StoreConflictError extends StoreUnavailableError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreConflictError';
+  }
+}
+
+/** The SQLSTATEs of transactions PostgreSQL aborts that succeed when tried again. */
+const RETRYABLE_SQLSTATES = new Set(['40001', '40P01', '55P03']);
+
 export function isStoreUnavailable(err: unknown): boolean {
   return err instanceof StoreUnavailableError;
 }
@@ -189,6 +205,7 @@ export class PgStore implements StoreBackend {
       return a.rows as T[];
     }
     if (a.connection) this.unavailable(a.error);
+    if (a.code !== undefined && RETRYABLE_SQLSTATES.has(a.code)) throw new StoreConflictError(`PostgreSQL aborted the transaction (${a.code}): ${a.error}`);
     throw new Error(`PostgreSQL: ${a.error} (in: ${sql.trim().split('\n')[0].slice(0, 120)})`);
   }
 
