@@ -14,8 +14,8 @@ import { TempWorkspace, waitFor } from './support/workspace';
 import type { HealthResponse, StatsOverview } from '../../src/shared/api';
 
 /** A trigger on `attempts` that aborts the first `times` statements of kind `op` with `sqlstate`. */
-function abortFirst(op: 'INSERT' | 'UPDATE', sqlstate: string, times: number): string {
-  const name = `em_test_abort_${op.toLowerCase()}`;
+function abortFirst(op: 'INSERT' | 'UPDATE', sqlstate: string, times: number, table = 'attempts'): string {
+  const name = `em_test_abort_${table}_${op.toLowerCase()}`;
   return `
     CREATE SEQUENCE ${name}_seq;
     GRANT USAGE ON SEQUENCE ${name}_seq TO engine;
@@ -26,7 +26,7 @@ function abortFirst(op: 'INSERT' | 'UPDATE', sqlstate: string, times: number): s
       END IF;
       RETURN NEW;
     END $$;
-    CREATE TRIGGER ${name} BEFORE ${op} ON attempts FOR EACH ROW EXECUTE FUNCTION ${name}();`;
+    CREATE TRIGGER ${name} BEFORE ${op} ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}();`;
 }
 
 describe('fleet: transactions PostgreSQL aborts (deadlock, serialization failure) are retried', function () {
@@ -75,7 +75,7 @@ describe('fleet: transactions PostgreSQL aborts (deadlock, serialization failure
     pg!.psql('fleet_abort_claim', abortFirst('INSERT', '40P01', 2));
     ws!.enqueue('work.json', Array.from({ length: 4 }, (_, i) => ({ id: `c${i}`, command: 'true' })));
     await launchedOnceEach(e, 'fleet_abort_claim', 4);
-    assert.ok(Number(pg!.psql('fleet_abort_claim', 'SELECT last_value FROM em_test_abort_insert_seq').trim()) > 2, 'the claims were aborted, then taken again');
+    assert.ok(Number(pg!.psql('fleet_abort_claim', 'SELECT last_value FROM em_test_abort_attempts_insert_seq').trim()) > 2, 'the claims were aborted, then taken again');
   });
 
   it('an outcome aborted by a serialization failure is recorded on the next try', async () => {
@@ -83,6 +83,14 @@ describe('fleet: transactions PostgreSQL aborts (deadlock, serialization failure
     pg!.psql('fleet_abort_outcome', abortFirst('UPDATE', '40001', 2));
     ws!.enqueue('work.json', Array.from({ length: 4 }, (_, i) => ({ id: `o${i}`, command: 'true' })));
     await launchedOnceEach(e, 'fleet_abort_outcome', 4);
-    assert.ok(Number(pg!.psql('fleet_abort_outcome', 'SELECT last_value FROM em_test_abort_update_seq').trim()) > 2, 'the outcomes were aborted, then recorded');
+    assert.ok(Number(pg!.psql('fleet_abort_outcome', 'SELECT last_value FROM em_test_abort_attempts_update_seq').trim()) > 2, 'the outcomes were aborted, then recorded');
+  });
+
+  it('a queue file whose ingestion was aborted by a lock timeout is ingested by the next poll', async () => {
+    const e = await start('fleet_abort_poll');
+    pg!.psql('fleet_abort_poll', abortFirst('INSERT', '55P03', 2, 'items'));
+    ws!.enqueue('work.json', Array.from({ length: 4 }, (_, i) => ({ id: `p${i}`, command: 'true' })));
+    await launchedOnceEach(e, 'fleet_abort_poll', 4);
+    assert.ok(Number(pg!.psql('fleet_abort_poll', 'SELECT last_value FROM em_test_abort_items_insert_seq').trim()) > 2, 'the ingestion was aborted, then done again');
   });
 });

@@ -37,6 +37,8 @@ export class Poller {
   private polling: Promise<void> | undefined;
   /** A change was reported: a prompted poll is on its way (queued, or after the one under way). */
   private prompted = false;
+  /** The last poll failed to record what it read: the next one reads every file again. */
+  private scanEveryFile = false;
   /** performance.now() when the last prompted poll ended. */
   private promptedEndedAt = -Infinity;
 
@@ -118,6 +120,10 @@ export class Poller {
   }
 
   private async doPoll(everyFile: boolean, prompted = false): Promise<void> {
+    // The poll before could not record what it read: the changes the watch reported were taken
+    // by it, so this one looks at every file (what was recorded is skipped by its fingerprint).
+    everyFile ||= this.scanEveryFile;
+    this.scanEveryFile = false;
     if (this.hooks.isClosed()) return;
     const jump = this.wallClock.jumped();
     if (jump !== 0) this.hooks.onClockJump(jump);
@@ -130,9 +136,10 @@ export class Poller {
       if (!(await this.ingestion.scanSources(started, everyFile, prompted))) return;
       this.hooks.onPolled();
     } catch (err) {
-      // A fleet's database that cannot be reached: the next poll tries again, and
-      // /health says why meanwhile. The sql.js store never throws here.
+      // A fleet's database that cannot be reached, or that aborted the transaction: the next
+      // poll tries again, and /health says why meanwhile. The sql.js store never throws here.
       if (!isStoreUnavailable(err)) throw err;
+      this.scanEveryFile = true;
     }
   }
 }
