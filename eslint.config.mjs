@@ -101,6 +101,12 @@ export default tseslint.config(
     rules: { 'max-lines': ['error', { max: 500, skipBlankLines: false, skipComments: false }] },
   },
   {
+    // The kernel's engine only creates, starts, stops and delegates: a feature that lands in it
+    // instead of in its own folder under src/core/features/ shows up here first.
+    files: ['src/core/kernel/engine.ts'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     // Data, not code: the OpenAPI document is one object literal that grows with the API.
     files: ['src/server/openapi.ts'],
     rules: { 'max-lines': 'off' },
