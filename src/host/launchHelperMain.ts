@@ -22,7 +22,7 @@
 // the small modules it uses (processGroup.ts, resourceSampler.ts, leftoverProcesses.ts, workingFolder.ts,
 // outputCapture.ts, outputFiles.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';
+import { fixLaunchEnvironment, KILL_GRACE_MS, launchAttempt, leftoverSweeper, type RunningAttempt } from '../core/launching/attemptProcess';
 import type { FromLaunchHelper, LaunchHelperPacket, ToLaunchHelper } from '../core/launching/protocol';
 import { retireOutputPacks } from '../core/features/output/outputPacks';
 import { groupAlive, signalGroup } from '../core/launching/processGroup';
@@ -217,4 +217,6 @@ if (!process.send) {
 }
 // Every child of this process is an attempt's leader or a checkpoint process (reported as it exits).
 resourceSampler.countReapedChildren();
+// Nothing here changes this process's environment: attempts inherit one copy of it.
+fixLaunchEnvironment();
 send({ type: 'ready', pid: process.pid });

@@ -80,6 +80,30 @@ describe('launch helper: attempts spawned by a helper process', function () {
       assert.equal(launcher.helperSpawnStats().spawns, 5);
     });
 
+    it('gives each attempt the helper\'s environment, the item\'s own variables over it, and the engine\'s variables over both', async () => {
+      // Read by the helper once, when it starts (it inherits this process's environment).
+      process.env.ENGINE_MONITOR_TEST_INHERITED = 'from the engine';
+      process.env.ENGINE_MONITOR_TEST_SHADOWED = 'from the engine';
+      try {
+        launcher = new AttemptLauncher({ entry: locateLaunchHelper(), helpers: 1 });
+        const print = `const e = process.env; console.log(JSON.stringify([e.ENGINE_MONITOR_TEST_INHERITED, e.ENGINE_MONITOR_TEST_SHADOWED, e.ITEM_ONLY, e.__proto__, e.ENGINE_ITEM_ID, e.ENGINE_ATTEMPT, e.ENGINE_MAX_ATTEMPTS, e.ENGINE_MONITOR_ATTEMPT, e.PATH === ${JSON.stringify(process.env.PATH)}]))`;
+        const env = JSON.parse('{"ENGINE_MONITOR_TEST_SHADOWED": "from the item", "ITEM_ONLY": "1", "__proto__": "a name like any other", "ENGINE_ITEM_ID": "not the id", "ENGINE_MONITOR_ATTEMPT": "not the marker"}') as Record<string, string>;
+        const runs = [1, 2].map((n) => launcher!.launch(n, itemDefinition({ id: `env-${n}`, args: ['-e', print], env, maxAttempts: 3 }), n));
+        const [first, second] = await Promise.all(runs.map((r) => r.done));
+        assert.equal(launcher.mode, 'helper');
+        const seen = [first, second].map((r) => JSON.parse(r.stdoutTail) as unknown[]);
+        for (const [i, s] of seen.entries()) {
+          assert.deepEqual(s.slice(0, 7), ['from the engine', 'from the item', '1', 'a name like any other', `env-${i + 1}`, String(i + 1), '3']);
+          assert.match(String(s[7]), /^[0-9a-f]+-[0-9a-z]+$/, 'the attempt\'s own marker, whatever the item says');
+          assert.equal(s[8], true);
+        }
+        assert.notEqual(seen[0][7], seen[1][7], 'each attempt its own marker');
+      } finally {
+        delete process.env.ENGINE_MONITOR_TEST_INHERITED;
+        delete process.env.ENGINE_MONITOR_TEST_SHADOWED;
+      }
+    });
+
     it('reports the pid once the helper started the process, and terminate() ends its group', async () => {
       launcher = new AttemptLauncher({ entry: locateLaunchHelper() });
       const run = launcher.launch(1, itemDefinition({ args: ['-e', HANG] }), 1);
