@@ -24,6 +24,9 @@ export interface MatchJob {
   test?: string;
   cwd: string;
 }
+/** The thread's first message: its code is loaded and it takes jobs. */
+export type MatcherReady = { ready: true };
+
 export type MatchAnswer = { id: number; problems: AttemptProblem[] } | { id: number; matched: boolean } | { id: number; error: string };
 
 /** Whether `matcher` has a regexp from a queue file (anything but the built-ins' names). */
@@ -82,8 +85,8 @@ export class MatcherThread {
     this.current = { job, timer: undefined };
     const worker = this.ensureWorker();
     worker.postMessage({ id: job.id, text: job.text, matcher: job.matcher, ...(job.test !== undefined ? { test: job.test } : {}), cwd: job.cwd } satisfies MatchJob);
-    // The budget counts from when the thread can run it: starting a thread on a loaded machine is
-    // not the regexp's fault.
+    // The budget counts from when the thread can run it (its code loaded): starting a thread on a
+    // loaded machine is not the regexp's fault.
     if (this.online) this.startBudget();
   }
 
@@ -119,13 +122,14 @@ export class MatcherThread {
     worker.unref();
     this.worker = worker;
     this.online = false;
-    worker.once('online', () => {
+    worker.on('message', (answer: MatchAnswer | MatcherReady) => {
       if (this.worker !== worker) return;
-      this.online = true;
-      this.startBudget();
-    });
-    worker.on('message', (answer: MatchAnswer) => {
-      if (this.worker !== worker || this.current?.job.id !== answer.id) return;
+      if ('ready' in answer) {
+        this.online = true;
+        this.startBudget();
+        return;
+      }
+      if (this.current?.job.id !== answer.id) return;
       const job = this.finishCurrent()!;
       if ('error' in answer) job.reject(new Error(answer.error));
       else job.resolve('matched' in answer ? answer.matched : answer.problems);

@@ -3,7 +3,7 @@
 // can backtrack for minutes on one line (`^(a+)+$` against 30 a's and a `!`); here that costs only
 // this thread, which the engine terminates when its time is up.
 import { parentPort } from 'node:worker_threads';
-import type { MatchAnswer, MatchJob } from './matcherThread';
+import type { MatchAnswer, MatcherReady, MatchJob } from './matcherThread';
 import { matchProblems } from './problemMatchers';
 
 if (!parentPort) throw new Error('matcher-worker: started by the engine as a worker thread');
@@ -20,3 +20,6 @@ port.on('message', (job: MatchJob) => {
   }
   port.postMessage(answer);
 });
+// Loaded and listening: the engine starts a match's time budget from here, since loading this
+// module on a loaded machine (or through tsx in the tests) is not the regexp's time.
+port.postMessage({ ready: true } satisfies MatcherReady);
