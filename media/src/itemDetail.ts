@@ -3,7 +3,7 @@
 // and last part, from `GET /items/{id}/attempts/{n}/output`); "Open in Terminal" runs the
 // extension's Show Output for all of it, followed live. Every engine string is text.
 import type { AttemptDetail, ItemDetail, LogEntry } from '../../src/shared/api';
-import { ITEM_ACTION_APPLIES, ITEM_ACTIONS, type ItemAction } from '../../src/shared/itemActions';
+import { ITEM_ACTIONS, itemActionApplies, type ItemAction } from '../../src/shared/itemActions';
 import { OUTPUT_STREAMS, type OutputExcerpt, type OutputStream } from '../../src/shared/webviewProtocol';
 import { AttemptChart } from './attemptChart';
 import { h, icon, replaceChildren, type Child } from './dom';
@@ -119,6 +119,9 @@ export class ItemDetailView {
     this.attemptPicked = false;
     this.element.hidden = false;
     this.element.dataset.itemId = itemId;
+    // The item before's state (and its buttons) must not stand for this one while it is read.
+    delete this.element.dataset.state;
+    replaceChildren(this.stateBadge);
     replaceChildren(this.title, itemId);
     replaceChildren(this.definition, h('p', { class: 'muted' }, 'Loading…'));
     replaceChildren(this.attempts);
@@ -194,7 +197,7 @@ export class ItemDetailView {
     this.element.dataset.state = d.state;
     this.stateBadge.className = `state-badge state-${d.state}`;
     replaceChildren(this.stateBadge, d.state);
-    for (const [action, b] of this.actionButtons) b.hidden = !ITEM_ACTION_APPLIES[action](d.state);
+    for (const [action, b] of this.actionButtons) b.hidden = !itemActionApplies(action, d.state, d.item.service === true);
     this.showOutputButton.hidden = d.attempts.length === 0;
     this.errorLine.hidden = !d.error;
     replaceChildren(this.errorLine, d.error ? `Failed for good: ${d.error}` : '');

@@ -17,6 +17,15 @@ export const ITEM_ACTION_APPLIES: Record<ItemAction, (s: ItemState) => boolean> 
   release: (s) => s === 'held',
 };
 
+/**
+ * Whether `action` is offered for an item in `state`. A service is not offered Hold (the Items
+ * view's menu has none for it either): Cancel stops it, Restart Service starts it again.
+ */
+export function itemActionApplies(action: ItemAction, state: ItemState, service = false): boolean {
+  if (action === 'hold' && service) return false;
+  return ITEM_ACTION_APPLIES[action](state);
+}
+
 export function isItemAction(v: unknown): v is ItemAction {
   return (ITEM_ACTIONS as readonly unknown[]).includes(v);
 }

@@ -3,7 +3,7 @@
 // list the extension checks before it runs any command for the webview.
 import assert from 'node:assert/strict';
 import { conflictingFields, parseDependsOn, parsePriority, parseReady, parseSchedule, parseWatch } from '../../src/extension/commands/addItemFields';
-import { ITEM_ACTION_APPLIES } from '../../src/shared/itemActions';
+import { ITEM_ACTION_APPLIES, itemActionApplies } from '../../src/shared/itemActions';
 import { isWebviewToHost } from '../../src/shared/webviewProtocol';
 
 describe('Add Item… fields', () => {
@@ -41,6 +41,10 @@ describe('item detail actions', () => {
     assert.equal(ITEM_ACTION_APPLIES.release('held'), true);
     assert.equal(ITEM_ACTION_APPLIES.cancel('held'), true);
     assert.equal(ITEM_ACTION_APPLIES.cancel('launched'), false);
+    // A service: Cancel stops it; Hold is not offered, as in the Items view.
+    assert.equal(itemActionApplies('hold', 'ready', true), false);
+    assert.equal(itemActionApplies('cancel', 'ready', true), true);
+    assert.equal(itemActionApplies('hold', 'running', false), true);
   });
 
   it('takes only the four actions from the webview, and an item id', () => {
