@@ -3,17 +3,27 @@
 // and last part, from `GET /items/{id}/attempts/{n}/output`); "Open in Terminal" runs the
 // extension's Show Output for all of it, followed live. Every engine string is text.
 import type { AttemptDetail, ItemDetail, LogEntry } from '../../src/shared/api';
+import { ITEM_ACTIONS, itemActionApplies, type ItemAction } from '../../src/shared/itemActions';
 import { OUTPUT_STREAMS, type OutputExcerpt, type OutputStream } from '../../src/shared/webviewProtocol';
 import { AttemptChart } from './attemptChart';
 import { h, icon, replaceChildren, type Child } from './dom';
 import { formatBytes, formatDateTime, formatDuration } from './format';
-import { query, showOutput } from './rpc';
+import { itemAction, openSource, query, showOutput } from './rpc';
 
 /** A burst of log entries for the open item reads it again at most this often. */
 const LIVE_REFRESH_MS = 1_000;
 /** While the selected attempt runs, its output is read again this often (the terminal follows it live). */
 const RUNNING_REFRESH_MS = 2_000;
 const STREAM_LABEL: Record<OutputStream, string> = { all: 'All output', stdout: 'stdout', stderr: 'stderr' };
+/** The item's control buttons: label, codicon, tooltip (the Items view's own icons). */
+const ACTION_BUTTON: Record<ItemAction, { label: string; icon: string; title: string }> = {
+  retry: { label: 'Retry', icon: 'debug-restart', title: 'Run the failed item again, its attempts reset' },
+  cancel: { label: 'Cancel', icon: 'stop-circle', title: 'End the running attempt (or the wait) and fail the item, without retrying' },
+  hold: { label: 'Hold', icon: 'debug-pause', title: 'Keep the item from launching until released' },
+  release: { label: 'Release', icon: 'play', title: 'Let the held item launch again' },
+};
+/** What the engine writes as the source of an item submitted over HTTP: no file to open. */
+const SUBMITTED_SOURCE = 'api';
 
 export class ItemDetailView {
   readonly element: HTMLElement;
@@ -27,6 +37,8 @@ export class ItemDetailView {
   private readonly outputTitle = h('h3', { id: 'output-title' }, 'Output');
   private readonly streamButtons = new Map<OutputStream, HTMLButtonElement>();
   private readonly terminalButton: HTMLButtonElement;
+  private readonly actionButtons = new Map<ItemAction, HTMLButtonElement>();
+  private readonly showOutputButton: HTMLButtonElement;
   private itemId: string | undefined;
   private detail: ItemDetail | undefined;
   private attempt: number | undefined;
@@ -47,6 +59,20 @@ export class ItemDetailView {
     refresh.addEventListener('click', () => void this.reload());
     const close = h('button', { type: 'button', class: 'secondary', 'aria-label': 'Close the item detail' }, icon('close'), 'Close');
     close.addEventListener('click', () => this.close());
+    // Shown only when they apply to the item's state (set by render); hidden until it is read.
+    for (const action of ITEM_ACTIONS) {
+      const spec = ACTION_BUTTON[action];
+      const b = h('button', { type: 'button', class: 'secondary item-action', 'data-action': action, title: spec.title, hidden: true }, icon(spec.icon), spec.label);
+      b.addEventListener('click', () => void this.runAction(action, b));
+      this.actionButtons.set(action, b);
+    }
+    this.showOutputButton = h(
+      'button',
+      { type: 'button', class: 'secondary item-action', 'data-action': 'showOutput', title: 'The latest attempt’s output in a terminal, followed live', hidden: true },
+      icon('output'),
+      'Show Output',
+    );
+    this.showOutputButton.addEventListener('click', () => void this.showLatestOutput());
     this.terminalButton = h('button', { type: 'button', class: 'secondary' }, icon('terminal'), 'Open in Terminal');
     this.terminalButton.addEventListener('click', () => void this.openTerminal());
     const streams = h('div', { class: 'streams', role: 'group', 'aria-label': 'Output stream' });
@@ -59,7 +85,7 @@ export class ItemDetailView {
     this.element = h(
       'section',
       { class: 'panel item-detail', 'aria-labelledby': 'detail-title', hidden: true, tabindex: -1 },
-      h('header', { class: 'detail-head' }, this.title, this.stateBadge, h('div', { class: 'actions' }, refresh, close)),
+      h('header', { class: 'detail-head' }, this.title, this.stateBadge, h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Item commands' }, ...this.actionButtons.values(), this.showOutputButton, refresh, close)),
       this.errorLine,
       h(
         'div',
@@ -93,11 +119,15 @@ export class ItemDetailView {
     this.attemptPicked = false;
     this.element.hidden = false;
     this.element.dataset.itemId = itemId;
+    // The item before's state (and its buttons) must not stand for this one while it is read.
+    delete this.element.dataset.state;
+    replaceChildren(this.stateBadge);
     replaceChildren(this.title, itemId);
     replaceChildren(this.definition, h('p', { class: 'muted' }, 'Loading…'));
     replaceChildren(this.attempts);
     this.renderedOutput = undefined;
     replaceChildren(this.output);
+    for (const b of [...this.actionButtons.values(), this.showOutputButton]) b.hidden = true;
     this.onOpenChange(itemId);
     if (reveal) {
       this.element.scrollIntoView({ block: 'start' });
@@ -167,6 +197,8 @@ export class ItemDetailView {
     this.element.dataset.state = d.state;
     this.stateBadge.className = `state-badge state-${d.state}`;
     replaceChildren(this.stateBadge, d.state);
+    for (const [action, b] of this.actionButtons) b.hidden = !itemActionApplies(action, d.state, d.item.service === true);
+    this.showOutputButton.hidden = d.attempts.length === 0;
     this.errorLine.hidden = !d.error;
     replaceChildren(this.errorLine, d.error ? `Failed for good: ${d.error}` : '');
     const code = (text: string) => h('code', {}, text);
@@ -187,8 +219,43 @@ export class ItemDetailView {
     // Why a blocked item waits: the dependencies not launched yet (or not known yet).
     if (d.waitingFor?.length) rows.push(['Waits for', code(d.waitingFor.join(', '))]);
     if (it.priority) rows.push(['Priority', String(it.priority)]);
-    rows.push(['Source', code(it.source)]);
+    rows.push(['Source', it.source === SUBMITTED_SOURCE ? code('submitted over HTTP') : this.sourceLink(it.source)]);
     replaceChildren(this.definition, h('dl', { class: 'details' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+  }
+
+  /** The queue file's path as a link that opens it at the item's entry. */
+  private sourceLink(source: string): HTMLButtonElement {
+    const link = h('button', { type: 'button', class: 'link-button source-link', title: 'Open the queue file at this item’s entry' }, h('code', {}, source));
+    link.addEventListener('click', () => {
+      const id = this.itemId;
+      if (id) openSource(id).catch((err: Error) => this.onError(`Could not open ${source}: ${err.message}`));
+    });
+    return link;
+  }
+
+  /** Runs the extension's command for the open item, then reads it again to show its new state. */
+  private async runAction(action: ItemAction, button: HTMLButtonElement): Promise<void> {
+    const id = this.itemId;
+    if (!id) return;
+    button.disabled = true;
+    try {
+      await itemAction(id, action);
+    } catch (err) {
+      this.onError(`${ACTION_BUTTON[action].label} failed: ${(err as Error).message}`);
+    } finally {
+      button.disabled = false;
+    }
+    if (id === this.itemId) await this.reload();
+  }
+
+  private async showLatestOutput(): Promise<void> {
+    const latest = this.detail?.attempts[this.detail.attempts.length - 1];
+    if (!this.itemId || !latest) return;
+    try {
+      await showOutput(this.itemId, latest.attempt);
+    } catch (err) {
+      this.onError(`Show Output failed: ${(err as Error).message}`);
+    }
   }
 
   private renderAttempts(d: ItemDetail): void {

@@ -1,4 +1,5 @@
 // Queries and commands to the extension host, matched to their responses by request id.
+import type { ItemAction } from '../../src/shared/itemActions';
 import type { DashboardCommand, HostToWebview, QueryKind, QueryMap, QueryRequest } from '../../src/shared/webviewProtocol';
 import { vscodeApi } from './vscodeApi';
 
@@ -38,4 +39,14 @@ export function settle(message: HostToWebview): boolean {
 /** "Open in Terminal": the extension's Show Output command for one attempt. */
 export function showOutput(itemId: string, attempt: number): Promise<void> {
   return send((requestId) => vscodeApi.postMessage({ type: 'showOutput', requestId, itemId, attempt })).then(() => undefined);
+}
+
+/** The item detail's Retry, Cancel, Hold and Release: the extension's command of that name for the item. */
+export function itemAction(itemId: string, action: ItemAction): Promise<void> {
+  return send((requestId) => vscodeApi.postMessage({ type: 'itemAction', requestId, itemId, action })).then(() => undefined);
+}
+
+/** The item detail's source link: the item's queue file in an editor, at its entry. */
+export function openSource(itemId: string): Promise<void> {
+  return send((requestId) => vscodeApi.postMessage({ type: 'openSource', requestId, itemId })).then(() => undefined);
 }

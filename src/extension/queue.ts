@@ -1,6 +1,6 @@
 // The queue folders: `<workspace folder>/<engineMonitor.queue.directory>`.
 // Knows whether any exists (for auto-start and the views' welcome), watches for one appearing,
-// and implements Create Queue Folder, Open Queue Folder and Add Item….
+// and implements Create Queue Folder and Open Queue Folder (Add Item… is commands/addItem.ts).
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -137,8 +137,6 @@ async function revealInExplorer(uri: vscode.Uri): Promise<void> {
   await vscode.commands.executeCommand('revealInExplorer', uri);
 }
 
-const NAME_MAX = 200;
-
 /** A filesystem- and id-safe slug of an item name. */
 export function slugify(name: string): string {
   return (
@@ -173,33 +171,4 @@ export async function writeQueueItem(queueDir: string, item: Record<string, unkn
     throw err;
   }
   return final;
-}
-
-export async function addItemCommand(queue: QueueFolders, pollNow: () => Promise<unknown>): Promise<void> {
-  const folder = await pickFolder(queue.folders(), 'Add the item to which workspace folder?');
-  if (!folder) return;
-  const name = await vscode.window.showInputBox({
-    title: 'Add Item (1/2)',
-    prompt: 'A name for the item',
-    placeHolder: 'e.g. Nightly build',
-    ignoreFocusOut: true,
-    validateInput: (v) =>
-      !v.trim() ? 'Enter a name.' : v.length > NAME_MAX ? `At most ${NAME_MAX} characters.` : undefined,
-  });
-  if (name === undefined) return;
-  const command = await vscode.window.showInputBox({
-    title: 'Add Item (2/2)',
-    prompt: 'The command line to launch (run by a shell, in the workspace folder)',
-    placeHolder: 'e.g. npm run build',
-    ignoreFocusOut: true,
-    validateInput: (v) => (!v.trim() ? 'Enter a command.' : undefined),
-  });
-  if (command === undefined) return;
-  const item = { id: newItemId(name.trim()), name: name.trim(), command: command.trim(), shell: true };
-  const file = await writeQueueItem(queue.queueUri(folder).fsPath, item);
-  await queue.exists();
-  // The scanner would find it on its next poll; ask for one now so the item shows up at once.
-  await pollNow().catch(() => undefined);
-  const choice = await vscode.window.showInformationMessage(`Queued "${item.name}" (${item.id}).`, 'Open File');
-  if (choice === 'Open File') await vscode.window.showTextDocument(vscode.Uri.file(file));
 }

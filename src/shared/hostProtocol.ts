@@ -30,7 +30,12 @@ export type ControlCommand =
    */
   | { command: 'holdDrafts'; client: string; paths: string[]; forMs?: number }
   /** A draft was saved on purpose: read that queue file now, held or not; answers after the poll. */
-  | { command: 'ingestDraft'; path: string };
+  | { command: 'ingestDraft'; path: string }
+  /**
+   * Judge one queue-file entry as the engine would, taking nothing: answers `{ ok: true, id }` or
+   * `{ ok: false, reason, field? }` (Add Item… checks each field as it is typed).
+   */
+  | { command: 'checkItem'; entry: unknown; workspaceFolder: string };
 
 /** Extension → host. */
 export type ToHostMessage = { type: 'control'; requestId: number } & ControlCommand;

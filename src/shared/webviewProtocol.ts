@@ -7,6 +7,7 @@
 // content); only then does the host post `init` and forward live events. Queries carry a
 // `requestId` that the host echoes in its `response`.
 import type { HealthResponse, IsoTime, ItemDetail, ItemSummary, LogEntry, StatsOverview, StatusResponse } from './api';
+import { isItemAction, type ItemAction } from './itemActions';
 import type { LogFilter } from './logFilter';
 
 /**
@@ -104,7 +105,11 @@ export type WebviewToHost =
   | QueryRequest
   | { type: 'runCommand'; requestId: number; command: DashboardCommand }
   /** "Open in Terminal": the extension's Show Output command for one attempt. */
-  | { type: 'showOutput'; requestId: number; itemId: string; attempt: number };
+  | { type: 'showOutput'; requestId: number; itemId: string; attempt: number }
+  /** The item detail's Retry, Cancel, Hold and Release: the extension's command of that name, for this item. */
+  | { type: 'itemAction'; requestId: number; itemId: string; action: ItemAction }
+  /** The item detail's source link: the item's queue file in an editor, at its entry. */
+  | { type: 'openSource'; requestId: number; itemId: string };
 
 /** A live event from `/events`: what EngineConnection receives and the panel forwards as it arrives. */
 export type LiveEvent =
@@ -173,6 +178,10 @@ export function isWebviewToHost(value: unknown): value is WebviewToHost {
       }
     case 'showOutput':
       return Number.isSafeInteger(m.requestId) && isItemId(m.itemId) && isAttempt(m.attempt);
+    case 'itemAction':
+      return Number.isSafeInteger(m.requestId) && isItemId(m.itemId) && isItemAction((value as { action?: unknown }).action);
+    case 'openSource':
+      return Number.isSafeInteger(m.requestId) && isItemId(m.itemId);
     case 'runCommand':
       return Number.isSafeInteger(m.requestId) && (DASHBOARD_COMMANDS as readonly unknown[]).includes(m.command);
     default:

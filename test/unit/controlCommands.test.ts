@@ -50,4 +50,21 @@ describe('control commands: one table for the channel and the HTTP routes', func
     await assert.rejects(runChannelCommand(engine, { command: 'holdItem', itemId: 'nobody' }), /no item with id "nobody"/);
     await assert.rejects(runChannelCommand(engine, { command: 'reboot' } as never), /unknown control command reboot/);
   });
+
+  it('checkItem judges an entry as a queue file\'s entry is judged, takes nothing, and is not an HTTP command', async () => {
+    engine = await Engine.create(ws.options());
+    await engine.start();
+    assert.equal(CONTROL_COMMANDS.checkItem.http, undefined);
+    const check = (entry: unknown, workspaceFolder: string = ws.folder) => runChannelCommand(engine!, { command: 'checkItem', entry, workspaceFolder });
+    assert.deepEqual(await check({ id: 'nightly', command: 'echo hi', shell: true, schedule: { cron: '0 2 * * *', timezone: 'UTC' }, priority: 5 }), { ok: true, id: 'nightly' });
+    const badZone = (await check({ id: 'n', command: 'x', schedule: { cron: '0 2 * * *', timezone: 'Mars/Olympus' } })) as { ok: false; reason: string; field: string };
+    assert.equal(badZone.ok, false);
+    assert.equal(badZone.field, 'schedule');
+    assert.match(badZone.reason, /Mars\/Olympus/);
+    assert.deepEqual(await check({ id: 'p', command: 'x', priority: 500 }), { ok: false, reason: '"priority" must be an integer from -100 to 100 (higher launches first among due items)', field: 'priority' });
+    assert.equal(((await check({ id: 'w', command: 'x', watch: { paths: ['../out/**'] } })) as { field?: string }).field, 'watch');
+    assert.equal(((await check({ id: 's', command: 'x', service: true, ready: { logPattern: 'on (' } })) as { field?: string }).field, 'ready');
+    assert.match(((await check({ id: 'x', command: 'x' }, 'relative/folder')) as { reason: string }).reason, /absolute path/);
+    assert.equal(engine.itemDetail('nightly'), undefined, 'nothing was taken');
+  });
 });

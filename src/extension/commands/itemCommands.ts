@@ -4,6 +4,7 @@
 // palette, asks with a quick pick of the items it applies to.
 import * as vscode from 'vscode';
 import type { ItemDetail, ItemState, ItemSummary } from '../../shared/api';
+import { ITEM_ACTION_APPLIES } from '../../shared/itemActions';
 import { Commands, Views } from '../constants';
 import type { EngineClient } from '../engineClient';
 import type { EngineController } from '../engineController';
@@ -32,11 +33,7 @@ export interface ItemCommandServices {
 export type ControlKind = 'cancel' | 'hold' | 'release';
 
 /** Which items each control command applies to (the same rule as the Items view's `when` clauses). */
-export const APPLIES: Record<ControlKind, (s: ItemState) => boolean> = {
-  cancel: (s) => s !== 'launched' && s !== 'failed',
-  hold: (s) => s !== 'launched' && s !== 'failed' && s !== 'held',
-  release: (s) => s === 'held',
-};
+export const APPLIES: Record<ControlKind, (s: ItemState) => boolean> = ITEM_ACTION_APPLIES;
 
 const CONTROL: Record<ControlKind, { command: 'cancelItem' | 'holdItem' | 'releaseItem'; verb: string; none: string; icon: string }> = {
   cancel: { command: 'cancelItem', verb: 'Cancel', none: 'No item is pending or running, so there is nothing to cancel.', icon: 'stop-circle' },

@@ -3,7 +3,8 @@
 // runs the engine.
 import { Commands } from '../constants';
 import type { EngineController } from '../engineController';
-import { addItemCommand, createQueueFolderCommand, openQueueFolderCommand, type QueueFolders } from '../queue';
+import { createQueueFolderCommand, openQueueFolderCommand, type QueueFolders } from '../queue';
+import { addItemCommand } from './addItem';
 import { queueTaskCommand } from '../tasks/queueTask';
 import type { CommandHandlers } from './register';
 
@@ -18,7 +19,13 @@ export function queueCommands({ queue, controller }: QueueCommandServices): Comm
   return {
     [Commands.openQueueFolder]: () => openQueueFolderCommand(queue),
     [Commands.createQueueFolder]: () => createQueueFolderCommand(queue),
-    [Commands.addItem]: () => addItemCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
+    [Commands.addItem]: () =>
+      addItemCommand({
+        queue,
+        // Only the engine this window runs answers the check; another window's or a remote one judges the file when it reads it.
+        checkItem: () => (controller.isOwner ? (command) => controller.control(command) : undefined),
+        pollNow: () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve()),
+      }),
     [Commands.queueTask]: () => queueTaskCommand(queue, () => (controller.isOwner ? controller.control({ command: 'pollNow' }) : Promise.resolve())),
   };
 }

@@ -14,12 +14,23 @@ import {
   type QueryRequest,
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
+import type { ItemAction } from '../../shared/itemActions';
 import { dashboardHtml, dashboardWebviewOptions } from './dashboardHtml';
+import { openItemSource } from './itemSource';
 import { readAttention, readItem, readLogPage, readOutput, readOverview, readTimeline, readUpcoming } from './dashboardQueries';
 
 // The dashboard's buttons are named like the extension's commands, so a name is a key of Commands
 // (a dashboard command without one does not compile).
 const COMMAND_IDS: Record<DashboardCommand, CommandId> = Commands;
+
+// The item detail's buttons, each the extension's own command for one item: the webview names an
+// action of this list, never a command.
+const ITEM_ACTION_COMMANDS: Record<ItemAction, CommandId> = {
+  retry: Commands.retryItem,
+  cancel: Commands.cancelItem,
+  hold: Commands.holdItem,
+  release: Commands.releaseItem,
+};
 
 /** What the window's engine policy knows (EngineController): read, never driven, by the panel. */
 export interface EngineStateSource {
@@ -131,6 +142,18 @@ export class DashboardPanel implements vscode.Disposable {
         void this.answer(m.requestId, async () => {
           // The Show Output terminal (itemCommands.ts), for the attempt the panel shows.
           await vscode.commands.executeCommand(Commands.showOutput, { itemId: m.itemId, attempt: m.attempt });
+          return null;
+        });
+        return;
+      case 'itemAction':
+        void this.answer(m.requestId, async () => {
+          await vscode.commands.executeCommand(ITEM_ACTION_COMMANDS[m.action], m.itemId);
+          return null;
+        });
+        return;
+      case 'openSource':
+        void this.answer(m.requestId, async () => {
+          await openItemSource(this.connection, m.itemId);
           return null;
         });
         return;

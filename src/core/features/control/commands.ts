@@ -3,6 +3,7 @@
 // through this table, so a new command is one entry here and its name in the channel's protocol:
 // neither dispatcher changes.
 import type { ControlCommand } from '../../../shared/hostProtocol';
+import { checkEntry } from '../../intake/checkEntry';
 import type { ControllableEngine } from '../../kernel/monitoredEngine';
 
 export type ControlCommandName = ControlCommand['command'];
@@ -41,6 +42,8 @@ export const CONTROL_COMMANDS: Record<ControlCommandName, ControlCommandSpec> = 
   grantTrust: { target: 'engine', answer: 'none', run: (e) => e.grantTrust() },
   // A window's queue files being typed (intake/draftHolds.ts): the editor's business, not HTTP's.
   holdDrafts: { target: 'engine', answer: 'none', run: (e, _id, m) => e.drafts.hold(field(m, 'client'), field(m, 'paths'), field(m, 'forMs')) },
+  // Add Item…'s check of what is typed: the editor's business, not HTTP's.
+  checkItem: { target: 'engine', answer: 'result', run: (_e, _id, m) => checkEntry(field(m, 'entry'), field(m, 'workspaceFolder')) },
   ingestDraft: {
     target: 'engine',
     answer: 'none',
