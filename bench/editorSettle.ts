@@ -294,7 +294,8 @@ export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir
   const baselineDir = process.env.BENCH_STARTUP_BASELINE || undefined;
   const subjects: { name: string; dir: string; floor?: boolean }[] = [{ name: 'this build', dir: extensionDir }];
   if (baselineDir) subjects.unshift({ name: 'baseline', dir: path.resolve(baselineDir) });
-  if (process.env.BENCH_STARTUP_FLOOR !== '0') subjects.push({ name: 'floor', dir: writeFloorExtension(path.join(ctx.tmp, 'floor-extension')), floor: true });
+  // The floor first: a run that cannot measure it fails before the long ones.
+  if (process.env.BENCH_STARTUP_FLOOR !== '0') subjects.unshift({ name: 'floor', dir: writeFloorExtension(path.join(ctx.tmp, 'floor-extension')), floor: true });
   const results = new Map<string, SettleTimings[]>(subjects.map((s) => [s.name, []]));
   for (let r = 0; r < runs; r++) {
     for (const s of subjects) {
