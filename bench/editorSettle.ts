@@ -53,7 +53,7 @@ function startupTrace(userDataDir: string): { lines: string[]; offsets: Record<s
   // channel is ready, not when written. The offsets are the extension's own clock.
   const offsets: Record<string, number> = {};
   for (const l of lines) {
-    const m = /startup \+(\d+) ms: (settled|first items|status bar "[^"]*Engine healthy)/.exec(l);
+    const m = /startup \+(\d+) ms: (settled|first items(?! view)|status bar "[^"]*Engine healthy)/.exec(l);
     if (m) offsets[m[2].startsWith('status bar') ? 'healthy' : m[2]] ??= Number(m[1]);
   }
   return { lines, offsets };

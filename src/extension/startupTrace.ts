@@ -44,7 +44,10 @@ export function traceStartup(c: Container, activatedAt: number): vscode.Disposab
       settledNow();
     }),
     c.statusBar.onDidChangeText((text) => mark(`status bar "${text}"`, false)),
+    // When the window says the Items view is shown: its items are read only from then on.
+    c.views.views.items.onDidChangeVisibility((e) => e.visible && mark('first items view visible')),
   );
+  if (c.views.views.items.visible) mark('first items view visible');
   mark(`status bar "${c.statusBar.text}"`);
   return { dispose: () => (clearTimeout(timer), disposeAll(subs)) };
 }
