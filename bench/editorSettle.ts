@@ -372,7 +372,7 @@ export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir
       measure: row.measure,
       value,
       unit: 'ms',
-      note: `runs ${runsOf(floor, (x) => x[row.key])} ms; code-server's own start of an extension host, one extension and its view in this run; Engine Monitor's settled counts took ${(ours / value).toFixed(2)}× as long (${ours - value} ms ${ours >= value ? 'more' : 'less'})`,
+      note: `runs ${runsOf(floor, (x) => x[row.key])} ms; code-server's own start of an extension host, one extension and its view in this run; Engine Monitor's settled counts took ${(ours / value).toFixed(2)}× as long (${Math.abs(ours - value)} ms ${ours >= value ? 'more' : 'less'})`,
     });
   }
 }
