@@ -21,8 +21,39 @@ for (const f of ['codicon.css', 'codicon.ttf']) copyFileSync(path.join(codiconsD
 // The same list as ENGINE_HOST_NODE_OPTIONS in src/shared/hostProtocol.ts (a unit test compares them).
 const hostNodeOptions = ['--max-semi-space-size=2', '--v8-pool-size=1', '--max-old-space-size=1024'];
 
+/**
+ * The queue item's validator compiled at build time (src/core/intake/itemSchema.ts), put in place
+ * of src/core/intake/itemValidator.ts in every bundle: the engine host starts without compiling a
+ * schema. itemSchema.ts is bundled on its own here to run it.
+ */
+async function precompiledItemValidator() {
+  const generator = await esbuild.build({
+    stdin: { contents: "export { itemValidatorModule } from './src/core/intake/itemSchema';\n", resolveDir: process.cwd(), loader: 'ts' },
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    write: false,
+    logLevel: 'warning',
+  });
+  const mod = { exports: {} };
+  new Function('module', 'exports', 'require', generator.outputFiles[0].text)(mod, mod.exports, require);
+  return mod.exports.itemValidatorModule();
+}
+const itemValidatorSource = await precompiledItemValidator();
+const precompiledValidator = {
+  name: 'precompiled-item-validator',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]src[\\/]core[\\/]intake[\\/]itemValidator\.ts$/ }, (args) => ({
+      contents: itemValidatorSource,
+      loader: 'js',
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
+
 const common = {
   bundle: true,
+  plugins: [precompiledValidator],
   sourcemap: !production,
   minify: production,
   logLevel: 'warning',

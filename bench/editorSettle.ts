@@ -12,6 +12,7 @@
 //                  until then the reload restarts the engine, and
 //                  the row says so.
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import type { EditorBenchContext } from './run';
@@ -23,9 +24,10 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /**
  * The extension's start-up trace ("startup +812 ms: event stream connected", see
  * src/extension/startupTrace.ts) from the newest Engine Monitor output log under `userDataDir`:
- * where the time of a run went, printed beside its figures.
+ * where the time of a run went, printed beside its figures. With it, from the lines' own clock
+ * (the same machine's), when activate() began and when the extension host had every view's data.
  */
-function startupTrace(userDataDir: string): string[] {
+function startupTrace(userDataDir: string): { lines: string[]; offsets: Record<string, number> } {
   const logs: string[] = [];
   const walk = (dir: string) => {
     let entries;
@@ -42,11 +44,19 @@ function startupTrace(userDataDir: string): string[] {
   };
   walk(path.join(userDataDir, 'logs'));
   const newest = logs.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  if (!newest) return [];
-  return readFileSync(newest, 'utf8')
+  if (!newest) return { lines: [], offsets: {} };
+  const lines = readFileSync(newest, 'utf8')
     .split('\n')
     .filter((l) => /startup \+\d+ ms|activated in/.test(l))
     .map((l) => l.replace(/^\S+ \S+ /, ''));
+  // The lines' own times are not used: an output channel's first lines are stamped when the
+  // channel is ready, not when written. The offsets are the extension's own clock.
+  const offsets: Record<string, number> = {};
+  for (const l of lines) {
+    const m = /startup \+(\d+) ms: (settled|first items(?! view)|status bar "[^"]*Engine healthy)/.exec(l);
+    if (m) offsets[m[2].startsWith('status bar') ? 'healthy' : m[2]] ??= Number(m[1]);
+  }
+  return { lines, offsets };
 }
 
 export interface SettleTimings {
@@ -57,10 +67,15 @@ export interface SettleTimings {
   /** Reload Window → settled counts, the window attaches to a running engine. */
   reloadAttachedMs: number;
   reloadAttachedFromWorkbenchMs: number;
+  /** From the workbench's first paint to the extension's status bar item, window start and reload. */
+  windowStartActivationMs?: number;
+  reloadActivationMs?: number;
   /** Whether the reload attached to the running engine or (before the engine outlived its window) restarted it. */
   reloadMode?: 'attached' | 'restarted';
   /** The extension's own start-up trace of the window start and of the reload. */
   traces?: { windowStart: string[]; reloadAttached: string[] };
+  /** Where the time from the workbench's first paint went, by the extension's own clock (see split()). */
+  splits?: { windowStart?: string; reloadAttached?: string };
 }
 
 interface Seen {
@@ -82,24 +97,93 @@ async function read(page: Page): Promise<Seen | undefined> {
     .catch(() => undefined);
 }
 
-function isSettled(s: Seen, total: number): boolean {
-  const pane = (re: RegExp) => Object.entries(s.panes).find(([t]) => re.test(t))?.[1] ?? '';
-  return new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)) && /Waiting/.test(pane(/^items$/i)) && /Engine healthy/.test(s.status);
+/** What a run waits for: Engine Monitor's settled counts, or the floor extension's status bar item. */
+interface Goal {
+  settled(s: Seen): boolean;
+  /** The extension's status bar item is there (it has activated). */
+  activated(s: Seen): boolean;
 }
 
-/** Reads the page until the counts settle; times from `since` and from the first paint of the side bar. */
-async function settle(page: Page, total: number, since: number, timeoutMs = 120_000): Promise<{ ms: number; fromWorkbenchMs: number }> {
+function engineMonitorGoal(total: number): Goal {
+  return {
+    settled(s) {
+      const pane = (re: RegExp) => Object.entries(s.panes).find(([t]) => re.test(t))?.[1] ?? '';
+      return new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)) && /Waiting/.test(pane(/^items$/i)) && /Engine healthy/.test(s.status);
+    },
+    activated: (s) => /Engine (connecting|starting|healthy|degraded|unhealthy|stopped|off|restricted|stalled|unreachable|attached)/i.test(s.status),
+  };
+}
+
+const FLOOR_TEXT = 'Floor extension active';
+const FLOOR_ROW = 'Floor row shown';
+/** The floor's own view and status bar item are both on screen, as ours must be to count as settled. */
+const floorGoal: Goal = {
+  settled: (s) => s.status.includes(FLOOR_TEXT) && Object.entries(s.panes).some(([t, body]) => /^floor$/i.test(t) && body.includes(FLOOR_ROW)),
+  activated: (s) => s.status.includes(FLOOR_TEXT),
+};
+
+interface Settled {
+  /** When the side bar was first painted and when the goal was seen (Date.now()). */
+  paintedAt: number;
+  settledAt: number;
+  ms: number;
+  fromWorkbenchMs: number;
+  /** From the first paint to the extension's status bar item. */
+  activationMs: number;
+}
+
+/** Reads the page until the goal is reached; times from `since` and from the first paint of the side bar. */
+async function settle(page: Page, goal: Goal, since: number, timeoutMs = 120_000): Promise<Settled> {
   let paintedAt: number | undefined;
+  let activatedAt: number | undefined;
   for (;;) {
     const s = await read(page);
     const now = Date.now();
     if (s && Object.keys(s.panes).length) {
       paintedAt ??= now;
-      if (isSettled(s, total)) return { ms: now - since, fromWorkbenchMs: now - paintedAt };
+      if (goal.activated(s)) activatedAt ??= now;
+      if (goal.settled(s)) return { paintedAt, settledAt: now, ms: now - since, fromWorkbenchMs: now - paintedAt, activationMs: (activatedAt ?? now) - paintedAt };
     }
-    if (now - since > timeoutMs) throw new Error(`editor settle bench: no settled counts within ${timeoutMs} ms; last: ${JSON.stringify(s)}`);
+    if (now - since > timeoutMs) throw new Error(`editor settle bench: not settled within ${timeoutMs} ms; last: ${JSON.stringify(s)}`);
     await sleep(30);
   }
+}
+
+/**
+ * The floor: an extension with one view in a side bar container of its own and one status bar
+ * item, activated the way Engine Monitor is (a queue folder in the workspace, its view shown),
+ * whose view lists one fixed row: what any extension's view costs before its first row shows,
+ * with no engine, no request and no model. Written to `dir`.
+ */
+export function writeFloorExtension(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const manifest = {
+    name: 'startup-floor',
+    displayName: 'Startup Floor',
+    publisher: 'engine-monitor-bench',
+    version: '0.0.1',
+    engines: { vscode: '^1.100.0' },
+    main: './extension.js',
+    activationEvents: ['workspaceContains:.engine/queue'],
+    contributes: {
+      viewsContainers: { activitybar: [{ id: 'startupFloor', title: 'Startup Floor', icon: '$(beaker)' }] },
+      views: { startupFloor: [{ id: 'startupFloor.view', name: 'Floor' }] },
+    },
+  };
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+  writeFileSync(
+    path.join(dir, 'extension.js'),
+    `const vscode = require('vscode');\n` +
+      `exports.activate = (context) => {\n` +
+      `  const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);\n` +
+      `  item.text = ${JSON.stringify(FLOOR_TEXT)};\n` +
+      `  item.show();\n` +
+      `  context.subscriptions.push(item);\n` +
+      `  const row = new vscode.TreeItem(${JSON.stringify(FLOOR_ROW)});\n` +
+      `  context.subscriptions.push(vscode.window.registerTreeDataProvider('startupFloor.view', { getChildren: (e) => (e ? [] : [row]), getTreeItem: (e) => e }));\n` +
+      `};\n`,
+  );
+  return dir;
 }
 
 async function enginePidGone(userDataDir: string): Promise<void> {
@@ -123,7 +207,8 @@ async function enginePidGone(userDataDir: string): Promise<void> {
   throw new Error(`editor settle bench: the engine (pid ${pid}) did not exit`);
 }
 
-export async function settleRun(extensionDir: string, ws: string, total: number): Promise<SettleTimings> {
+export async function settleRun(extensionDir: string, ws: string, total: number, floor = false): Promise<SettleTimings> {
+  const goal = floor ? floorGoal : engineMonitorGoal(total);
   const userSettings = { 'engineMonitor.server.port': 0 };
   const target = { folder: ws, extensionDevelopmentPath: extensionDir };
   const t = {} as SettleTimings;
@@ -138,14 +223,16 @@ export async function settleRun(extensionDir: string, ws: string, total: number)
     const first = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     const opened = Date.now();
     await first.goto(workbenchUrl(server, target), { waitUntil: 'domcontentloaded' });
-    const focus = runCommand(first, 'Engine Monitor: Focus on Stats View', 120_000);
-    const start = await settle(first, total, opened);
+    const focus = runCommand(first, floor ? 'Startup Floor: Focus on Floor View' : 'Engine Monitor: Focus on Stats View', 120_000);
+    const start = await settle(first, goal, opened);
     await focus;
     t.windowStartMs = start.ms;
     t.windowStartFromWorkbenchMs = start.fromWorkbenchMs;
+    t.windowStartActivationMs = start.activationMs;
     const owner = readEndpoint(userDataDir)?.pid;
     await sleep(500); // the log is written on a timer
     const windowStartTrace = startupTrace(userDataDir);
+    t.splits = { windowStart: split(start, windowStartTrace) };
 
     // The same window reloaded ("Developer: Reload Window"). Once the engine outlives its window
     // the reloaded window attaches to it; until then the reload stops and restarts it. Which of
@@ -156,11 +243,14 @@ export async function settleRun(extensionDir: string, ws: string, total: number)
     await first.evaluate(() => ((window as unknown as { beforeReload?: boolean }).beforeReload = true));
     await runCommand(first, 'Developer: Reload Window');
     const reloaded = Date.now();
-    const attach = await settle(first, total, reloaded);
+    const attach = await settle(first, goal, reloaded);
     t.reloadAttachedMs = attach.ms;
     t.reloadAttachedFromWorkbenchMs = attach.fromWorkbenchMs;
+    t.reloadActivationMs = attach.activationMs;
     await sleep(500);
-    t.traces = { windowStart: windowStartTrace, reloadAttached: startupTrace(userDataDir) };
+    const reloadTrace = startupTrace(userDataDir);
+    t.traces = { windowStart: windowStartTrace.lines, reloadAttached: reloadTrace.lines };
+    t.splits.reloadAttached = split(attach, reloadTrace);
     const after = readEndpoint(userDataDir)?.pid;
     // The same engine host before and after: attached. (The trace says "starting" while a window
     // attaches too, so only the pid tells.)
@@ -173,6 +263,18 @@ export async function settleRun(extensionDir: string, ws: string, total: number)
   return t;
 }
 
+/**
+ * Where the time from the first paint went: to our status bar item (code-server starting the
+ * extension host and activating us), then, by the extension's clock from activate(), to its data
+ * for the Items view and to "Engine healthy"; the rest is the window asking for and drawing rows.
+ */
+function split(s: Settled, trace: ReturnType<typeof startupTrace>): string | undefined {
+  const items = trace.offsets['first items'];
+  const healthy = trace.offsets.healthy;
+  if (items === undefined) return undefined;
+  return `paint → our status bar item ${s.activationMs} ms; activate() → "Engine healthy" +${healthy ?? '?'} ms, → items +${items} ms (extension host); on screen ${s.fromWorkbenchMs} ms`;
+}
+
 function writeItems(ws: string, n: number): void {
   const queue = path.join(ws, '.engine', 'queue');
   mkdirSync(queue, { recursive: true });
@@ -183,27 +285,32 @@ function writeItems(ws: string, n: number): void {
 
 /**
  * The two rows, medians of BENCH_STARTUP_RUNS runs; BENCH_STARTUP_BASELINE=<dir> measures another
- * build of the extension (e.g. main's) run for run alternating with this one, for the ratio.
+ * build of the extension (e.g. main's) run for run alternating with this one, for the ratio; the
+ * floor extension runs alternating with them too (BENCH_STARTUP_FLOOR=0 leaves it out).
  */
 export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir: string): Promise<void> {
   const runs = Number(process.env.BENCH_STARTUP_RUNS || (ctx.quick ? 1 : 3));
   const items = 20;
   const baselineDir = process.env.BENCH_STARTUP_BASELINE || undefined;
-  const subjects: { name: string; dir: string }[] = [{ name: 'this build', dir: extensionDir }];
+  const subjects: { name: string; dir: string; floor?: boolean }[] = [{ name: 'this build', dir: extensionDir }];
   if (baselineDir) subjects.unshift({ name: 'baseline', dir: path.resolve(baselineDir) });
+  // The floor first: a run that cannot measure it fails before the long ones.
+  if (process.env.BENCH_STARTUP_FLOOR !== '0') subjects.unshift({ name: 'floor', dir: writeFloorExtension(path.join(ctx.tmp, 'floor-extension')), floor: true });
   const results = new Map<string, SettleTimings[]>(subjects.map((s) => [s.name, []]));
   for (let r = 0; r < runs; r++) {
     for (const s of subjects) {
       const tmp = path.join(ctx.tmp, `settle-${s.name.replace(/\W+/g, '-')}-${r}`);
       const ws = path.join(tmp, 'ws');
       writeItems(ws, items);
-      const res = await settleRun(s.dir, ws, items);
+      const res = await settleRun(s.dir, ws, items, s.floor);
       results.get(s.name)!.push(res);
       ctx.log(
-        `  settle run ${r + 1} (${s.name}): window start ${res.windowStartMs} ms (${res.windowStartFromWorkbenchMs} ms from the workbench), ` +
-          `reload (${res.reloadMode}) ${res.reloadAttachedMs} ms (${res.reloadAttachedFromWorkbenchMs} ms from the workbench)`,
+        `  settle run ${r + 1} (${s.name}, load ${loadAverage()}): window start ${res.windowStartMs} ms (${res.windowStartFromWorkbenchMs} ms from the workbench, ` +
+          `activation visible at ${res.windowStartActivationMs} ms), reload${s.floor ? '' : ` (${res.reloadMode})`} ${res.reloadAttachedMs} ms ` +
+          `(${res.reloadAttachedFromWorkbenchMs} ms from the workbench, activation visible at ${res.reloadActivationMs} ms)`,
       );
-      if (r === 0 && res.traces) {
+      if (res.splits) ctx.log(`    window start: ${res.splits.windowStart ?? '?'}; reload: ${res.splits.reloadAttached ?? '?'}`);
+      if (r === 0 && res.traces && !s.floor) {
         ctx.log(`    window start, the extension's trace:\n      ${res.traces.windowStart.join('\n      ')}`);
         ctx.log(`    reload (${res.reloadMode}), the extension's trace:\n      ${res.traces.reloadAttached.join('\n      ')}`);
       }
@@ -212,7 +319,13 @@ export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir
   ctx.raw.editorSettle = Object.fromEntries(results);
   const mine = results.get('this build')!;
   const base = results.get('baseline');
-  type Figure = Exclude<keyof SettleTimings, 'traces' | 'reloadMode'>;
+  const floor = results.get('floor');
+  const runsOf = (xs: SettleTimings[], f: (x: SettleTimings) => number | undefined) => xs.map((x) => f(x) ?? '?').join(' / ');
+  type Figure = 'reloadAttachedFromWorkbenchMs' | 'windowStartFromWorkbenchMs' | 'reloadAttachedMs' | 'windowStartMs';
+  const activationOf: Partial<Record<Figure, (x: SettleTimings) => number | undefined>> = {
+    reloadAttachedFromWorkbenchMs: (x) => x.reloadActivationMs,
+    windowStartFromWorkbenchMs: (x) => x.windowStartActivationMs,
+  };
   const rows: { key: Figure; measure: string; targetMs?: number }[] = [
     { key: 'reloadAttachedFromWorkbenchMs', measure: 'reload → settled counts, attached (from the workbench\'s first paint)', targetMs: 1500 },
     { key: 'windowStartFromWorkbenchMs', measure: 'window start → settled counts, engine started by the window (from the workbench\'s first paint)', targetMs: 3000 },
@@ -229,6 +342,7 @@ export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir
     }
     const value = ctx.median(mine.map((x) => x[row.key]));
     const baseline = base ? ctx.median(base.map((x) => x[row.key])) : undefined;
+    const activation = activationOf[row.key];
     ctx.add({
       scenario: 'editor',
       measure: row.measure,
@@ -238,8 +352,31 @@ export async function scenarioEditorSettle(ctx: EditorBenchContext, extensionDir
       ratio: baseline ? value / baseline : undefined,
       ...(row.targetMs !== undefined ? { target: `≤ ${row.targetMs} ms`, met: value <= row.targetMs } : {}),
       note:
-        `runs ${mine.map((x) => x[row.key]).join(' / ')} ms${base ? `; baseline ${base.map((x) => x[row.key]).join(' / ')} ms` : ''}` +
+        `runs ${runsOf(mine, (x) => x[row.key])} ms${base ? `; baseline ${runsOf(base, (x) => x[row.key])} ms` : ''}` +
+        (activation ? `; our status bar item at ${runsOf(mine, activation)} ms` : '') +
+        (activation && floor ? `; the floor extension's row at ${runsOf(floor, (x) => x[row.key])} ms` : '') +
         (row.key.startsWith('reload') ? `; the reload ${[...new Set(mine.map((x) => x.reloadMode))].join('/')} the engine` : ''),
     });
   }
+  if (!floor) return;
+  // The floor and what is ours above it: the settled figure less the floor's, run for run.
+  const floorRows: { key: Figure; measure: string }[] = [
+    { key: 'reloadAttachedFromWorkbenchMs', measure: 'floor: reload → an empty extension\'s view row and status bar item (from the workbench\'s first paint)' },
+    { key: 'windowStartFromWorkbenchMs', measure: 'floor: window start → an empty extension\'s view row and status bar item (from the workbench\'s first paint)' },
+  ];
+  for (const row of floorRows) {
+    const value = ctx.median(floor.map((x) => x[row.key]));
+    const ours = ctx.median(mine.map((x) => x[row.key]));
+    ctx.add({
+      scenario: 'editor',
+      measure: row.measure,
+      value,
+      unit: 'ms',
+      note: `runs ${runsOf(floor, (x) => x[row.key])} ms; code-server's own start of an extension host, one extension and its view in this run; Engine Monitor's settled counts took ${(ours / value).toFixed(2)}× as long (${Math.abs(ours - value)} ms ${ours >= value ? 'more' : 'less'})`,
+    });
+  }
+}
+
+function loadAverage(): string {
+  return os.loadavg().map((l) => l.toFixed(1)).join(' ');
 }

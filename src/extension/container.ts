@@ -62,6 +62,10 @@ export class Container extends Disposable {
     this.host = this._register(new HostProcess(this.output));
     this.model = this._register(new EngineModel(this.client));
     this.logs = this._register(new LogsModel(this.client, context.workspaceState));
+    // The views' first reads go out with the stream's request, not a round trip after it; one
+    // answered before the stream started is read again once it runs (EngineClient.setFirstReads).
+    this.client.setFirstReads(() => this.model.firstReads());
+    this._register(this.client.onDidServeEarlyRead(() => this.model.refresh()));
     this.controller = this._register(
       new EngineController(context, this.host, this.client, this.queue, this.output, () => this.model.health?.checks.engine),
     );

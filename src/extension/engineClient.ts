@@ -11,6 +11,11 @@ import { getText } from './textRequest';
 import { SseParser } from './sse';
 
 const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * How long after the stream connected an early read (see setFirstReads) may still answer a view's
+ * first read: past it, or after any change on the stream, the view reads afresh.
+ */
+const EARLY_READ_MS = 3_000;
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
 
@@ -31,6 +36,11 @@ export class EngineClient extends Disposable implements EngineConnection {
   private generation = 0;
   private abort: AbortController | undefined;
   private wakeReconnect: (() => void) | undefined;
+  /** The paths the views read first once connected (setFirstReads). */
+  private firstReads: () => readonly string[] = () => [];
+  /** Reads of firstReads sent with the stream's request, each taken by the first get() of its path. */
+  private early = new Map<string, EarlyRead>();
+  private earlyTimer: NodeJS.Timeout | undefined;
 
   private readonly _onDidReceiveEvent = this._register(new vscode.EventEmitter<LiveEvent>());
   readonly onDidReceiveEvent = this._onDidReceiveEvent.event;
@@ -39,6 +49,12 @@ export class EngineClient extends Disposable implements EngineConnection {
   private readonly _onDidChangeEndpoint = this._register(new vscode.EventEmitter<string | undefined>());
   /** Fires when the base URL changes (a new engine, or none). */
   readonly onDidChangeEndpoint = this._onDidChangeEndpoint.event;
+  private readonly _onDidServeEarlyRead = this._register(new vscode.EventEmitter<void>());
+  /**
+   * A read was answered from a request sent before the stream connected: a change between that
+   * answer and the stream's start would be missed, so the views read again (within their interval).
+   */
+  readonly onDidServeEarlyRead = this._onDidServeEarlyRead.event;
   private readonly _onDidChangeProblem = this._register(new vscode.EventEmitter<ConnectionProblem | undefined>());
   /** Fires when the reason the stream is down changes (undefined once it connects). */
   readonly onDidChangeProblem = this._onDidChangeProblem.event;
@@ -46,6 +62,17 @@ export class EngineClient extends Disposable implements EngineConnection {
   constructor() {
     super();
     this._register(toDisposable(() => this.stopEvents()));
+  }
+
+  /**
+   * The JSON paths the views read as soon as the stream connects (items, status, schedules). They
+   * are requested together with the stream instead of one round trip after it, and the first read
+   * of each path after the stream connected takes its answer. Not /stats and /health (the stream
+   * starts with them) and not /logs (entries written before the stream started would be missing
+   * from the view, with nothing to say so).
+   */
+  setFirstReads(paths: () => readonly string[]): void {
+    this.firstReads = paths;
   }
 
   get baseUrl(): string | undefined {
@@ -80,7 +107,10 @@ export class EngineClient extends Disposable implements EngineConnection {
     this._token = tok;
     this.stopEvents();
     this._onDidChangeEndpoint.fire(url);
-    if (url && !this.isDisposed) void this.runEvents(++this.generation);
+    if (url && !this.isDisposed) {
+      void this.runEvents(++this.generation);
+      this.startEarlyReads();
+    }
   }
 
   /** Retry the /events stream at once (e.g. after the host was restarted on the same URL). */
@@ -145,7 +175,50 @@ export class EngineClient extends Disposable implements EngineConnection {
     return body as T;
   }
 
+  private startEarlyReads(): void {
+    for (const p of this.firstReads()) {
+      const read: EarlyRead = { answer: this.fetchJson(p), answeredAt: undefined };
+      read.answer.then(
+        () => (read.answeredAt = Date.now()),
+        () => undefined, // the view's own read, made when it is taken, reports it
+      );
+      this.early.set(p, read);
+    }
+  }
+
+  /** An early read of `pathAndQuery`, if one may answer now: the stream is live and nothing changed since it connected. */
+  private takeEarly(pathAndQuery: string): EarlyRead | undefined {
+    const read = this.early.get(pathAndQuery);
+    if (!read || !this._connected) return undefined;
+    this.early.delete(pathAndQuery);
+    return read;
+  }
+
+  private dropEarlyReads(): void {
+    clearTimeout(this.earlyTimer);
+    this.earlyTimer = undefined;
+    this.early.clear();
+  }
+
   private async request<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
+    const early = this.takeEarly(pathAndQuery);
+    if (early) {
+      let answer: { body: T; res: Response } | undefined;
+      try {
+        answer = (await early.answer) as { body: T; res: Response };
+      } catch {
+        // Failed on its way (the engine was still starting its server?): read now instead.
+      }
+      if (answer) {
+        // Answered before the stream started: a change in between would be missed; read again.
+        if (early.answeredAt === undefined || this.connectedAt === undefined || early.answeredAt < this.connectedAt) this._onDidServeEarlyRead.fire();
+        return answer;
+      }
+    }
+    return this.fetchJson<T>(pathAndQuery);
+  }
+
+  private async fetchJson<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
     let res: Response | undefined;
@@ -180,9 +253,20 @@ export class EngineClient extends Disposable implements EngineConnection {
     return this._token ? { ...extra, Authorization: `Bearer ${this._token}` } : extra;
   }
 
+  /** The opening events (stats, health) seen since the stream connected. */
+  private readonly openingEvents = new Set<string>();
+  /** When the stream last connected (Date.now()). */
+  private connectedAt: number | undefined;
+
   private setConnected(value: boolean): void {
     if (this._connected === value) return;
     this._connected = value;
+    if (value) {
+      this.connectedAt = Date.now();
+      this.earlyTimer = setTimeout(() => this.dropEarlyReads(), EARLY_READ_MS);
+    } else {
+      this.dropEarlyReads();
+    }
     this._onDidChangeConnection.fire(value);
   }
 
@@ -193,6 +277,7 @@ export class EngineClient extends Disposable implements EngineConnection {
   }
 
   private stopEvents(): void {
+    this.dropEarlyReads();
     this.generation++;
     this.abort?.abort();
     this.abort = undefined;
@@ -217,6 +302,7 @@ export class EngineClient extends Disposable implements EngineConnection {
           throw new Error(`HTTP ${res.status}`);
         }
         this.setProblem(undefined);
+        this.openingEvents.clear();
         this.setConnected(true);
         delay = RECONNECT_MIN_MS;
         const reader = res.body.getReader();
@@ -260,6 +346,10 @@ export class EngineClient extends Disposable implements EngineConnection {
       return; // a malformed event must not break the stream
     }
     if (!parsed || typeof parsed !== 'object') return;
+    // The stream opens with the engine's stats and health as they are; anything after those is a
+    // change, which early reads answered before it would not show.
+    if (this.early.size && (name === 'log' || this.openingEvents.has(name))) this.dropEarlyReads();
+    if (name === 'stats' || name === 'health') this.openingEvents.add(name);
     switch (name) {
       case 'log':
         this._onDidReceiveEvent.fire({ name: 'log', data: parsed as LogEntry });
@@ -277,6 +367,12 @@ export class EngineClient extends Disposable implements EngineConnection {
         break;
     }
   }
+}
+
+interface EarlyRead {
+  answer: Promise<{ body: unknown; res: Response }>;
+  /** When it was answered (Date.now()); undefined while on its way or when it failed. */
+  answeredAt: number | undefined;
 }
 
 /** An error answer from the engine: its status and the message of its JSON error body. */

@@ -163,6 +163,11 @@ export class EngineModel extends Disposable {
     this.refreshers.status.trigger();
   }
 
+  /** The reads this model makes first once connected, beside /stats and /health (EngineClient.setFirstReads). */
+  firstReads(): string[] {
+    return ['/status', '/schedules', ...ITEM_GROUPS.map((g) => pagePath(`state=${GROUP_STATES[g].join(',')}`))];
+  }
+
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
     for (const r of Object.values(this.refreshers)) r.trigger(now);
@@ -241,7 +246,7 @@ export class EngineModel extends Disposable {
   }
 
   private page(query: string): Promise<ItemsPage> {
-    return this.connection.get<ItemsPage>(`/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`);
+    return this.connection.get<ItemsPage>(pagePath(query));
   }
 
   /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
@@ -268,6 +273,10 @@ export class EngineModel extends Disposable {
     byGroup.launched = launched;
     return withServicesTogether({ byGroup });
   }
+}
+
+function pagePath(query: string): string {
+  return `/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`;
 }
 
 /**

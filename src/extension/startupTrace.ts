@@ -1,7 +1,9 @@
 // The start-up, step by step, in the output channel: how long after activate() the engine was
 // decided, started or attached, reached, and when the views had their first data. A slow first
 // paint is then read off one log ("startup +812 ms: stream connected") instead of guessed at, by
-// a user filing a report as much as by the bench. It stops listening once the views are loaded.
+// a user filing a report as much as by the bench. After "settled" it still notes the first answer
+// of a view shown later (a reload tells the extension which views are visible only once the
+// window has drawn them), then stops listening: once every part has answered, or after a minute.
 import type * as vscode from 'vscode';
 import type { Container } from './container';
 import { disposeAll } from './dispose';
@@ -10,16 +12,24 @@ export function traceStartup(c: Container, activatedAt: number): vscode.Disposab
   const subs: vscode.Disposable[] = [];
   const seen = new Set<string>();
   let done = false;
+  let settled = false;
   const mark = (step: string, once = true) => {
-    if (done || (once && seen.has(step))) return;
+    if (done || (once && seen.has(step)) || (settled && !step.startsWith('first '))) return;
     seen.add(step);
     c.output.info(`startup +${Date.now() - activatedAt} ms: ${step}`);
   };
-  const settledNow = () => {
-    if (!c.model.loaded || !c.logs.loaded) return;
-    mark('settled: every visible view has its data');
+  const stop = () => {
     done = true;
+    clearTimeout(timer);
     queueMicrotask(() => disposeAll(subs));
+  };
+  const timer = setTimeout(stop, 60_000);
+  const settledNow = () => {
+    if (!settled && c.model.loaded && c.logs.loaded) {
+      mark('settled: every visible view has its data');
+      settled = true;
+    }
+    if (settled && ['stats', 'health', 'status', 'items', 'schedules'].every((p) => seen.has(`first ${p}`))) stop();
   };
   subs.push(
     c.controller.onDidChangeState((s) => mark(`engine ${s}`, false)),
@@ -34,7 +44,10 @@ export function traceStartup(c: Container, activatedAt: number): vscode.Disposab
       settledNow();
     }),
     c.statusBar.onDidChangeText((text) => mark(`status bar "${text}"`, false)),
+    // When the window says the Items view is shown: its items are read only from then on.
+    c.views.views.items.onDidChangeVisibility((e) => e.visible && mark('first items view visible')),
   );
+  if (c.views.views.items.visible) mark('first items view visible');
   mark(`status bar "${c.statusBar.text}"`);
-  return { dispose: () => disposeAll(subs) };
+  return { dispose: () => (clearTimeout(timer), disposeAll(subs)) };
 }

@@ -21,6 +21,7 @@ export async function run(): Promise<void> {
     require('./lifecycle.test');
   } else {
     require('./sse.test');
+    require('./earlyReads.test');
     require('./activation.test');
     require('./views.test');
     require('./schedules.test');

@@ -1,11 +1,10 @@
 // Queue items: validation against the shipped JSON Schema (the same file the editor uses through
 // jsonValidation, so the editor and the engine never disagree), id derivation and normalisation.
-import Ajv, { type ErrorObject } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import { Cron } from 'croner';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import itemFileSchema from '../../../schemas/item.schema.json';
+import { validateItem } from './itemValidator';
 import { problemMatcherProblem, type ProblemMatcherInput } from '../features/problems/problemMatchers';
 import { watchGlobProblem } from '../features/triggers/globs';
 import { isInside } from './workingFolder';
@@ -109,11 +108,6 @@ export interface ItemDefaults {
   timeoutMs: number;
   maxAttempts: number;
 }
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-addFormats(ajv, ['date-time']);
-ajv.addSchema(itemFileSchema, 'item-file');
-const validateItem = ajv.getSchema('item-file#/definitions/item')!;
 
 /**
  * A rejection names the entry's top-level field at fault when there is one (`field`), so an editor
