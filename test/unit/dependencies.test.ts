@@ -23,7 +23,7 @@ function startsIn(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
 }
 
-describe('dependencies and priority (section 9)', function () {
+describe('dependencies and priority: blocked, failed dependencies, cycles and launch order', function () {
   this.timeout(60_000);
   let ws: TempWorkspace;
   let engine: Engine | undefined;

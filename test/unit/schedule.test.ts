@@ -15,7 +15,7 @@ import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } 
 
 const at = (iso: string) => Date.parse(iso);
 
-describe('schedules (section 9)', function () {
+describe('schedules: occurrences, catch-up, overlap, hold and DST', function () {
   this.timeout(90_000);
   let ws: TempWorkspace;
   let engine: Engine | undefined;
