@@ -111,6 +111,16 @@ export class PostgresServer {
     return this.url(name);
   }
 
+  /**
+   * A fresh database owned by `engine` whose character type knows letters beyond ASCII, as a
+   * fleet's should: under the cluster's C locale PostgreSQL's text search folds no case but
+   * ASCII's, and sql.js's index folds all.
+   */
+  createUtf8Database(name: string): string {
+    this.psql('postgres', `CREATE DATABASE ${name} OWNER engine TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'`);
+    return this.url(name);
+  }
+
   stop(): void {
     try {
       this.stopServer();
