@@ -1,7 +1,8 @@
 // Schedules in the real engine: real queue files, real processes, real HTTP, on each store: a
-// real sql.js database on disk and a real PostgreSQL database. The occurrences are computed against a clock the test steps
-// (EngineOptions.scheduleClock, test-only), so minute boundaries, downtime and DST days are crossed
-// without waiting for them; one test waits for one real minute boundary with the real clock.
+// real sql.js database on disk and a real PostgreSQL database. The occurrences are computed
+// against a clock the test steps (EngineOptions.scheduleClock, test-only), so minute boundaries,
+// downtime and DST days are crossed without waiting for them; one test waits for one real minute
+// boundary with the real clock.
 import assert from 'node:assert/strict';
 import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
