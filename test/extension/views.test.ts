@@ -149,7 +149,7 @@ describe('Tree views', () => {
     assert.equal(nodeById(api, 'items', 'items.running.ticking'), undefined, 'no longer running');
   });
 
-  it('Items view says why a blocked item waits ("waits for: …"), then runs it once its dependency launched (section 9)', async function () {
+  it('Items view says why a blocked item waits ("waits for: …"), then runs it once its dependency launched', async function () {
     this.timeout(60_000);
     const api = await getApi();
     const queueDir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.engine', 'queue');
@@ -166,7 +166,7 @@ describe('Tree views', () => {
     assert.equal(nodeById(api, 'items', 'items.blocked.waits-on-prep'), undefined);
   });
 
-  it('Items view refreshes only the rows that changed, not the whole tree (#21 item 1)', async function () {
+  it('Items view refreshes only the rows that changed, not the whole tree', async function () {
     this.timeout(60_000);
     const api = await getApi();
     const provider = api._testing.views.providers.items;
@@ -242,7 +242,7 @@ describe('Tree views', () => {
     assert.ok(!logMd.isTrusted && !logMd.supportHtml && !logMd.value.includes('[stop](command:'));
   });
 
-  it('status bar shows health, the pending count and the failed items, even while healthy (#21 item 4)', async () => {
+  it('status bar shows health, the pending count and the failed items, even while healthy', async () => {
     const api = await getApi();
     const seen = await waitFor('status bar text', async () => {
       const h = await getJson<HealthResponse>(api, '/health');

@@ -149,7 +149,7 @@ for (const store of ['sql.js', 'postgres'] as const) describe(store === 'sql.js'
   });
 });
 
-describe('/status after a restart (#21 item 8)', function () {
+describe('/status after a restart: sources keep their counts from the store', function () {
   this.timeout(30_000);
   let ws: TempWorkspace;
 

@@ -1,5 +1,7 @@
 // Control of items in the real engine: cancel, hold and release, edited
-// definitions, with real processes, real queue files and a real database on disk.
+// definitions, with real processes and real queue files, on each store: a real sql.js database on
+// disk and a real PostgreSQL database. Cancelling running processes, whose ends are timed against
+// the SIGKILL grace, is in control.cancel.test.ts (run alone, in the serial group).
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,31 +9,19 @@ import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Engine } from '../../src/core/kernel/engine';
 import { ControlError } from '../../src/core/kernel/monitoredEngine';
 import { SCHEMA_V1 } from '../../src/core/store/schema';
-import type { ItemDetail, StatsOverview } from '../../src/shared/api';
 import { processesMentioning } from './support/cli';
+import { assertControlInvariants, uniqueSleep } from './support/control';
+import { engineStores } from './support/engineStores';
 import { seededRandom } from './support/testEngine';
-import { allLogs, assertInvariants, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
-
-/** Every relation /stats promises at every instant (without retries by hand). */
-export function assertControlInvariants(s: StatsOverview): void {
-  const where = JSON.stringify(s);
-  assert.equal(s.total, s.launched + s.pending + s.failed, `total in ${where}`);
-  assert.ok(s.held <= s.pending, `held ≤ pending in ${where}`);
-  assert.ok(s.running <= s.pending, `running ≤ pending in ${where}`);
-  assert.equal(s.totalLaunches, s.launched + s.totalFailed + s.running, `totalLaunches in ${where}`);
-}
-
-/** A `sleep` whose argument no other process on the machine has, so ps finds exactly it. */
-function uniqueSleep(): string {
-  return `300.${process.pid}${Math.floor(Math.random() * 1e6)}`;
-}
+import { allLogs, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
 
 function rejectsWith(fn: () => void, reason: 'not_found' | 'conflict', message: RegExp): void {
   assert.throws(fn, (err: unknown) => err instanceof ControlError && err.reason === reason && message.test(err.message));
 }
 
-describe('control: cancel, hold, release and edited definitions', function () {
+for (const store of engineStores()) describe(`control: cancel, hold, release and edited definitions (${store.name})`, function () {
   this.timeout(60_000);
+  store.setUp();
   let ws: TempWorkspace;
   let engine: Engine | undefined;
 
@@ -44,84 +34,6 @@ describe('control: cancel, hold, release and edited definitions', function () {
     ws.dispose();
   });
 
-  it('cancels running attempts: their processes are gone within 6 s (SIGTERM, or SIGKILL for one that ignores it) and the items fail with "cancelled"', async () => {
-    const plain = uniqueSleep();
-    const stubborn = uniqueSleep();
-    ws.enqueue('long.json', [
-      { id: 'plain', command: 'sleep', args: [plain], maxAttempts: 3 },
-      // The shell ignores SIGTERM and waits for its sleep, which ignores it too (inherited): only SIGKILL ends them.
-      { id: 'stubborn', command: `trap '' TERM; sleep ${stubborn}; true`, shell: true, maxAttempts: 3 },
-    ]);
-    engine = await Engine.create(ws.options());
-    const seen: StatsOverview[] = [];
-    engine.subscribe((e) => e.type === 'stats' && seen.push(engine!.stats()));
-    await engine.start();
-    // The stubborn one's shell names the sleep on its command line too: two processes.
-    await waitFor('both sleeps to run', () => processesMentioning(`sleep ${plain}`).length === 1 && processesMentioning(`sleep ${stubborn}`).length === 2);
-    assert.equal(engine.stats().running, 2);
-
-    const cancelledAt = Date.now();
-    engine.cancelItem('plain');
-    engine.cancelItem('stubborn');
-    // Failed at once, before the processes are gone.
-    const s = engine.stats();
-    assert.deepEqual([s.failed, s.pending, s.running, s.totalFailed, s.totalLaunches], [2, 0, 0, 2, 2]);
-    assertControlInvariants(s);
-    for (const id of ['plain', 'stubborn']) {
-      const detail: ItemDetail = engine.itemDetail(id)!;
-      assert.equal(detail.outcome, 'failed');
-      assert.equal(detail.state, 'failed');
-      assert.equal(detail.error, 'cancelled');
-      assert.equal(detail.attempts.length, 1);
-      assert.equal(detail.attempts[0].outcome, 'failed');
-      assert.equal(detail.attempts[0].error, 'cancelled');
-    }
-    await waitFor('the plain sleep to end', () => processesMentioning(`sleep ${plain}`).length === 0, 6000);
-    await waitFor('the stubborn sleep to be killed', () => processesMentioning(`sleep ${stubborn}`).length === 0, 6000 - (Date.now() - cancelledAt));
-    assert.ok(Date.now() - cancelledAt < 6000);
-    assert.ok(Date.now() - cancelledAt > 4000, 'the stubborn one needed the SIGKILL, 5 s after the SIGTERM');
-    // Once the processes have exited, their attempts say how: the signal that ended them.
-    await waitFor('the signals to be recorded', () => engine!.itemDetail('stubborn')!.attempts[0].signal !== null && engine!.itemDetail('plain')!.attempts[0].signal !== null);
-    assert.equal(engine.itemDetail('plain')!.attempts[0].signal, 'SIGTERM');
-    assert.equal(engine.itemDetail('stubborn')!.attempts[0].signal, 'SIGKILL');
-    assert.equal(engine.itemDetail('plain')!.attempts[0].error, 'cancelled');
-
-    const cancelled = allLogs(engine).filter((e) => e.action === 'launch_cancelled');
-    assert.deepEqual(cancelled.map((e) => [e.itemId, e.details!.attempt, e.details!.spawned]).sort(), [
-      ['plain', 1, true],
-      ['stubborn', 1, true],
-    ]);
-    assert.equal(allLogs(engine).filter((e) => e.action === 'retry_scheduled' || e.action === 'item_failed').length, 0, 'no retry, no item_failed');
-    assert.equal(engine.stats().totalLaunches, 2, 'nothing launched again');
-    seen.forEach(assertControlInvariants);
-    assertInvariants(engine);
-  });
-
-  it('Retry right after Cancel waits for the cancelled process to exit: one item, one process at a time', async function () {
-    this.timeout(30_000);
-    const deaf = uniqueSleep();
-    // SIGTERM-deaf: it lives until the SIGKILL 5 s after the cancel.
-    ws.enqueue('deaf.json', { id: 'deaf', command: `trap '' TERM; sleep ${deaf}; true`, shell: true, maxAttempts: 1 });
-    engine = await Engine.create(ws.options());
-    await engine.start();
-    await waitFor('the deaf item to run', () => processesMentioning(`sleep ${deaf}`).length === 2);
-    // What the cancelled attempt's row says at the moment the retried one starts.
-    const atRelaunch: (string | null)[] = [];
-    engine.subscribe((e) => {
-      if (e.type === 'log' && e.entry.action === 'launch_started' && e.entry.itemId === 'deaf') {
-        const first = engine!.itemDetail('deaf')!.attempts.find((a) => a.error === 'cancelled');
-        atRelaunch.push(first?.signal ?? null);
-      }
-    });
-    engine.cancelItem('deaf');
-    engine.retryItem('deaf');
-    assert.equal(engine.itemDetail('deaf')!.outcome, 'pending');
-    await waitFor('the retried attempt to start', () => atRelaunch.length === 1, 20_000);
-    assert.deepEqual(atRelaunch, ['SIGKILL'], 'the retried attempt started only after the cancelled process had been killed and recorded');
-    await waitFor('the retried attempt\'s shell and sleep, and nothing more', () => processesMentioning(`sleep ${deaf}`).length === 2);
-    engine.cancelItem('deaf');
-  });
-
   it('cancels a waiting and a backing-off item without an attempt, and refuses unknown and finished items with reasons', async () => {
     ws.enqueue('items.json', [
       nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
@@ -129,7 +41,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
       nodeItem('done', '0'),
     ]);
     // A long backoff: flaky waits in it after its first attempt.
-    engine = await Engine.create(ws.options({ backoffBaseMs: 60_000, backoffMaxMs: 60_000 }));
+    engine = await store.engine(ws, { backoffBaseMs: 60_000, backoffMaxMs: 60_000 });
     await engine.start();
     await waitFor('flaky to back off and done to launch', () => engine!.itemDetail('flaky')!.state === 'backoff' && engine!.stats().launched === 1);
 
@@ -164,10 +76,13 @@ describe('control: cancel, hold, release and edited definitions', function () {
     assert.equal(engine.itemDetail('later')!.error, null);
   });
 
-  it('a cancel that comes after the attempt is journaled but before it is spawned: no process ever starts', async () => {
+  // The window between an attempt's journal record and its spawn is sql.js's: the spawn waits
+  // for the journal's fdatasync. On PostgreSQL the claim commits the attempt and spawns it in the
+  // same turn, so no cancel can come in between.
+  if (store.onDisk) it('a cancel that comes after the attempt is journaled but before it is spawned: no process ever starts', async () => {
     const ran = path.join(ws.root, 'ran');
     ws.enqueue('race.json', nodeItem('race', `require('fs').writeFileSync(${JSON.stringify(ran)}, '')`));
-    engine = await Engine.create(ws.options({ initialMode: 'stopped' }));
+    engine = await store.engine(ws, { initialMode: 'stopped' });
     await engine.start();
     let cancelled = false;
     engine.subscribe((e) => {
@@ -200,7 +115,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
       nodeItem(`i${i}`, i % 7 === 3 ? 'setTimeout(() => process.exit(1), 50)' : `setTimeout(() => {}, ${50 + (i % 5) * 40})`, { maxAttempts: 2 }),
     );
     ws.enqueue('many.json', items);
-    engine = await Engine.create(ws.options({ concurrency: 4 }));
+    engine = await store.engine(ws, { concurrency: 4 });
     let events = 0;
     engine.subscribe((e) => {
       if (e.type !== 'stats') return;
@@ -263,7 +178,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
       nodeItem('held', `require('fs').writeFileSync(${JSON.stringify(ran)}, '')`),
       nodeItem('far', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
     ]);
-    engine = await Engine.create(ws.options({ initialMode: 'stopped' }));
+    engine = await store.engine(ws, { initialMode: 'stopped' });
     await engine.start();
     engine.holdItem('held');
     engine.holdItem('far');
@@ -277,7 +192,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
     assert.equal(existsSync(ran), false, 'not launched while held');
     await engine.shutdown(0);
 
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     assert.equal(engine.itemDetail('held')!.state, 'held');
     assert.equal(engine.stats().held, 2);
@@ -297,7 +212,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
     const gate = path.join(ws.root, 'gate');
     const waitGate = `const fs=require('fs');const t=setInterval(()=>{if(fs.existsSync(${JSON.stringify(gate)})){clearInterval(t);process.exit(EXIT)}},20)`;
     ws.enqueue('running.json', [nodeItem('fails', waitGate.replace('EXIT', '1'), { maxAttempts: 3 }), nodeItem('wins', waitGate.replace('EXIT', '0'))]);
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     await waitFor('both to run', () => engine!.stats().running === 2);
     engine.holdItem('fails');
@@ -319,7 +234,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
 
   it('a new definition of a failed item replaces it; Retry runs the new command', async () => {
     ws.enqueue('fix.json', nodeItem('fix', 'process.exit(3)', { maxAttempts: 1 }));
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     await settled(engine);
     assert.equal(engine.itemDetail('fix')!.error, 'exited with code 3');
@@ -346,7 +261,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
       nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z', name: 'Later' }),
       { id: 'busy', command: 'sleep', args: [sleep] },
     ]);
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     await waitFor('busy to run', () => processesMentioning(`sleep ${sleep}`).length === 1);
     engine.holdItem('later');
@@ -380,7 +295,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
       nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
       nodeItem('held-one', '0', { runAt: '2099-01-01T00:00:00.000Z' }),
     ]);
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     await waitFor('two outcomes', () => engine!.stats().launched + engine!.stats().failed === 2);
     engine.holdItem('held-one');
@@ -406,7 +321,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
 
   it('a restricted engine stays restricted through a stop and a start: trust is granted, never bypassed', async () => {
     ws.enqueue('a.json', nodeItem('a', '0'));
-    engine = await Engine.create(ws.options({ initialMode: 'restricted' }));
+    engine = await store.engine(ws, { initialMode: 'restricted' });
     await engine.start();
     engine.stopLaunching();
     assert.equal(engine.state, 'restricted');
@@ -417,7 +332,9 @@ describe('control: cancel, hold, release and edited definitions', function () {
     assert.equal(engine.stats().launched, 1);
   });
 
-  it('opens a database written by schema version 1 (snapshot and journal) and migrates it', async () => {
+  // The migration of a sql.js database file written by an older engine: PostgreSQL has its own
+  // schema steps, which the store conformance suite covers.
+  if (store.onDisk) it('opens a database written by schema version 1 (snapshot and journal) and migrates it', async () => {
     const SQL = await loadSqlJs();
     const db = new SQL.Database();
     db.run(SCHEMA_V1);
@@ -439,7 +356,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
     const record = [1, 'item_insert', ['journaled', 'journaled', '.engine/queue/j.json', def('journaled', 4070908800000), 'h2', 3, 4070908800000, 4070908800000, now, now]];
     writeFileSync(path.join(ws.storage, 'engine.journal'), `${JSON.stringify(record)}\n`);
 
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     await engine.start();
     assert.equal(allLogs(engine).filter((e) => e.action === 'database_recovered').length, 0, 'nothing needed repair');
     const old = engine.itemDetail('old')!;
@@ -448,7 +365,7 @@ describe('control: cancel, hold, release and edited definitions', function () {
     engine.holdItem('journaled');
     assert.deepEqual([engine.stats().total, engine.stats().held, engine.stats().totalLaunches], [2, 1, 1]);
     await engine.shutdown(0);
-    engine = await Engine.create(ws.options());
+    engine = await store.engine(ws);
     assert.equal(engine.itemDetail('journaled')!.state, 'held', 'the migrated database keeps the hold');
   });
 });

@@ -68,7 +68,7 @@ describe('dashboard: Upcoming runs from GET /schedules', function () {
     assert.deepEqual(runs[1], { id: 'berlin-3', at: '2026-11-24T02:00:00.000Z', schedule: '0 3 * * *', timezone: 'Europe/Berlin' });
   });
 
-  it('an engine that answers 404 for /schedules (before section 9) has nothing upcoming; other errors are errors', async () => {
+  it('an engine older than schedules (404 for /schedules) has nothing upcoming; other errors are errors', async () => {
     const older: DashboardReader = { ...reader, get: (path) => reader.get(path.replace('/schedules', '/no-such-path')) };
     assert.deepEqual(await readUpcoming(older), []);
     // Without the token: the engine's own 401 is shown, not hidden as "no schedules".

@@ -127,7 +127,7 @@ describe('Extension: the engine host gets its token through the environment', fu
     assert.equal(hostEnvironment(spec(''), { PATH: '/bin', ENGINE_MONITOR_TOKEN: 'from-the-shell' }).ENGINE_MONITOR_TOKEN, undefined);
   });
 
-  it('a PostgreSQL store (section 11) reaches a trusted host only, its password through PGPASSWORD and never a flag', () => {
+  it('a PostgreSQL store for a fleet reaches a trusted host only, its password through PGPASSWORD and never a flag', () => {
     const url = 'postgres://engine@db.example.test:5432/fleet';
     const withStore = (value: string, trusted: boolean) => hostArgsFor({ ...config(''), store: { url: value } }, trusted);
     const trusted = withStore(url, true);

@@ -1,4 +1,4 @@
-// A real PostgreSQL server for the fleet tests: initdb and pg_ctl from
+// A real PostgreSQL server for the tests on the fleet's store: initdb and pg_ctl from
 // Debian's postgresql package, in a temporary folder, on a free loopback port, with its unix socket
 // in that folder. PostgreSQL refuses to run as root, so as root (here and in CI) the server runs as
 // the `postgres` user the package creates. Missing binaries fail the tests under CI=true and skip
@@ -111,6 +111,16 @@ export class PostgresServer {
     return this.url(name);
   }
 
+  /**
+   * A fresh database owned by `engine` whose character type knows letters beyond ASCII, as a
+   * fleet's should: under the cluster's C locale PostgreSQL's text search folds no case but
+   * ASCII's, and sql.js's index folds all.
+   */
+  createUtf8Database(name: string): string {
+    this.psql('postgres', `CREATE DATABASE ${name} OWNER engine TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'`);
+    return this.url(name);
+  }
+
   stop(): void {
     try {
       this.stopServer();
@@ -127,7 +137,7 @@ export class PostgresServer {
  */
 export async function startPostgresOrSkip(ctx: Mocha.Context): Promise<PostgresServer | undefined> {
   if (!postgresBinDir() && process.env.CI !== 'true') {
-    console.log('      (PostgreSQL is not installed: fleet tests skipped; CI=true makes this a failure)');
+    console.log('      (PostgreSQL is not installed: its tests are skipped; CI=true makes this a failure)');
     ctx.skip();
     return undefined;
   }

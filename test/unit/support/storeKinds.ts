@@ -57,11 +57,7 @@ export function postgresKind(): StoreKind {
       pg?.stop();
     },
     async fresh() {
-      // A database whose character type knows letters beyond ASCII, as a fleet's should: under the
-      // C locale PostgreSQL's text search folds no case but ASCII's, and sql.js's index folds all.
-      const name = `conformance_${++databases}`;
-      pg!.psql('postgres', `CREATE DATABASE ${name} OWNER engine TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'`);
-      url = pg!.url(name);
+      url = pg!.createUtf8Database(`conformance_${++databases}`);
       return (await PgStore.open({ url, leaseMs: 10_000 })).store;
     },
     async reopen() {

@@ -37,8 +37,10 @@ export class FleetClaimer implements Claimer {
     this.fleet = new FleetWork(pg, k.events, k.options.workspaceFolders);
     this.insertLog = (row) => pg.insertLog(row);
     this.workspaces = JSON.stringify(k.options.workspaceFolders);
-    // readDueItems' query, plus: only what this engine could start.
+    // readDueItems' query, plus: only what this engine could start, and not an item whose
+    // cancelled attempt's process this engine still has ($4: their ids).
     this.dueSql = `SELECT * FROM items WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= $1 AND ${cwdInsideSql('$3')}
+      AND items.id NOT IN (SELECT jsonb_array_elements_text($4::jsonb))
       ORDER BY priority DESC, due_at, seq LIMIT $2 FOR UPDATE OF items SKIP LOCKED`;
   }
 
@@ -65,13 +67,19 @@ export class FleetClaimer implements Claimer {
     return this.pg.insertAttempt(itemId, attempt, startedAt);
   }
 
-  /** A claim the database could not commit is dropped as a whole: nothing was spawned. */
+  /**
+   * A claim the database could not commit is dropped as a whole: nothing was spawned. One item,
+   * one process at a time, as on the local store: an item retried right after a cancel is not
+   * claimed while its cancelled attempt's process is still exiting here (a SIGTERM-deaf one lives
+   * until its SIGKILL); that exit dispatches again.
+   */
   claim(free: number, now: number, record: (rows: ItemRow[]) => ActiveAttempt[]): LaunchRound | null {
     if (!this.pg.leaseHeld) return null;
     const active = this.attempts.active;
     const before = new Set(active.keys());
+    const exiting = JSON.stringify([...this.attempts.ending.values()].map((a) => a.item.id));
     try {
-      return { starts: this.k.store.batch(() => record(this.pg.query<ItemRow>(this.dueSql, [now, free, this.workspaces]))), committed: true };
+      return { starts: this.k.store.batch(() => record(this.pg.query<ItemRow>(this.dueSql, [now, free, this.workspaces, exiting]))), committed: true };
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
       for (const id of [...active.keys()]) if (!before.has(id)) active.delete(id);
