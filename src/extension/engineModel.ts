@@ -28,14 +28,31 @@ export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
   failed: ['failed'],
   launched: ['launched'],
 };
-/** Items per group the Items view lists; the rest is summarised as "… more". */
+/**
+ * Items per group the Items view lists at first, and how many more each "Show more…" adds: a queue
+ * of 100,000 items is never 100,000 tree nodes (nor a read of them all).
+ */
 export const ITEMS_PER_GROUP = 200;
+/**
+ * The order each group is read in: what runs or waits by when it will launch (the engine's own
+ * dispatch order, `order=launch`), what is done newest first (`order=recent`), the rest in
+ * discovery order.
+ */
+const GROUP_ORDERS: Partial<Record<ItemGroup, 'launch' | 'recent'>> = { waiting: 'launch', failed: 'recent', launched: 'recent' };
+/**
+ * Groups whose state is exactly an outcome: read by `outcome=`, whose total the engine answers from
+ * its counters (the same numbers as /stats) instead of counting rows.
+ */
+const GROUP_OUTCOMES: Partial<Record<ItemGroup, 'failed' | 'launched'>> = { failed: 'failed', launched: 'launched' };
 
 export interface ItemsSnapshot {
   byGroup: Record<ItemGroup, { items: ItemSummary[]; total: number }>;
 }
 
 type ItemsPage = { items: ItemSummary[]; total: number };
+
+/** Log actions that end an item's attempt: the item no longer runs, whatever comes next for it. */
+const ATTEMPT_ENDS: ReadonlySet<string> = new Set(['launch_succeeded', 'launch_failed', 'launch_cancelled', 'launch_interrupted', 'item_failed', 'item_removed']);
 
 export class EngineModel extends Disposable {
   stats: StatsOverview | undefined;
@@ -69,6 +86,15 @@ export class EngineModel extends Disposable {
    * by their `state` field here. Asked again after every reconnect.
    */
   private stateFilter: boolean | undefined;
+  /** Whether the engine takes `/items?order=` (an older one answers 400); asked again after every reconnect. */
+  private orderParam: boolean | undefined;
+  /** How many items each group lists, once "Show more…" was used on it. */
+  private readonly limits = new Map<ItemGroup, number>();
+  /**
+   * Items whose attempt ended (by its log event) since the read of /items under way began: that
+   * read may still list them running, and must not bring back a row the event took away.
+   */
+  private endedDuringRead = new Set<string>();
   /** Parts with an answer since the engine connected (see `loaded`). */
   private readonly answered = new Set<ModelPart>();
 
@@ -88,6 +114,7 @@ export class EngineModel extends Disposable {
     this._register(
       connection.onDidChangeConnection((connected) => {
         this.stateFilter = undefined;
+        this.orderParam = undefined;
         if (connected) this.refresh(true);
         else this.clear();
       }),
@@ -99,6 +126,8 @@ export class EngineModel extends Disposable {
             this.stats = e.data;
             this.answered.add('stats');
             this.fire('stats');
+            // Nothing runs: the Items view says so at once, as the dashboard does.
+            if (e.data.running === 0) this.endRunning(() => true);
             // Counters moved: items changed outcome and /status's numbers are stale.
             this.refreshers.status.trigger();
             this.refreshers.items.trigger();
@@ -117,6 +146,9 @@ export class EngineModel extends Disposable {
               this.refreshers.status.trigger();
               this.fleetProbe.trigger();
             } else if (e.data.itemId) {
+              const itemId = e.data.itemId;
+              // Shown at once, on the event itself; the read that follows brings the rest.
+              if (ATTEMPT_ENDS.has(e.data.action)) this.endRunning((id) => id === itemId);
               this.refreshers.items.trigger();
               // Hold/release of a template logs under the template's id; a new template is scanned.
               this.refreshers.schedules.trigger();
@@ -166,10 +198,30 @@ export class EngineModel extends Disposable {
     this.refreshers.status.trigger();
   }
 
+  /** Lists ITEMS_PER_GROUP more items of `group` (the Items view's "Show more…"). */
+  showMore(group: ItemGroup): void {
+    this.limits.set(group, this.limitOf(group) + ITEMS_PER_GROUP);
+    this.refreshers.items.trigger(true);
+  }
+
+  private limitOf(group: ItemGroup): number {
+    return this.limits.get(group) ?? ITEMS_PER_GROUP;
+  }
+
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
     for (const r of Object.values(this.refreshers)) r.trigger(now);
     this.fleetProbe.trigger(now);
+  }
+
+  /**
+   * Takes the items `ended` picks out of the Running group of the snapshot shown, and of the read
+   * under way when it arrives. The engine's events are the same the dashboard follows.
+   */
+  private endRunning(ended: (itemId: string) => boolean): void {
+    for (const item of this.items?.byGroup.running.items ?? []) if (ended(item.id)) this.endedDuringRead.add(item.id);
+    if (!this.items || !withoutEnded(this.items, ended)) return;
+    this.fire('items');
   }
 
   private clear(): void {
@@ -197,9 +249,13 @@ export class EngineModel extends Disposable {
         case 'status':
           this.status = await this.connection.get<StatusResponse>('/status');
           break;
-        case 'items':
-          this.items = await this.loadItems();
+        case 'items': {
+          const ended = (this.endedDuringRead = new Set());
+          const items = await this.loadItems();
+          withoutEnded(items, (id) => ended.has(id));
+          this.items = items;
           break;
+        }
         case 'schedules':
           this.schedules = await this.loadSchedules();
           break;
@@ -243,13 +299,31 @@ export class EngineModel extends Disposable {
     return this.loadItemsByOutcome();
   }
 
-  private page(query: string): Promise<ItemsPage> {
-    return this.connection.get<ItemsPage>(`/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`);
+  private page(query: string, limit = ITEMS_PER_GROUP): Promise<ItemsPage> {
+    return this.connection.get<ItemsPage>(`/items?${query}&limit=${limit}&offset=0`);
+  }
+
+  /** A group's first page in the group's order; without the order from an engine that does not know it yet. */
+  private async groupPage(group: ItemGroup): Promise<ItemsPage> {
+    const outcome = GROUP_OUTCOMES[group];
+    const filter = outcome ? `outcome=${outcome}` : `state=${GROUP_STATES[group].join(',')}`;
+    const order = GROUP_ORDERS[group];
+    if (order && this.orderParam !== false) {
+      try {
+        const page = await this.page(`${filter}&order=${order}`, this.limitOf(group));
+        this.orderParam = true;
+        return page;
+      } catch (err) {
+        if (this.orderParam === true || !/HTTP 400\b[\s\S]*\border\b/.test(String(err))) throw err;
+        this.orderParam = false;
+      }
+    }
+    return this.page(filter, this.limitOf(group));
   }
 
   /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
   private async loadItemsByState(): Promise<ItemsSnapshot> {
-    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.page(`state=${GROUP_STATES[g].join(',')}`)));
+    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.groupPage(g)));
     const byGroup = {} as ItemsSnapshot['byGroup'];
     ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
     return withServicesTogether({ byGroup });
@@ -271,6 +345,16 @@ export class EngineModel extends Disposable {
     byGroup.launched = launched;
     return withServicesTogether({ byGroup });
   }
+}
+
+/** Drops the items `ended` picks from the Running group; true when there were any. */
+function withoutEnded(snapshot: ItemsSnapshot, ended: (itemId: string) => boolean): boolean {
+  const running = snapshot.byGroup.running;
+  const left = running.items.filter((i) => !ended(i.id));
+  if (left.length === running.items.length) return false;
+  running.total -= running.items.length - left.length;
+  running.items = left;
+  return true;
 }
 
 /**
