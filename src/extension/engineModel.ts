@@ -88,6 +88,8 @@ export class EngineModel extends Disposable {
   private stateFilter: boolean | undefined;
   /** Whether the engine takes `/items?order=` (an older one answers 400); asked again after every reconnect. */
   private orderParam: boolean | undefined;
+  /** Each group's last page, shown until the group's next read is in. */
+  private lastPages: Partial<Record<ItemGroup, ItemsPage>> = {};
   /** How many items each group lists, once "Show more…" was used on it. */
   private readonly limits = new Map<ItemGroup, number>();
   /**
@@ -226,6 +228,7 @@ export class EngineModel extends Disposable {
 
   private clear(): void {
     this.answered.clear();
+    this.lastPages = {};
     this.stats = this.health = this.status = this.items = this.schedules = undefined;
     this.error = undefined;
     this.fire('stats', 'health', 'status', 'items', 'schedules');
@@ -251,7 +254,15 @@ export class EngineModel extends Disposable {
           break;
         case 'items': {
           const ended = (this.endedDuringRead = new Set());
-          const items = await this.loadItems();
+          const items = await this.loadItems((partial) => {
+            // Each group as soon as its page is in: the cheap ones (read by counters) are not held
+            // back by a group whose read scans a big queue.
+            if (!this.connection.connected) return;
+            withoutEnded(partial, (id) => ended.has(id));
+            this.items = partial;
+            this.answered.add('items');
+            this.fire('items');
+          });
           withoutEnded(items, (id) => ended.has(id));
           this.items = items;
           break;
@@ -285,10 +296,10 @@ export class EngineModel extends Disposable {
     }
   }
 
-  private async loadItems(): Promise<ItemsSnapshot> {
+  private async loadItems(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
     if (this.stateFilter !== false) {
       try {
-        const snapshot = await this.loadItemsByState();
+        const snapshot = await this.loadItemsByState(partial);
         this.stateFilter = true;
         return snapshot;
       } catch (err) {
@@ -321,12 +332,35 @@ export class EngineModel extends Disposable {
     return this.page(filter, this.limitOf(group));
   }
 
-  /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
-  private async loadItemsByState(): Promise<ItemsSnapshot> {
-    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.groupPage(g)));
-    const byGroup = {} as ItemsSnapshot['byGroup'];
-    ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
-    return withServicesTogether({ byGroup });
+  /**
+   * One read per group (`state=` takes several, comma-separated): each complete up to its limit,
+   * however many items wait. A group /stats counts as empty is not read (in a queue of 100,000
+   * items, a read by state scans them all). `partial` gets the snapshot each time a group is in;
+   * the groups not read again yet keep their last pages meanwhile.
+   */
+  private async loadItemsByState(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
+    const pages = { ...this.lastPages } as Record<ItemGroup, ItemsPage>;
+    const empty = emptyGroups(this.stats);
+    const snapshot = () => {
+      const byGroup = {} as ItemsSnapshot['byGroup'];
+      for (const g of ITEM_GROUPS) byGroup[g] = { items: [...(pages[g]?.items ?? [])], total: pages[g]?.total ?? 0 };
+      return withServicesTogether({ byGroup });
+    };
+    let pending = 0;
+    await Promise.all(
+      ITEM_GROUPS.map(async (g) => {
+        if (empty.has(g)) {
+          pages[g] = { items: [], total: 0 };
+          return;
+        }
+        pending++;
+        pages[g] = await this.groupPage(g);
+        // The last one is the whole snapshot, returned below.
+        if (--pending > 0) partial(snapshot());
+      }),
+    );
+    this.lastPages = pages;
+    return snapshot();
   }
 
   /**
@@ -345,6 +379,23 @@ export class EngineModel extends Disposable {
     byGroup.launched = launched;
     return withServicesTogether({ byGroup });
   }
+}
+
+/**
+ * The groups /stats says are empty: nothing runs (so no item is running, starting or ready), none
+ * is held, nothing else is pending. Stats come with every change (at most 4 a second), and each
+ * asks for a read of the items again, so a group skipped on the eve of a change is read next time.
+ */
+function emptyGroups(stats: StatsOverview | undefined): Set<ItemGroup> {
+  const empty = new Set<ItemGroup>();
+  if (!stats) return empty;
+  if (stats.running === 0) empty.add('running').add('services');
+  if (stats.held === 0) empty.add('held');
+  // An item both held and running counts in both: what is neither is at most pending - max(held, running).
+  if (stats.pending - Math.max(stats.held, stats.running) <= 0) empty.add('waiting').add('blocked');
+  if (stats.failed === 0) empty.add('failed');
+  if (stats.launched === 0) empty.add('launched');
+  return empty;
 }
 
 /** Drops the items `ended` picks from the Running group; true when there were any. */
