@@ -222,6 +222,9 @@ export class EngineModel extends Disposable {
    */
   private endRunning(ended: (itemId: string) => boolean): void {
     for (const item of this.items?.byGroup.running.items ?? []) if (ended(item.id)) this.endedDuringRead.add(item.id);
+    // The pages kept for groups not read again yet must not bring the row back either.
+    const kept = this.lastPages.running;
+    if (kept) this.lastPages.running = { items: kept.items.filter((i) => !ended(i.id)), total: kept.total - kept.items.filter((i) => ended(i.id)).length };
     if (!this.items || !withoutEnded(this.items, ended)) return;
     this.fire('items');
   }
@@ -340,6 +343,7 @@ export class EngineModel extends Disposable {
    */
   private async loadItemsByState(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
     const pages = { ...this.lastPages } as Record<ItemGroup, ItemsPage>;
+    const ended = this.endedDuringRead;
     const empty = emptyGroups(this.stats);
     const snapshot = () => {
       const byGroup = {} as ItemsSnapshot['byGroup'];
@@ -359,6 +363,8 @@ export class EngineModel extends Disposable {
         if (--pending > 0) partial(snapshot());
       }),
     );
+    const running = pages.running;
+    if (running) pages.running = { items: running.items.filter((i) => !ended.has(i.id)), total: running.total - running.items.filter((i) => ended.has(i.id)).length };
     this.lastPages = pages;
     return snapshot();
   }

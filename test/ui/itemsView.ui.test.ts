@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { ItemSummary, LogEntry, StatsResponse } from '../../src/shared/api';
 import { formatClock } from '../../src/shared/format';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, SCREENSHOT_DIR, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 /** Items that each run this long, one after the other: shorter than the view's old refresh interval. */
@@ -75,6 +75,14 @@ describe('Items view over time (code-server)', function () {
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
     items = pane(page, 'Items');
+    // A wider side bar, so the screenshots show whole descriptions: drag the sash at its edge.
+    const bar = await page.locator('.part.sidebar').boundingBox();
+    if (bar) {
+      await page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(bar.x + bar.width + 160, bar.y + bar.height / 2, { steps: 8 });
+      await page.mouse.up();
+    }
     // The Items view gets the side bar's height: the others are collapsed (its rows are virtual,
     // only those on screen exist to read).
     await waitUntil('the Schedules view', async () => (await pane(page, 'Schedules').count()) === 1);
@@ -230,6 +238,11 @@ describe('Items view over time (code-server)', function () {
     assert.match(groupOf(await treeRows(items), 'Running')[0]?.description ?? '', /^running .+ · attempt 1\/1 · priority \+100$/, 'the priority on a running item too');
     await runCommand(page, 'Notifications: Clear All Notifications').catch(() => undefined);
     await page.mouse.move(1500, 900);
-    console.log(`      screenshot: ${await screenshot(page, 'items-view-over-time')}`);
+    console.log(`      screenshot: ${await screenshot(page, 'items-view-over-time-window')}`);
+    // The side bar's rows alone (the README's items-view-over-time.png).
+    const side = (await page.locator('.part.sidebar').boundingBox())!;
+    const file = path.join(SCREENSHOT_DIR, 'items-view-over-time.png');
+    await page.screenshot({ path: file, clip: { x: side.x, y: side.y, width: side.width, height: Math.min(side.height, 620) } });
+    console.log(`      screenshot: ${file}`);
   });
 });
