@@ -903,7 +903,7 @@ function readPaths(): Record<string, PathItem> {
             in: 'query',
             description:
               '`discovery` (default); `launch`: the order the engine will launch pending items in (those due now as dispatch takes them: higher `priority` first, then the longest due, then discovery; then the others by when they become due); ' +
-              '`recent`: the latest change first (a launched item by the end of its last attempt). Not with `q`.',
+              '`recent`: the latest change first (a launched item by the end of its last attempt).',
             schema: { type: 'string', enum: [...ITEM_ORDERS], default: 'discovery' },
           },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },

@@ -109,10 +109,6 @@ export function parseItemsQueryString(queryString: string): ItemsRequest {
     filter.source = source;
   }
   const order = oneOf(params, 'order', ITEM_ORDERS);
-  // A search's matches come from a word index in discovery order, paged there.
-  if (order !== undefined && order !== 'discovery' && filter.q !== undefined) {
-    throw new InvalidParameterError(`Parameter order=${order} cannot be combined with q: a search lists its matches in discovery order. Drop one of them.`);
-  }
   const limit = integerParam(params, 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT);
   const offset = integerParam(params, 'offset', 0, MAX_OFFSET, 0);
   return order === undefined || order === 'discovery' ? { filter, limit, offset } : { filter, limit, offset, order };

@@ -72,9 +72,10 @@ describe('/items?order=', function () {
       const bad = await request(server.url, '/items?order=newest');
       assert.equal(bad.status, 400);
       assert.match(String((bad.json as { error: { message: string } }).error.message), /Parameter order must be one of: discovery, launch, recent; got "newest"/);
-      const withQ = await request(server.url, '/items?order=launch&q=plain');
-      assert.equal(withQ.status, 400);
-      assert.match(String((withQ.json as { error: { message: string } }).error.message), /order=launch cannot be combined with q/);
+      // A search (every item runs node) in the same order, paged.
+      const withQ = await request(server.url, '/items?state=waiting,scheduled,backoff&order=launch&q=node&limit=3&offset=1');
+      api.assertBody('/items', 200, withQ.json);
+      assert.deepEqual([(withQ.json as { items: ItemSummary[] }).items.map((i) => i.id), (withQ.json as { total: number }).total], [predicted.slice(1, 4), 6]);
 
       writeFileSync(gate, '');
       await settled(engine, 40_000);

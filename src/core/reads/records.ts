@@ -249,6 +249,13 @@ export function readItemPage(store: StoreBackend, query: ItemsPage, now: number)
     // where other engines add items, in SQL) and applies the other filters; the total is exact.
     const found = store.searchItems(wanted, where, params);
     const total = found.count;
+    if (query.order !== undefined && query.order !== 'discovery') {
+      // Another order than the index's: the page is taken from every match, sorted in SQL.
+      const all = found.seqs(0, total);
+      const sql = `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY ${query.order === 'launch' ? LAUNCH_ORDER : RECENT_ORDER} LIMIT ? OFFSET ?`;
+      const rows = all.length === 0 ? [] : readSummaryRows(store, sql, [JSON.stringify(all), ...(query.order === 'launch' ? [now, now, now] : []), limit, offset]);
+      return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
+    }
     // Only the page's seqs: a word in every item is 100,000 matches.
     const page = found.seqs(offset, offset + limit);
     const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
