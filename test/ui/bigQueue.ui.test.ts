@@ -5,7 +5,7 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
@@ -16,6 +16,26 @@ import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 const ITEMS = Number(process.env.BIG_QUEUE_ITEMS || 20_000);
 /** The first paint's budget: from the Stats view's rows (the workbench's own cost) to the first item row. */
 const FIRST_PAINT_MS = 1000;
+
+/**
+ * The extension host's resident memory, in MB: the parent of this window's engine host (the
+ * extension forks it; its command line names the window's user data folder).
+ */
+function extensionHostRssMb(userDataDir: string): number {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes('cli.js\0serve') || !cmdline.includes(userDataDir)) continue;
+    const ppid = /^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+    const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${ppid}/status`, 'utf8'))![1];
+    return Number(rss) / 1024;
+  }
+  throw new Error(`no engine host of ${userDataDir} found`);
+}
 
 function pane(page: Page, title: string): Locator {
   return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
@@ -62,6 +82,8 @@ describe('A big queue in the Items view (code-server)', function () {
 
   it('paints the first items within a second, in launch order, with a "Show more…" row that lists more', async function () {
     const page = wb.page;
+    // Before the Items view is open: the extension holds the counters only.
+    const rssBefore = extensionHostRssMb(wb.server.userDataDir);
     const started = Date.now();
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
     const items = pane(page, 'Items');
@@ -110,5 +132,8 @@ describe('A big queue in the Items view (code-server)', function () {
       },
       30_000,
     );
+    const rssAfter = extensionHostRssMb(wb.server.userDataDir);
+    console.log(`      extension host RSS: ${rssBefore.toFixed(0)} MB before the Items view opened, ${rssAfter.toFixed(0)} MB with 400 of ${ITEMS} listed`);
+    assert.ok(rssAfter - rssBefore <= 50, `the extension host grew by ${(rssAfter - rssBefore).toFixed(0)} MB`);
   });
 });
