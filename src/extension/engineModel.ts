@@ -128,8 +128,9 @@ export class EngineModel extends Disposable {
             this.stats = e.data;
             this.answered.add('stats');
             this.fire('stats');
-            // Nothing runs: the Items view says so at once, as the dashboard does.
-            if (e.data.running === 0) this.endRunning(() => true);
+            // Nothing runs: the Items view says so at once, as the dashboard does. (Not in a fleet,
+            // whose other engines' attempts this engine's stats may not have caught up with yet.)
+            if (e.data.running === 0 && !this.status?.fleet) this.endRunning(() => true);
             // Counters moved: items changed outcome and /status's numbers are stale.
             this.refreshers.status.trigger();
             this.refreshers.items.trigger();
@@ -344,7 +345,8 @@ export class EngineModel extends Disposable {
   private async loadItemsByState(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
     const pages = { ...this.lastPages } as Record<ItemGroup, ItemsPage>;
     const ended = this.endedDuringRead;
-    const empty = emptyGroups(this.stats);
+    // In a fleet the counters may lag the other engines' changes that /events announces.
+    const empty = this.status?.fleet ? new Set<ItemGroup>() : emptyGroups(this.stats);
     const snapshot = () => {
       const byGroup = {} as ItemsSnapshot['byGroup'];
       for (const g of ITEM_GROUPS) byGroup[g] = { items: [...(pages[g]?.items ?? [])], total: pages[g]?.total ?? 0 };
