@@ -21,6 +21,7 @@ import { launchChromium, runCommand, startCodeServer, workbenchUrl } from '../te
 import { EXTENSION_ID, packageInStaging, readZip } from '../test/package/support';
 import { scenarioEditorStartup } from './editorStartup';
 import { scenarioEditorSettle } from './editorSettle';
+import { scenarioEditorBigQueue } from './editorBigQueue';
 
 const num = (name: string, full: number, quick: number, q: boolean) => {
   const v = process.env[name];
@@ -124,7 +125,8 @@ export async function scenarioEditor(ctx: EditorBenchContext): Promise<void> {
   // BENCH_EDITOR_PARTS=startup,settle,host (default all three): start-up timings
   // (bench/editorStartup.ts), window load and reload to the settled counts (bench/editorSettle.ts),
   // both on this folder's development build, and the packaged extension's activation and host load.
-  const parts = (process.env.BENCH_EDITOR_PARTS || 'startup,settle,host').split(',').map((p) => p.trim());
+  // bigqueue: the Items view on 100,000 items (bench/editorBigQueue.ts).
+  const parts = (process.env.BENCH_EDITOR_PARTS || 'startup,settle,host,bigqueue').split(',').map((p) => p.trim());
   if (parts.includes('startup')) {
     mkdirSync(ctx.tmp, { recursive: true });
     await scenarioEditorStartup(ctx, path.resolve(__dirname, '..'));
@@ -132,6 +134,10 @@ export async function scenarioEditor(ctx: EditorBenchContext): Promise<void> {
   if (parts.includes('settle')) {
     mkdirSync(ctx.tmp, { recursive: true });
     await scenarioEditorSettle(ctx, path.resolve(__dirname, '..'));
+  }
+  if (parts.includes('bigqueue')) {
+    mkdirSync(ctx.tmp, { recursive: true });
+    await scenarioEditorBigQueue(ctx, path.resolve(__dirname, '..'));
   }
   if (!parts.includes('host')) return;
   const runs = num('BENCH_EDITOR_RUNS', 3, 1, ctx.quick);

@@ -38,6 +38,7 @@ export const Commands = {
   removeItem: 'engineMonitor.removeItem',
   clearFinished: 'engineMonitor.clearFinished',
   runAgain: 'engineMonitor.runAgain',
+  showMoreItems: 'engineMonitor.showMoreItems',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

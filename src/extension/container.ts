@@ -12,6 +12,7 @@ import { serviceCommands } from './commands/serviceCommands';
 import { registerCommands } from './commands/register';
 import { cliCommands } from './commands/cliCommands';
 import { removeCommands } from './commands/removeCommands';
+import { itemsViewCommands } from './commands/itemsViewCommands';
 import { secretCommands } from './commands/secretCommands';
 import { ContextKeys } from './constants';
 import { registerDashboard } from './dashboard/dashboard';
@@ -119,6 +120,7 @@ export class Container extends Disposable {
       ...compareCommands(items),
       ...cliCommands({ launcher: this.terminalEnv.launcher }),
       ...removeCommands(items),
+      ...itemsViewCommands({ model }),
     };
     for (const d of registerCommands(handlers, this.output)) this._register(d);
     this._register(registerOutputDocuments(client));

@@ -28,14 +28,31 @@ export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
   failed: ['failed'],
   launched: ['launched'],
 };
-/** Items per group the Items view lists; the rest is summarised as "… more". */
+/**
+ * Items per group the Items view lists at first, and how many more each "Show more…" adds: a queue
+ * of 100,000 items is never 100,000 tree nodes (nor a read of them all).
+ */
 export const ITEMS_PER_GROUP = 200;
+/**
+ * The order each group is read in: what runs or waits by when it will launch (the engine's own
+ * dispatch order, `order=launch`), what is done newest first (`order=recent`), the rest in
+ * discovery order.
+ */
+const GROUP_ORDERS: Partial<Record<ItemGroup, 'launch' | 'recent'>> = { waiting: 'launch', failed: 'recent', launched: 'recent' };
+/**
+ * Groups whose state is exactly an outcome: read by `outcome=`, whose total the engine answers from
+ * its counters (the same numbers as /stats) instead of counting rows.
+ */
+const GROUP_OUTCOMES: Partial<Record<ItemGroup, 'failed' | 'launched'>> = { failed: 'failed', launched: 'launched' };
 
 export interface ItemsSnapshot {
   byGroup: Record<ItemGroup, { items: ItemSummary[]; total: number }>;
 }
 
 type ItemsPage = { items: ItemSummary[]; total: number };
+
+/** Log actions that end an item's attempt: the item no longer runs, whatever comes next for it. */
+const ATTEMPT_ENDS: ReadonlySet<string> = new Set(['launch_succeeded', 'launch_failed', 'launch_cancelled', 'launch_interrupted', 'item_failed', 'item_removed']);
 
 export class EngineModel extends Disposable {
   stats: StatsOverview | undefined;
@@ -69,6 +86,17 @@ export class EngineModel extends Disposable {
    * by their `state` field here. Asked again after every reconnect.
    */
   private stateFilter: boolean | undefined;
+  /** Whether the engine takes `/items?order=` (an older one answers 400); asked again after every reconnect. */
+  private orderParam: boolean | undefined;
+  /** Each group's last page, shown until the group's next read is in. */
+  private lastPages: Partial<Record<ItemGroup, ItemsPage>> = {};
+  /** How many items each group lists, once "Show more…" was used on it. */
+  private readonly limits = new Map<ItemGroup, number>();
+  /**
+   * Items whose attempt ended (by its log event) since the read of /items under way began: that
+   * read may still list them running, and must not bring back a row the event took away.
+   */
+  private endedDuringRead = new Set<string>();
   /** Parts with an answer since the engine connected (see `loaded`). */
   private readonly answered = new Set<ModelPart>();
 
@@ -78,13 +106,17 @@ export class EngineModel extends Disposable {
       stats: this._register(new Throttled(() => this.load('stats'), 250)),
       health: this._register(new Throttled(() => this.load('health'), 250)),
       status: this._register(new Throttled(() => this.load('status'), 1000)),
-      items: this._register(new Throttled(() => this.load('items'), 1000)),
+      // The Items view follows the engine's events as the dashboard does: the events of one turn
+      // become one read, and events during a read one more after it, never a wait of its own. A
+      // second's wait showed an attempt running for up to a second after the dashboard said it ended.
+      items: this._register(new Throttled(() => this.load('items'), 0)),
       schedules: this._register(new Throttled(() => this.load('schedules'), 1000)),
     };
     this.fleetProbe = this._register(new Throttled(() => this.load('status', true), 1000));
     this._register(
       connection.onDidChangeConnection((connected) => {
         this.stateFilter = undefined;
+        this.orderParam = undefined;
         if (connected) this.refresh(true);
         else this.clear();
       }),
@@ -96,6 +128,9 @@ export class EngineModel extends Disposable {
             this.stats = e.data;
             this.answered.add('stats');
             this.fire('stats');
+            // Nothing runs: the Items view says so at once, as the dashboard does. (Not in a fleet,
+            // whose other engines' attempts this engine's stats may not have caught up with yet.)
+            if (e.data.running === 0 && !this.status?.fleet) this.endRunning(() => true);
             // Counters moved: items changed outcome and /status's numbers are stale.
             this.refreshers.status.trigger();
             this.refreshers.items.trigger();
@@ -114,6 +149,9 @@ export class EngineModel extends Disposable {
               this.refreshers.status.trigger();
               this.fleetProbe.trigger();
             } else if (e.data.itemId) {
+              const itemId = e.data.itemId;
+              // Shown at once, on the event itself; the read that follows brings the rest.
+              if (ATTEMPT_ENDS.has(e.data.action)) this.endRunning((id) => id === itemId);
               this.refreshers.items.trigger();
               // Hold/release of a template logs under the template's id; a new template is scanned.
               this.refreshers.schedules.trigger();
@@ -163,9 +201,22 @@ export class EngineModel extends Disposable {
     this.refreshers.status.trigger();
   }
 
-  /** The reads this model makes first once connected, beside /stats and /health (EngineClient.setFirstReads). */
+  /**
+   * The reads this model makes first once connected, beside /stats and /health
+   * (EngineClient.setFirstReads): each group's first page exactly as groupPage() asks for it.
+   */
   firstReads(): string[] {
-    return ['/status', '/schedules', ...ITEM_GROUPS.map((g) => pagePath(`state=${GROUP_STATES[g].join(',')}`))];
+    return ['/status', '/schedules', ...ITEM_GROUPS.map((g) => pagePath(this.groupQuery(g), this.limitOf(g)))];
+  }
+
+  /** Lists ITEMS_PER_GROUP more items of `group` (the Items view's "Show more…"). */
+  showMore(group: ItemGroup): void {
+    this.limits.set(group, this.limitOf(group) + ITEMS_PER_GROUP);
+    this.refreshers.items.trigger(true);
+  }
+
+  private limitOf(group: ItemGroup): number {
+    return this.limits.get(group) ?? ITEMS_PER_GROUP;
   }
 
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
@@ -174,8 +225,22 @@ export class EngineModel extends Disposable {
     this.fleetProbe.trigger(now);
   }
 
+  /**
+   * Takes the items `ended` picks out of the Running group of the snapshot shown, and of the read
+   * under way when it arrives. The engine's events are the same the dashboard follows.
+   */
+  private endRunning(ended: (itemId: string) => boolean): void {
+    for (const item of this.items?.byGroup.running.items ?? []) if (ended(item.id)) this.endedDuringRead.add(item.id);
+    // The pages kept for groups not read again yet must not bring the row back either.
+    const kept = this.lastPages.running;
+    if (kept) this.lastPages.running = { items: kept.items.filter((i) => !ended(i.id)), total: kept.total - kept.items.filter((i) => ended(i.id)).length };
+    if (!this.items || !withoutEnded(this.items, ended)) return;
+    this.fire('items');
+  }
+
   private clear(): void {
     this.answered.clear();
+    this.lastPages = {};
     this.stats = this.health = this.status = this.items = this.schedules = undefined;
     this.error = undefined;
     this.fire('stats', 'health', 'status', 'items', 'schedules');
@@ -199,9 +264,21 @@ export class EngineModel extends Disposable {
         case 'status':
           this.status = await this.connection.get<StatusResponse>('/status');
           break;
-        case 'items':
-          this.items = await this.loadItems();
+        case 'items': {
+          const ended = (this.endedDuringRead = new Set());
+          const items = await this.loadItems((partial) => {
+            // Each group as soon as its page is in: the cheap ones (read by counters) are not held
+            // back by a group whose read scans a big queue.
+            if (!this.connection.connected) return;
+            withoutEnded(partial, (id) => ended.has(id));
+            this.items = partial;
+            this.answered.add('items');
+            this.fire('items');
+          });
+          withoutEnded(items, (id) => ended.has(id));
+          this.items = items;
           break;
+        }
         case 'schedules':
           this.schedules = await this.loadSchedules();
           break;
@@ -231,10 +308,10 @@ export class EngineModel extends Disposable {
     }
   }
 
-  private async loadItems(): Promise<ItemsSnapshot> {
+  private async loadItems(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
     if (this.stateFilter !== false) {
       try {
-        const snapshot = await this.loadItemsByState();
+        const snapshot = await this.loadItemsByState(partial);
         this.stateFilter = true;
         return snapshot;
       } catch (err) {
@@ -245,16 +322,66 @@ export class EngineModel extends Disposable {
     return this.loadItemsByOutcome();
   }
 
-  private page(query: string): Promise<ItemsPage> {
-    return this.connection.get<ItemsPage>(pagePath(query));
+  private page(query: string, limit = ITEMS_PER_GROUP): Promise<ItemsPage> {
+    return this.connection.get<ItemsPage>(pagePath(query, limit));
   }
 
-  /** One read per group (`state=` takes several, comma-separated): each complete up to its limit, however many items wait. */
-  private async loadItemsByState(): Promise<ItemsSnapshot> {
-    const pages = await Promise.all(ITEM_GROUPS.map((g) => this.page(`state=${GROUP_STATES[g].join(',')}`)));
-    const byGroup = {} as ItemsSnapshot['byGroup'];
-    ITEM_GROUPS.forEach((g, i) => (byGroup[g] = { items: pages[i].items, total: pages[i].total }));
-    return withServicesTogether({ byGroup });
+  /** A group's filter, with its order unless the engine said it does not know `order`. */
+  private groupQuery(group: ItemGroup): string {
+    const order = GROUP_ORDERS[group];
+    return order && this.orderParam !== false ? `${groupFilter(group)}&order=${order}` : groupFilter(group);
+  }
+
+  /** A group's first page in the group's order; without the order from an engine that does not know it yet. */
+  private async groupPage(group: ItemGroup): Promise<ItemsPage> {
+    const filter = groupFilter(group);
+    const order = GROUP_ORDERS[group];
+    if (order && this.orderParam !== false) {
+      try {
+        const page = await this.page(this.groupQuery(group), this.limitOf(group));
+        this.orderParam = true;
+        return page;
+      } catch (err) {
+        if (this.orderParam === true || !/HTTP 400\b[\s\S]*\border\b/.test(String(err))) throw err;
+        this.orderParam = false;
+      }
+    }
+    return this.page(filter, this.limitOf(group));
+  }
+
+  /**
+   * One read per group (`state=` takes several, comma-separated): each complete up to its limit,
+   * however many items wait. A group /stats counts as empty is not read (in a queue of 100,000
+   * items, a read by state scans them all). `partial` gets the snapshot each time a group is in;
+   * the groups not read again yet keep their last pages meanwhile.
+   */
+  private async loadItemsByState(partial: (snapshot: ItemsSnapshot) => void): Promise<ItemsSnapshot> {
+    const pages = { ...this.lastPages } as Record<ItemGroup, ItemsPage>;
+    const ended = this.endedDuringRead;
+    // In a fleet the counters may lag the other engines' changes that /events announces.
+    const empty = this.status?.fleet ? new Set<ItemGroup>() : emptyGroups(this.stats);
+    const snapshot = () => {
+      const byGroup = {} as ItemsSnapshot['byGroup'];
+      for (const g of ITEM_GROUPS) byGroup[g] = { items: [...(pages[g]?.items ?? [])], total: pages[g]?.total ?? 0 };
+      return withServicesTogether({ byGroup });
+    };
+    let pending = 0;
+    await Promise.all(
+      ITEM_GROUPS.map(async (g) => {
+        if (empty.has(g)) {
+          pages[g] = { items: [], total: 0 };
+          return;
+        }
+        pending++;
+        pages[g] = await this.groupPage(g);
+        // The last one is the whole snapshot, returned below.
+        if (--pending > 0) partial(snapshot());
+      }),
+    );
+    const running = pages.running;
+    if (running) pages.running = { items: running.items.filter((i) => !ended.has(i.id)), total: running.total - running.items.filter((i) => ended.has(i.id)).length };
+    this.lastPages = pages;
+    return snapshot();
   }
 
   /**
@@ -275,8 +402,41 @@ export class EngineModel extends Disposable {
   }
 }
 
-function pagePath(query: string): string {
-  return `/items?${query}&limit=${ITEMS_PER_GROUP}&offset=0`;
+function pagePath(query: string, limit = ITEMS_PER_GROUP): string {
+  return `/items?${query}&limit=${limit}&offset=0`;
+}
+
+/** Which items a group lists: Failed and Launched by outcome (their counts are the engine's counters), the rest by state. */
+function groupFilter(group: ItemGroup): string {
+  const outcome = GROUP_OUTCOMES[group];
+  return outcome ? `outcome=${outcome}` : `state=${GROUP_STATES[group].join(',')}`;
+}
+
+/**
+ * The groups /stats says are empty: nothing runs (so no item is running, starting or ready), none
+ * is held, nothing else is pending. Stats come with every change (at most 4 a second), and each
+ * asks for a read of the items again, so a group skipped on the eve of a change is read next time.
+ */
+function emptyGroups(stats: StatsOverview | undefined): Set<ItemGroup> {
+  const empty = new Set<ItemGroup>();
+  if (!stats) return empty;
+  if (stats.running === 0) empty.add('running').add('services');
+  if (stats.held === 0) empty.add('held');
+  // An item both held and running counts in both: what is neither is at most pending - max(held, running).
+  if (stats.pending - Math.max(stats.held, stats.running) <= 0) empty.add('waiting').add('blocked');
+  if (stats.failed === 0) empty.add('failed');
+  if (stats.launched === 0) empty.add('launched');
+  return empty;
+}
+
+/** Drops the items `ended` picks from the Running group; true when there were any. */
+function withoutEnded(snapshot: ItemsSnapshot, ended: (itemId: string) => boolean): boolean {
+  const running = snapshot.byGroup.running;
+  const left = running.items.filter((i) => !ended(i.id));
+  if (left.length === running.items.length) return false;
+  running.total -= running.items.length - left.length;
+  running.items = left;
+  return true;
 }
 
 /**

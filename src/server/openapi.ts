@@ -7,6 +7,7 @@
 import { ENGINE_NAME, ITEM_STATES, LOG_ACTIONS, LOG_LEVELS } from '../shared/api';
 import { MAX_Q_WORDS, Q_PATTERN } from '../shared/logFilter';
 import { DEFAULT_LIMIT, MAX_CONTROL_BODY_BYTES, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH, MAX_SOURCE_LENGTH } from './params';
+import { ITEM_ORDERS } from '../shared/itemFilter';
 
 const ISO_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** RFC 3339's date-time, which `format: date-time` alone leaves loose (Ajv also takes `+01` and a space). */
@@ -409,6 +410,7 @@ export function buildOpenApiDocument(version: string, serverUrl: string): Record
             updatedAt: time('Last change of the item.'),
             lastError: { type: ['string', 'null'] },
             lastFinishedAt: nullableTime('When the latest finished attempt finished; null when none has (the queue file\'s CodeLens shows it).'),
+            priority: { type: 'integer', minimum: -100, maximum: 100, description: 'Among due items, the higher launches first (default 0).' },
             lastResources: {
               oneOf: [ref('AttemptResources'), { type: 'null' }],
               description: 'What the latest finished attempt cost (as its `resources` in `GET /items/{id}`); null when none finished or it was not measured.',
@@ -870,7 +872,7 @@ function readPaths(): Record<string, PathItem> {
       get: {
         operationId: 'getItems',
         summary: 'Known items with their outcome (beside the four monitoring endpoints, for the UI)',
-        description: 'In discovery order, paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow. Filters combine with AND.',
+        description: 'In discovery order (or `order`), paged with `limit` and `offset`; a `Link: <…>; rel="next"` header is present when more items follow. Filters combine with AND.',
         parameters: [
           { name: 'outcome', in: 'query', description: 'Only items with this outcome.', schema: { type: 'string', enum: ['launched', 'pending', 'failed'] } },
           {
@@ -895,6 +897,14 @@ function readPaths(): Record<string, PathItem> {
             in: 'query',
             description: 'Only items read from this queue file: its path relative to its workspace folder, `/`-separated, exactly as items\' `source` gives it (`.engine/queue/jobs.jsonl`). The editor\'s CodeLens reads a file\'s items this way.',
             schema: { type: 'string', minLength: 1, maxLength: MAX_SOURCE_LENGTH },
+          },
+          {
+            name: 'order',
+            in: 'query',
+            description:
+              '`discovery` (default); `launch`: the order the engine will launch pending items in (those due now as dispatch takes them: higher `priority` first, then the longest due, then discovery; then the others by when they become due); ' +
+              '`recent`: the latest change first (a launched item by the end of its last attempt).',
+            schema: { type: 'string', enum: [...ITEM_ORDERS], default: 'discovery' },
           },
           { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
           { name: 'offset', in: 'query', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },

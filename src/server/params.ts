@@ -120,7 +120,7 @@ export function parseItemsQuery(queryString: string): ItemsQuery {
 }
 
 export function nextItemsQueryString(query: ItemsQuery, nextOffset: number): string {
-  return itemsQueryString(query.filter, { limit: query.limit, offset: nextOffset });
+  return itemsQueryString(query.filter, { limit: query.limit, offset: nextOffset, order: query.order });
 }
 
 // ---------------------------------------------------------------------------------------------

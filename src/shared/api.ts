@@ -202,6 +202,8 @@ export interface ItemSummary {
   lastResources?: AttemptResources | null;
   /** The item's state: what `/items?state=` filters by. */
   state: ItemState;
+  /** −100…100 (default 0): among due items, the higher launches first. Absent from engines before it. */
+  priority?: number;
   /** Only on a blocked item: the ids it still waits for (not launched, or unknown). */
   waitingFor?: string[];
   /** Only on a service: since when its running attempt is ready, and how often it was started again since it was started. */

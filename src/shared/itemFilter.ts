@@ -5,7 +5,14 @@ import { ITEM_STATES, type ItemOutcome, type ItemState } from './api';
 import { MAX_Q_LENGTH, MAX_Q_WORDS, searchWords } from './logFilter';
 import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerParam, manyOf, oneOf, parseParams, single } from './queryParams';
 
-export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'source', 'limit', 'offset'] as const;
+export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'source', 'order', 'limit', 'offset'] as const;
+/**
+ * The orders /items lists in: `discovery` (the default), `launch` (the order the engine will launch
+ * them: the due ones as dispatch takes them, then the others by when they become due) and `recent`
+ * (the most recently changed first: a launched item by when its last attempt ended).
+ */
+export const ITEM_ORDERS = ['discovery', 'launch', 'recent'] as const;
+export type ItemOrder = (typeof ITEM_ORDERS)[number];
 export const MAX_OFFSET = 1_000_000_000;
 /**
  * Longer than any queue file's path relative to its folder in practice, and short enough that a
@@ -32,6 +39,8 @@ export interface ItemsRequest {
   filter: ItemFilter;
   limit: number;
   offset: number;
+  /** Absent: discovery order. */
+  order?: ItemOrder;
 }
 
 /**
@@ -99,18 +108,20 @@ export function parseItemsQueryString(queryString: string): ItemsRequest {
     }
     filter.source = source;
   }
+  const order = oneOf(params, 'order', ITEM_ORDERS);
   const limit = integerParam(params, 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT);
   const offset = integerParam(params, 'offset', 0, MAX_OFFSET, 0);
-  return { filter, limit, offset };
+  return order === undefined || order === 'discovery' ? { filter, limit, offset } : { filter, limit, offset, order };
 }
 
 /** The /items query string of a filter and page, as parseItemsQueryString reads it back. */
-export function itemsQueryString(filter: ItemFilter, page: { limit?: number; offset?: number } = {}): string {
+export function itemsQueryString(filter: ItemFilter, page: { limit?: number; offset?: number; order?: ItemOrder } = {}): string {
   const out = new URLSearchParams();
   if (filter.outcome) out.set('outcome', filter.outcome);
   if (filter.states?.length) out.set('state', filter.states.join(','));
   if (filter.q !== undefined && searchWords(filter.q).length > 0) out.set('q', filter.q);
   if (filter.source !== undefined) out.set('source', filter.source);
+  if (page.order !== undefined && page.order !== 'discovery') out.set('order', page.order);
   if (page.limit !== undefined) out.set('limit', String(page.limit));
   if (page.offset !== undefined) out.set('offset', String(page.offset));
   return out.toString();

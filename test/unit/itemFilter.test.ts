@@ -18,7 +18,7 @@ describe('item filter', () => {
     assert.throws(() => parseItemsQueryString('state=held,'), /unknown state ""/);
     assert.throws(() => parseItemsQueryString('q=a&q=b'), /given 2 times/);
     assert.throws(() => parseItemsQueryString(`q=${'a '.repeat(33)}`), /33 words; a search takes at most 32/);
-    assert.throws(() => parseItemsQueryString('name=x'), /Unknown parameter "name"; allowed parameters: outcome, state, q, source, limit, offset\./);
+    assert.throws(() => parseItemsQueryString('name=x'), /Unknown parameter "name"; allowed parameters: outcome, state, q, source, order, limit, offset\./);
   });
 
   it('finds words that start words of the id, name, command or args, in any order and case', () => {

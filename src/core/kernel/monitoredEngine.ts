@@ -14,7 +14,7 @@ import type {
   StatsOverview,
   StatusResponse,
 } from '../../shared/api';
-import type { ItemFilter } from '../../shared/itemFilter';
+import type { ItemFilter, ItemOrder } from '../../shared/itemFilter';
 import type { LogFilter, LogOrder } from '../../shared/logFilter';
 import type { DraftHolds } from '../intake/draftHolds';
 import type { SubmitResult } from '../intake/submit';
@@ -131,6 +131,8 @@ export interface ItemsPage {
   filter?: ItemFilter;
   limit: number;
   offset: number;
+  /** Absent: discovery order (see ITEM_ORDERS). */
+  order?: ItemOrder;
 }
 
 /**

@@ -211,7 +211,18 @@ const STATE_SQL = `CASE WHEN outcome <> 'pending' THEN outcome WHEN running = 1 
   WHEN due_at > ? THEN (CASE WHEN attempts > 0 THEN 'backoff' ELSE 'scheduled' END) ELSE 'waiting' END`;
 
 /**
- * A page of the items `query` selects, in discovery order, as /items lists them. `total` is null
+ * `order=launch`: the order the engine will launch pending items in, as far as it can be known now.
+ * Those due now first, in readDueItems' order (the dispatch order: priority, then the longest due,
+ * then discovery); then the others by when they become due, a higher priority first among those
+ * due at the same time. `?` stands for now, three times.
+ */
+const LAUNCH_ORDER =
+  'CASE WHEN due_at <= ? THEN 0 ELSE 1 END, CASE WHEN due_at <= ? THEN -priority ELSE due_at END, CASE WHEN due_at <= ? THEN due_at ELSE -priority END, seq';
+/** `order=recent`: the latest change first; a launched item's is the end of its last attempt. */
+const RECENT_ORDER = 'updated_at DESC, seq DESC';
+
+/**
+ * A page of the items `query` selects, in discovery order (or `query.order`), as /items lists them. `total` is null
  * when the filter is by outcome at most: the engine's counters answer that without a scan. The
  * SQL has one text per combination of filters given (eight in all), so the store's cache of
  * prepared statements stays small whatever clients ask.
@@ -238,12 +249,21 @@ export function readItemPage(store: StoreBackend, query: ItemsPage, now: number)
     // where other engines add items, in SQL) and applies the other filters; the total is exact.
     const found = store.searchItems(wanted, where, params);
     const total = found.count;
+    if (query.order !== undefined && query.order !== 'discovery') {
+      // Another order than the index's: the page is taken from every match, sorted in SQL.
+      const all = found.seqs(0, total);
+      const sql = `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY ${query.order === 'launch' ? LAUNCH_ORDER : RECENT_ORDER} LIMIT ? OFFSET ?`;
+      const rows = all.length === 0 ? [] : readSummaryRows(store, sql, [JSON.stringify(all), ...(query.order === 'launch' ? [now, now, now] : []), limit, offset]);
+      return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
+    }
     // Only the page's seqs: a word in every item is 100,000 matches.
     const page = found.seqs(offset, offset + limit);
     const rows = page.length === 0 ? [] : readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, [JSON.stringify(page)]);
     return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
   }
-  const rows = readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items${whereClause(where)} ORDER BY seq LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const order = query.order === 'launch' ? LAUNCH_ORDER : query.order === 'recent' ? RECENT_ORDER : 'seq';
+  const orderParams = query.order === 'launch' ? [now, now, now] : [];
+  const rows = readSummaryRows(store, `SELECT ${SUMMARY_COLUMNS} FROM items${whereClause(where)} ORDER BY ${order} LIMIT ? OFFSET ?`, [...params, ...orderParams, limit, offset]);
   const counted = filter.states?.length || filter.source !== undefined;
   const total = counted ? (store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM items${whereClause(where)}`, params)?.n ?? 0) : null;
   return { items: withLastFinish(store, rows.map((r) => toSummary(store, r, now))), total };
@@ -348,11 +368,11 @@ export function readWaitingFor(store: StoreBackend, itemId: string): string[] {
 }
 
 /** What an item's summary (and its state) is made of: a page reads these columns, not the definition. */
-type SummaryRow = Pick<ItemRow, 'id' | 'name' | 'source' | 'outcome' | 'attempts' | 'max_attempts' | 'due_at' | 'running' | 'last_error' | 'updated_at' | 'held' | 'blocked'> & {
+type SummaryRow = Pick<ItemRow, 'id' | 'name' | 'source' | 'outcome' | 'attempts' | 'max_attempts' | 'due_at' | 'running' | 'last_error' | 'updated_at' | 'held' | 'blocked' | 'priority'> & {
   /** 1 for a service. */
   service: number;
 };
-const SUMMARY_COLUMNS = "id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, CASE WHEN json_extract(definition, '$.service') IS NULL THEN 0 ELSE 1 END";
+const SUMMARY_COLUMNS = "id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, CASE WHEN json_extract(definition, '$.service') IS NULL THEN 0 ELSE 1 END, priority";
 
 /**
  * A page's rows as arrays (Store.rows), without the definitions: `SELECT *` + getAsObject (every
@@ -360,7 +380,7 @@ const SUMMARY_COLUMNS = "id, name, source, outcome, attempts, max_attempts, due_
  * a 100-item /items?q= page at 100,000 items (docs/PERFORMANCE.md).
  */
 function readSummaryRows(store: StoreBackend, sql: string, params: StoreValue[]): SummaryRow[] {
-  return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, service]) => ({
+  return store.rows(sql, params).map(([id, name, source, outcome, attempts, max_attempts, due_at, running, last_error, updated_at, held, blocked, service, priority]) => ({
     id: id as string,
     name: name as string,
     source: source as string,
@@ -374,6 +394,7 @@ function readSummaryRows(store: StoreBackend, sql: string, params: StoreValue[])
     held: held as number,
     blocked: blocked as number,
     service: Number(service),
+    priority: Number(priority),
   }));
 }
 
@@ -394,6 +415,7 @@ function toSummary(store: StoreBackend, r: SummaryRow, now: number): ItemSummary
     source: r.source,
     updatedAt: new Date(r.updated_at).toISOString(),
     lastError: r.last_error,
+    priority: r.priority,
     state: itemState(r, now),
     // Why it waits, for the Items view and the dashboard: one indexed read per blocked item on the page.
     ...(r.blocked === 1 && r.outcome === 'pending' && !r.held && !r.running ? { waitingFor: readWaitingFor(store, r.id) } : {}),

@@ -1,4 +1,6 @@
-// Items view: items grouped by state, running first with its elapsed time.
+// Items view: items grouped by state, running first with its elapsed time. Each group lists its
+// items in a useful order (Waiting by when the engine will launch them, Failed and Launched newest
+// first: engineModel.ts reads them so) and folds a template's occurrences into one row.
 //
 // Context values, for `when` clauses in package.json (`viewItem == …` in view/item/context):
 //   item.running   an attempt is running now                   (Cancel, Hold: the attempt goes on, no retry until released)
@@ -9,6 +11,8 @@
 //   item.<…>.service  the same for a service, in the Services group (Restart Service; Cancel stops it)
 //   itemGroup.<group>  the group rows: running, services, waiting, held, blocked, failed, launched
 //                  (itemGroup.failed carries Retry All Failed)
+//   itemTemplate   a schedule's or watched item's occurrences in one group, folded (nothing to control)
+//   itemsMore      "Show more…" at the end of a group that lists only part of its items
 // Every item node is `item.<…>` so `viewItem =~ /^item\./` matches all of them (Show Item Logs).
 //
 // Node ids are stable (`items.<group>.<item id>`): the view refreshes only the nodes whose
@@ -21,6 +25,7 @@ import { Commands } from '../constants';
 import type { ItemGroup, ItemsSnapshot } from '../engineModel';
 import { ITEM_GROUPS } from '../engineModel';
 import { appendField, formatAgo, formatTime, safeMarkdown } from './format';
+import { foldOccurrences, occurrenceOf } from './itemGrouping';
 import { serviceText } from '../serviceText';
 import { formatResources } from '../../shared/format';
 import type { TreeNode } from './nodeTree';
@@ -85,7 +90,13 @@ function runningSince(item: ItemSummary): number {
   return Date.parse(item.updatedAt);
 }
 
+/** What a row says about its item, and its priority when not the default (it decides the launch order). */
 function describe(item: ItemSummary, now: number): string {
+  const text = describeState(item, now);
+  return item.priority ? `${text} · priority ${item.priority > 0 ? '+' : ''}${item.priority}` : text;
+}
+
+function describeState(item: ItemSummary, now: number): string {
   if (item.service) return serviceText(item, now, true);
   const attempts = `${item.attempts}/${item.maxAttempts}`;
   switch (stateOf(item)) {
@@ -114,6 +125,7 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   appendField(tooltip, 'Id', item.id);
   appendField(tooltip, 'State', stateOf(item));
   appendField(tooltip, 'Attempts', `${item.attempts} of ${item.maxAttempts}`);
+  if (item.priority) appendField(tooltip, 'Priority', String(item.priority));
   if (stateOf(item) === 'running') appendField(tooltip, 'Running since', formatTime(item.updatedAt));
   if (item.nextAttemptAt) appendField(tooltip, 'Next attempt', formatTime(item.nextAttemptAt));
   if (item.waitingFor?.length) appendField(tooltip, 'Waits for', item.waitingFor.join(', '));
@@ -127,7 +139,8 @@ function itemTooltip(item: ItemSummary): vscode.MarkdownString {
   return tooltip;
 }
 
-export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now()): TreeNode {
+/** `label`: an occurrence under its template's row is named by when it fired. */
+export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now(), label = item.name || item.id): TreeNode {
   const state = stateOf(item);
   const g = GROUPS[group];
   const icon =
@@ -136,7 +149,7 @@ export function itemNode(item: ItemSummary, group: ItemGroup, now = Date.now()):
       : new vscode.ThemeIcon(STATE_ICONS[state]);
   return {
     id: `items.${group}.${item.id}`,
-    label: item.name || item.id,
+    label,
     description: describe(item, now),
     // Built on hover only (see TreeNode.tooltip).
     tooltip: () => itemTooltip(item),
@@ -160,13 +173,15 @@ export function itemNodes(items: ItemsSnapshot | undefined, error?: string, now 
     const { items: list, total } = items.byGroup[group];
     if (total === 0 && list.length === 0) continue;
     const g = GROUPS[group];
-    const children = list.map((i) => itemNode(i, group, now));
+    const children = foldOccurrences(list).map((e) => (e.kind === 'item' ? itemNode(e.item, group, now) : templateNode(e.templateId, e.items, group, now)));
     if (total > list.length) {
       children.push({
         id: `items.${group}.more`,
-        label: `… ${total - list.length} more`,
-        description: 'see the dashboard or GET /items',
+        label: 'Show more…',
+        description: `${list.length} of ${total} shown`,
         icon: new vscode.ThemeIcon('ellipsis'),
+        contextValue: 'itemsMore',
+        command: { command: Commands.showMoreItems, title: 'Show More', arguments: [group] },
       });
     }
     nodes.push({
@@ -182,6 +197,28 @@ export function itemNodes(items: ItemsSnapshot | undefined, error?: string, now 
   // Nothing at all: the welcome offers Add Item.
   if (error) nodes.push(errorNode('items', error));
   return nodes;
+}
+
+/**
+ * A template's occurrences in one group, in the group's order (newest first where the group is),
+ * each named by when it fired; folded, as one row stands for what would otherwise be many alike.
+ */
+function templateNode(templateId: string, occurrences: ItemSummary[], group: ItemGroup, now: number): TreeNode {
+  const first = occurrences[0];
+  const done = group === 'launched' || group === 'failed';
+  const noun = done ? 'runs' : 'occurrences';
+  // The first is the newest of what is done, and the next to launch of what waits.
+  const when = done ? ` · latest ${formatTime(occurrenceOf(first.id)?.at)}` : group === 'waiting' ? ` · next ${formatTime(occurrenceOf(first.id)?.at)}` : '';
+  return {
+    id: `items.${group}.template.${templateId}`,
+    label: first.name || templateId,
+    description: `${occurrences.length} ${noun}${when}`,
+    tooltip: `${occurrences.length} ${noun} of ${templateId}, newest first`,
+    icon: new vscode.ThemeIcon('layers'),
+    contextValue: 'itemTemplate',
+    expanded: false,
+    children: occurrences.map((o) => itemNode(o, group, now, formatTime(occurrenceOf(o.id)?.at))),
+  };
 }
 
 /** True while some listed item is running: its elapsed time needs a tick. */
