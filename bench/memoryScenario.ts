@@ -12,6 +12,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import os from 'node:os';
 import path from 'node:path';
 import { mb, median } from './lib';
+import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<{
@@ -117,10 +118,13 @@ interface Engine {
 function startEngine(cli: string, workspace: string): Promise<Engine> {
   return new Promise((resolve, reject) => {
     const args = ['serve', '--workspace', workspace, '--port', '0', '--quiet'];
-    // BENCH_ENGINE_NODE_OPTIONS: more Node options, through NODE_OPTIONS (a later flag wins).
-    const extra = process.env.BENCH_ENGINE_NODE_OPTIONS;
-    const env = { ...process.env, ...(extra ? { NODE_OPTIONS: extra } : {}) };
-    const child = spawn(cli, args, { cwd: workspace, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    // BENCH_ENGINE_NODE_OPTIONS: more Node options after the bin's own (a later flag wins); then
+    // node runs the file with both, as its #! line would with the bin's alone.
+    const extra = process.env.BENCH_ENGINE_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [];
+    const child =
+      extra.length > 0
+        ? spawn(process.execPath, [...ENGINE_HOST_NODE_OPTIONS, ...extra, cli, ...args], { cwd: workspace, stdio: ['ignore', 'pipe', 'inherit'] })
+        : spawn(cli, args, { cwd: workspace, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.on('error', reject);
     child.once('exit', (code) => reject(new Error(`engine exited with ${code} before it listened: ${out}`)));
@@ -259,7 +263,8 @@ async function oneRun(ctx: MemScenarioContext, cli: string, run: number): Promis
 }
 
 export async function scenarioMemoryIndependent(ctx: MemScenarioContext): Promise<void> {
-  const cli = path.join(ctx.root, 'dist', 'cli.js');
+  // BENCH_MEMSCEN_CLI: another build's cli.js (a copy of dist/ from before a change), for a before/after in one run.
+  const cli = process.env.BENCH_MEMSCEN_CLI || path.join(ctx.root, 'dist', 'cli.js');
   if (!existsSync(cli)) throw new Error('memscenario: run "npm run build" first (dist/cli.js)');
   ctx.log(`\n== memory, the independent scenario: ${ctx.items} items through queue files${ctx.scheduled ? ' (scheduled, not launched)' : ''}, then ${ctx.seconds} s × ${loadPaths().length} paths at ${ctx.connections} connections; ${ctx.runs} run(s); load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   const runs: RunResult[] = [];
