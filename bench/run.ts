@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { scenarioFleetJobs } from './fleet';
+import { scenarioMemoryIndependent } from './memoryScenario';
 import { floodScript, median, mb, STALL_MS, type LoopDelay, type MemoryBreakdown } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
@@ -41,7 +42,7 @@ const int = (name: string, full: number, quick: number) => {
 };
 const CFG = {
   name: process.env.BENCH_NAME || (QUICK ? 'quick' : 'latest'),
-  only: (process.env.BENCH_ONLY || 'api,search,memory,launch,output,startup,editor,dispatch,codelens,fleet,faststart,insight,fleetjobs').split(',').map((s) => s.trim()),
+  only: (process.env.BENCH_ONLY || 'api,search,memory,memscenario,launch,output,startup,editor,dispatch,codelens,fleet,faststart,insight,fleetjobs').split(',').map((s) => s.trim()),
   apiItems: int('BENCH_API_ITEMS', 100_000, 10_000),
   apiLogs: int('BENCH_API_LOGS', 1_000_000, 100_000),
   /** autocannon seconds per run. */
@@ -68,6 +69,11 @@ const CFG = {
   memItems: int('BENCH_MEM_ITEMS', 100_000, 100_000),
   memLogs: int('BENCH_MEM_LOGS', 100_000, 100_000),
   memJournal: int('BENCH_MEM_JOURNAL', 20_000, 20_000),
+  /** The independent memory scenario (bench/memoryScenario.ts): items through queue files, seconds of load per path, runs. */
+  memScenarioItems: int('BENCH_MEMSCEN_ITEMS', 100_000, 100_000),
+  memScenarioSeconds: int('BENCH_MEMSCEN_SECONDS', 30, 5),
+  memScenarioRuns: int('BENCH_MEMSCEN_RUNS', 1, 1),
+  memScenarioScheduled: process.env.BENCH_MEMSCEN_SCHEDULED === '1',
   startupRuns: int('BENCH_STARTUP_RUNS', 3, 1),
   /** Output scenario: items launched with capture on and off (each printing a line to stdout and stderr), and the flood's size. */
   outputItems: int('BENCH_OUTPUT_ITEMS', 1_000, 300),
@@ -1563,6 +1569,21 @@ async function main(): Promise<void> {
     if (CFG.only.includes('api')) await scenarioApi();
     if (CFG.only.includes('search')) await scenarioSearch();
     if (CFG.only.includes('memory')) await scenarioMemory();
+    if (CFG.only.includes('memscenario')) {
+      await scenarioMemoryIndependent({
+        root: ROOT,
+        tmp: TMP,
+        items: CFG.memScenarioItems,
+        seconds: CFG.memScenarioSeconds,
+        runs: CFG.memScenarioRuns,
+        connections: CFG.latencyConnections,
+        scheduled: CFG.memScenarioScheduled,
+        log,
+        add,
+        fmt,
+        raw,
+      });
+    }
     if (CFG.only.includes('launch')) await scenarioLaunch();
     if (CFG.only.includes('output')) await scenarioOutput();
     if (CFG.only.includes('startup')) await scenarioStartup();

@@ -5,6 +5,8 @@ import { getPriority } from 'node:os';
 import path from 'node:path';
 import * as zlib from 'node:zlib';
 import { loadSqlJs } from '../../src/core/store/sqlJs';
+import type { CheckpointJob } from '../../src/core/store/checkpoint';
+import { DATABASE_ROOM_BYTES } from '../../src/core/store/snapshotFiles';
 import { Engine } from '../../src/core/kernel/engine';
 import { queryLogs } from '../../src/core/reads/logQuery';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
@@ -671,6 +673,29 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal((dump(early) as { logs: unknown[] }).logs.length, 500, 'what was committed before the crash, and no more');
   });
 
+  it('a new database that has grown past the export limit is checkpointed by a builder, not exported here, though its snapshot on disk is still small', async () => {
+    const jobs: CheckpointJob[] = [];
+    const { store } = await Store.open({
+      storageDir: ws.storage,
+      // Well above a new database's snapshot on disk, well below what 2,000 entries make.
+      exportCheckpointMaxBytes: 256 * 1024,
+      runCheckpoint: (job) => {
+        jobs.push(job);
+        return undefined; // no helper: the store builds it on a thread, as it would without one
+      },
+    });
+    open.push(store);
+    const initial = statSync(path.join(ws.storage, SNAPSHOT_FILE)).size;
+    assert.ok(initial < 256 * 1024, `the new database's snapshot is small (${initial} bytes)`);
+    addLogs(store, 1, 2_000);
+    assert.equal(store.commit(), true);
+    assert.equal(store.snapshotInBackground(), true, 'started');
+    assert.equal(jobs.length, 1, 'the builder was asked');
+    assert.equal(await store.whenCheckpointed(), true);
+    assert.notEqual(store.lastSnapshot?.builtIn, 'the engine (exported from memory)');
+    assert.ok(statSync(path.join(ws.storage, SNAPSHOT_FILE)).size > 256 * 1024, 'the new snapshot holds the 2,000 entries');
+  });
+
   it('runs the checkpoint on a thread at the lowest CPU priority, so the event loop keeps its core', async function () {
     if (process.platform !== 'linux') this.skip(); // per-thread nice values are a Linux feature
     const store = await openStore();
@@ -1052,9 +1077,11 @@ describe('store: loading sql.js and a snapshot, in a fresh process', function ()
       });`);
     assert.equal(loaded.logs, 42_000, 'every entry of the snapshot and of the journal');
     assert.equal(loaded.matches, 42_000, 'and the text index with them');
-    // One buffer: the file plus the room reserved for replay (a quarter of it, twice the journal).
+    // One buffer: the file plus the room reserved for replay (a quarter of it, twice the journal,
+    // and at least DATABASE_ROOM_BYTES in all, untouched pages: address space, not memory).
     // A copy made when replay outgrew the file would add the file's size again until V8 collects it.
-    const oneBuffer = size + Math.ceil(size / 4) + 2 * journal;
+    assert.ok(size > 2 * 1024 * 1024, `a file larger than the slack below (${size} bytes)`);
+    const oneBuffer = Math.max(DATABASE_ROOM_BYTES, size + Math.ceil(size / 4) + 2 * journal);
     assert.ok(loaded.bytes <= oneBuffer + 1024 * 1024, `ArrayBuffer memory after loading: ${loaded.bytes} bytes; one buffer is ${oneBuffer}, the file ${size}`);
   });
 });

@@ -9,7 +9,7 @@ import type { StoreNote } from './backend';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE } from './files';
 import { replayJournal } from './journal';
 import { applyPragmas, migrate, readJournalSeq } from './schema';
-import { openSnapshot, removeStaleTemporaries } from './snapshotFiles';
+import { newDatabaseWithRoom, openSnapshot, removeStaleTemporaries } from './snapshotFiles';
 import { loadSqlJs, SqlDatabase } from './sqlJs';
 
 /** The database of `dir`'s snapshot (creating the folder if need be), or a new one; schema up to date. */
@@ -20,7 +20,8 @@ export async function openDatabase(dir: string | null, notes: StoreNote[]): Prom
     mkdirSync(dir, { recursive: true });
     db = openSnapshot(SQL, dir, notes);
   }
-  db ??= new SQL.Database();
+  // A new database gets room to grow in place, as a loaded snapshot does.
+  db ??= newDatabaseWithRoom(SQL);
   const sql = new SqlDatabase(db);
   applyPragmas(db);
   migrate(db);

@@ -104,21 +104,54 @@ function readSnapshotFile(dir: string): Uint8Array {
     }
     // A journal record grows the database by less than twice its JSON; a quarter of the size more
     // keeps the next minutes of inserts in place too.
-    const capacity = size + Math.ceil(size / 4) + 2 * journalBytes;
-    const whole = new Uint8Array(capacity);
+    const whole = new Uint8Array(Math.max(DATABASE_ROOM_BYTES, size + Math.ceil(size / 4) + 2 * journalBytes));
     let read = 0;
     while (read < size) {
       const n = readSync(fd, whole, read, size - read, read);
       if (n === 0) break; // the file shrank under us: SQLite's own checks judge what we got
       read += n;
     }
-    const bytes = whole.subarray(0, read);
-    const copy = bytes.slice.bind(bytes);
-    bytes.slice = (start?: number, end?: number) => ((start ?? 0) === 0 && (end ?? read) >= read ? whole : copy(start, end));
-    return bytes;
+    return withRoom(whole, read);
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The room every database file gets in sql.js's in-memory file system, beyond its size. Past it,
+ * MEMFS grows the file by copying it into a buffer 1.125 times as large, and each copy left behind
+ * is the file's size again until V8 collects it: a new engine fed 100,000 items grows its file
+ * from nothing to ~75 MB through some 40 such copies, and the host's peak RSS was 100+ MB over
+ * what it held once collected (docs/PERFORMANCE.md). Pages of the room are not touched until the
+ * database grows into them, so the room is address space, not memory.
+ */
+export const DATABASE_ROOM_BYTES = 256 << 20;
+
+/**
+ * The first `length` bytes of `whole`, as a view whose whole-range `slice()` (how MEMFS takes a
+ * new file's bytes) answers `whole` itself: MEMFS then records the rest as capacity, and appends in
+ * place. Any other slice is an ordinary copy.
+ */
+function withRoom(whole: Uint8Array<ArrayBuffer>, length: number): Uint8Array<ArrayBuffer> {
+  const bytes = whole.subarray(0, length);
+  const copy = bytes.slice.bind(bytes);
+  bytes.slice = (start?: number, end?: number) => ((start ?? 0) === 0 && (end ?? length) >= length ? whole : copy(start, end));
+  return bytes;
+}
+
+/** A new, empty database (schema applied) in a file with DATABASE_ROOM_BYTES of room. */
+export function newDatabaseWithRoom(SQL: SqlJsStatic): Database {
+  const empty = new SQL.Database();
+  let image: Uint8Array;
+  try {
+    migrate(empty);
+    image = empty.export();
+  } finally {
+    empty.close();
+  }
+  const whole = new Uint8Array(Math.max(DATABASE_ROOM_BYTES, image.length * 2));
+  whole.set(image);
+  return new SQL.Database(withRoom(whole, image.length));
 }
 
 /** Writes the snapshot and its checksum to temporary files, each fsynced. */

@@ -262,7 +262,9 @@ export class Store extends JournaledStore implements StoreBackend {
     const job: CheckpointJob = { dir, throughSeq, tmp: this.temporaryName() };
     let run: CheckpointRun;
     try {
-      if (this.snapshotFileBytes < (this.options.exportCheckpointMaxBytes ?? DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES)) {
+      // The live database decides too: a new engine's snapshot on disk is the empty one, and an
+      // export of what it has grown to since is a copy of all of it in this process.
+      if (Math.max(this.snapshotFileBytes, this.liveBytes()) < (this.options.exportCheckpointMaxBytes ?? DEFAULT_EXPORT_CHECKPOINT_MAX_BYTES)) {
         run = this.exportCheckpoint(job);
       } else run = this.options.runCheckpoint?.(job) ?? startCheckpointThread(job);
     } catch (err) {
@@ -278,6 +280,13 @@ export class Store extends JournaledStore implements StoreBackend {
     this.checkpoint = cp;
     void run.done.then((m) => this.finishCheckpoint(cp, m));
     return true;
+  }
+
+  /** The live database's size in bytes (its pages), what an export copies. */
+  private liveBytes(): number {
+    const pages = Number(this.sql.rows('PRAGMA page_count')[0]?.[0] ?? 0);
+    const size = Number(this.sql.rows('PRAGMA page_size')[0]?.[0] ?? 0);
+    return pages * size;
   }
 
   /**
