@@ -160,7 +160,13 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
       pg!.startServer();
     }
     for (const e of es) await waitFor('healthy again', async () => (await fetch(`${e.url}/health`)).status === 200, 60_000);
-    await waitFor('every item launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[1].url}/stats`)).overview.launched === 40, 120_000);
+    await waitFor('every item launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[1].url}/stats`)).overview.launched === 40, 120_000).catch(async (err: Error) => {
+      // What the engines and the database say, for a failure that happens only under load.
+      const stats = await Promise.all(es.map(async (e) => JSON.stringify((await getJson<{ overview: StatsOverview }>(`${e.url}/stats`)).overview)));
+      const items = sql(db, 'SELECT outcome, running, held, blocked, count(*) FROM items GROUP BY 1, 2, 3, 4');
+      const attempts = sql(db, 'SELECT outcome, left(error, 60), count(*) FROM attempts GROUP BY 1, 2');
+      throw new Error(`${err.message}\nstats: ${stats.join('\n')}\nitems: ${items}\nattempts: ${attempts}\nstderr: ${es.map((e) => e.stderr().slice(-2000)).join('\n---\n')}`);
+    });
     assert.equal(sql(db, "SELECT count(*) FROM items WHERE outcome <> 'launched'"), '0');
     assert.equal(sql(db, "SELECT count(*) FROM attempts WHERE outcome = 'running'"), '0', 'every attempt has its outcome');
     const interrupted = Number(sql(db, "SELECT count(*) FROM attempts WHERE error LIKE 'interrupted%'"));
