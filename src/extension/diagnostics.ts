@@ -184,6 +184,9 @@ export class QueueDiagnostics extends Disposable {
     } catch {
       // Gone between the event and now: its delete event clears it.
     }
+    // The window may have closed (the extension deactivated) while the file was read: its
+    // collection is disposed then, and setting it would throw.
+    if (this.isDisposed) return;
     // Looked up after the reads: a rejection, acceptance or deletion may have come meanwhile, and
     // whichever render ends last must show the state as it is then.
     const entries = this.rejections.get(file);
