@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import { Store } from '../../src/core/store';
@@ -174,7 +173,8 @@ describe('engine: polling, launching, retries, outcomes', function () {
   });
 
   it('rejects links leaving the workspace, oversized files and cwd outside, and still loads the rest', async () => {
-    const outside = path.join(os.tmpdir(), `outside-${process.pid}.json`);
+    // Beside the workspace folder, inside the test's own temporary root, so dispose() removes it.
+    const outside = path.join(ws.root, 'outside.json');
     writeFileSync(outside, JSON.stringify(nodeItem('outside', '0')));
     symlinkSync(outside, path.join(ws.queue, 'link.json'));
     ws.enqueue('huge.json', JSON.stringify([nodeItem('big', '0', { name: 'x'.repeat(100) })]).padEnd(1024 * 1024 + 10, ' '));

@@ -418,16 +418,21 @@ describe('launch helper: attempts spawned by a helper process', function () {
 
     it('falls back to in-process launching when the helper crashes before it is ready', async function () {
       this.timeout(20_000);
-      const broken = path.join(os.tmpdir(), `broken-launch-helper-${process.pid}.js`);
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'broken-launch-helper-'));
+      const broken = path.join(dir, 'helper.js');
       writeFileSync(broken, 'process.exit(3)');
-      const warnings: string[] = [];
-      // Neither helper of the pool can start: one warning, for the fallback.
-      launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, helpers: 2, warn: (m) => warnings.push(m) });
-      const r = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
-      assert.equal(r.succeeded, true, 'the launch waited for a working way to run, it did not fail');
-      assert.equal(Number(r.stdoutTail.trim()), process.pid);
-      assert.equal(warnings.length, 1);
-      assert.match(warnings[0], /exited before it was ready \(exit code 3\)/);
+      try {
+        const warnings: string[] = [];
+        // Neither helper of the pool can start: one warning, for the fallback.
+        launcher = new AttemptLauncher({ entry: { file: broken, execArgv: LAUNCH_HELPER_NODE_OPTIONS }, helpers: 2, warn: (m) => warnings.push(m) });
+        const r = await launcher.launch(1, itemDefinition({ args: ['-e', 'console.log(process.ppid)'] }), 1).done;
+        assert.equal(r.succeeded, true, 'the launch waited for a working way to run, it did not fail');
+        assert.equal(Number(r.stdoutTail.trim()), process.pid);
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], /exited before it was ready \(exit code 3\)/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });

@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import { crashLoop } from './support/crashLoop';
@@ -31,7 +30,8 @@ describe('reliability: crashes and bad input', function () {
 
   it('rejects each bad queue file once, clearly, and launches every valid item beside them', async () => {
     const ok = (id: string) => ({ id, command: 'true' });
-    const outside = path.join(os.tmpdir(), `engine-outside-${process.pid}.json`);
+    // Beside the workspace folder, inside the test's own temporary root, so dispose() removes it.
+    const outside = path.join(ws.root, 'outside.json');
     writeFileSync(outside, JSON.stringify(ok('outside')));
     const deep = '['.repeat(100_000) + ']'.repeat(100_000);
     const corpus: Array<[string, string | Buffer, RegExp]> = [
