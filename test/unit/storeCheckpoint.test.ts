@@ -8,25 +8,13 @@ import path from 'node:path';
 import * as zlib from 'node:zlib';
 import type { CheckpointJob } from '../../src/core/store/checkpoint';
 import { JOURNAL_FILE, JOURNAL_NEXT_FILE, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, Store, type StoreNote } from '../../src/core/store';
-import { TempWorkspace, waitFor } from './support/workspace';
-import { addLogs, closeStores, copyAsCrashed, countSyncFdatasyncs, dump } from './support/storeTesting';
+import { waitFor } from './support/workspace';
+import { addLogs, checkpointStores, copyAsCrashed, countSyncFdatasyncs, dump } from './support/storeTesting';
 
 describe('store: background snapshots (checkpoint worker) on a real disk', function () {
   this.timeout(60_000);
-  let ws: TempWorkspace;
-  const open: Store[] = [];
-  beforeEach(() => (ws = new TempWorkspace('engine-ckpt-')));
-  afterEach(() => {
-    closeStores(open);
-    ws.dispose();
-  });
-
-  async function openStore(dir = ws.storage, notes: StoreNote[] = []): Promise<Store> {
-    // These tests are about the builder off the main thread, which a small database skips.
-    const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n), exportCheckpointMaxBytes: 0 });
-    open.push(store);
-    return store;
-  }
+  const stores = checkpointStores();
+  const openStore = (dir?: string, notes?: StoreNote[]) => stores.open(dir, notes);
 
   it('leaves its folder quiescent once closed: no temporary file, nothing still being deleted', async () => {
     // Copying the folder right after close() used to race the background unlink of the replaced
@@ -36,7 +24,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     store.snapshot();
     addLogs(store, 51, 50);
     store.close();
-    assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), []);
+    assert.deepEqual(readdirSync(stores.ws.storage).filter((f) => f.includes('.tmp-')), []);
   });
 
   it('a snapshot whose write fails (disk full) leaves no temporary file behind', async () => {
@@ -45,14 +33,14 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     const store = await openStore();
     addLogs(store, 1, 20);
     // Not counting a replaced snapshot (.old) being deleted in the background meanwhile.
-    const temporaries = () => readdirSync(ws.storage).filter((f) => f.includes('.tmp-') && !f.endsWith('.old'));
+    const temporaries = () => readdirSync(stores.ws.storage).filter((f) => f.includes('.tmp-') && !f.endsWith('.old'));
     const planted = temporaries().length;
-    for (let n = 1; n <= 50; n++) symlinkSync('/dev/full', path.join(ws.storage, `${SNAPSHOT_FILE}.tmp-${process.pid}-${n}`));
+    for (let n = 1; n <= 50; n++) symlinkSync('/dev/full', path.join(stores.ws.storage, `${SNAPSHOT_FILE}.tmp-${process.pid}-${n}`));
     const before = temporaries().length;
     assert.equal(store.snapshot(), false, 'the write failed');
     assert.match(store.lastError ?? '', /ENOSPC|no space/i);
     assert.equal(temporaries().length, before - 1, 'the failed temporary file was removed');
-    for (const f of temporaries()) rmSync(path.join(ws.storage, f));
+    for (const f of temporaries()) rmSync(path.join(stores.ws.storage, f));
     assert.equal(store.snapshot(), true, 'and the next snapshot succeeds');
     assert.equal(temporaries().length, planted);
   });
@@ -63,7 +51,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     store.setMeta('total_launches', '3000');
     assert.equal(store.commit(), true, 'journaled and synced: the checkpoint folds all of it');
     assert.equal(store.snapshotInBackground(), true, 'started');
-    assert.ok(existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)), 'the journal continues in engine.journal.next meanwhile');
+    assert.ok(existsSync(path.join(stores.ws.storage, JOURNAL_NEXT_FILE)), 'the journal continues in engine.journal.next meanwhile');
     // Changes made while the worker runs belong to the next snapshot, via the journal.
     addLogs(store, 3001, 50);
     assert.equal(store.commit(), true);
@@ -71,20 +59,20 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
 
     assert.equal(await store.whenCheckpointed(), true);
     assert.equal(store.lastSnapshot?.background, true);
-    assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)), 'the continuation became the journal');
-    const journal = readFileSync(path.join(ws.storage, JOURNAL_FILE), 'utf8').trim().split('\n');
+    assert.ok(!existsSync(path.join(stores.ws.storage, JOURNAL_NEXT_FILE)), 'the continuation became the journal');
+    const journal = readFileSync(path.join(stores.ws.storage, JOURNAL_FILE), 'utf8').trim().split('\n');
     assert.equal(journal.length, 100, 'engine.journal holds exactly the 50 entries (+ FTS rows) written during the checkpoint');
-    const snapshot = readFileSync(path.join(ws.storage, SNAPSHOT_FILE));
-    assert.deepEqual(JSON.parse(readFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), {
+    const snapshot = readFileSync(path.join(stores.ws.storage, SNAPSHOT_FILE));
+    assert.deepEqual(JSON.parse(readFileSync(path.join(stores.ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), {
       bytes: snapshot.length,
       crc32: zlib.crc32(snapshot),
     });
     // The replaced snapshot is deleted off the main thread, just after the install.
-    await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+    await waitFor('no temporary file left', () => readdirSync(stores.ws.storage).every((f) => !f.includes('.tmp-')), 5000);
 
     // A kill -9 now: what is on disk (snapshot + journal) must be the live state.
-    const crashed = path.join(ws.root, 'crashed');
-    copyAsCrashed(ws.storage, crashed);
+    const crashed = path.join(stores.ws.root, 'crashed');
+    copyAsCrashed(stores.ws.storage, crashed);
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store));
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
@@ -104,10 +92,10 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       syncs.restore();
     }
     assert.equal(store.commit(), true);
-    assert.equal(readFileSync(path.join(ws.storage, JOURNAL_NEXT_FILE), 'utf8').trim().split('\n').length, 40, 'the 20 unwritten entries (+ FTS rows) went to the continuation');
+    assert.equal(readFileSync(path.join(stores.ws.storage, JOURNAL_NEXT_FILE), 'utf8').trim().split('\n').length, 40, 'the 20 unwritten entries (+ FTS rows) went to the continuation');
     assert.equal(await store.whenCheckpointed(), true);
-    const crashed = path.join(ws.root, 'crashed');
-    copyAsCrashed(ws.storage, crashed);
+    const crashed = path.join(stores.ws.root, 'crashed');
+    copyAsCrashed(stores.ws.storage, crashed);
     const reopened = await openStore(crashed);
     assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 520);
@@ -130,13 +118,13 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
   it('checkpoints a small database by exporting it from memory: no builder, no fdatasync on the event loop, nothing lost at any point', async () => {
     const notes: StoreNote[] = [];
     const { store } = await Store.open({
-      storageDir: ws.storage,
+      storageDir: stores.ws.storage,
       onNote: (n) => notes.push(n),
       runCheckpoint: () => {
         throw new Error('a small database needs no checkpoint builder');
       },
     });
-    open.push(store);
+    stores.track(store);
     addLogs(store, 1, 500);
     assert.equal(store.commit(), true);
     addLogs(store, 501, 20); // in memory only: the export holds them, the next journal repeats them
@@ -148,8 +136,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       syncs.restore();
     }
     // A kill -9 before the install: the old snapshot and both journals.
-    const before = path.join(ws.root, 'before-install');
-    copyAsCrashed(ws.storage, before);
+    const before = path.join(stores.ws.root, 'before-install');
+    copyAsCrashed(stores.ws.storage, before);
     assert.equal(store.commit(), true);
     addLogs(store, 521, 10);
     assert.equal(store.commit(), true);
@@ -157,12 +145,12 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.deepEqual(notes, [], 'no fallback');
     assert.equal(store.lastSnapshot?.background, true);
     assert.equal(store.lastSnapshot?.builtIn, 'the engine (exported from memory)');
-    assert.equal(store.journalSize.snapshotBytes, statSync(path.join(ws.storage, SNAPSHOT_FILE)).size);
-    const snapshot = readFileSync(path.join(ws.storage, SNAPSHOT_FILE));
-    assert.deepEqual(JSON.parse(readFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), { bytes: snapshot.length, crc32: zlib.crc32(snapshot) });
+    assert.equal(store.journalSize.snapshotBytes, statSync(path.join(stores.ws.storage, SNAPSHOT_FILE)).size);
+    const snapshot = readFileSync(path.join(stores.ws.storage, SNAPSHOT_FILE));
+    assert.deepEqual(JSON.parse(readFileSync(path.join(stores.ws.storage, SNAPSHOT_SUM_FILE), 'utf8')), { bytes: snapshot.length, crc32: zlib.crc32(snapshot) });
     // After it: the new snapshot, and a journal that repeats the 20 entries it already holds.
-    const after = path.join(ws.root, 'after-install');
-    copyAsCrashed(ws.storage, after);
+    const after = path.join(stores.ws.root, 'after-install');
+    copyAsCrashed(stores.ws.storage, after);
     const reopened = await openStore(after);
     assert.deepEqual(dump(reopened), dump(store), 'snapshot + journal on disk are the live state');
     assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 530);
@@ -173,7 +161,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
   it('a new database that has grown past the export limit is checkpointed by a builder, not exported here, though its snapshot on disk is still small', async () => {
     const jobs: CheckpointJob[] = [];
     const { store } = await Store.open({
-      storageDir: ws.storage,
+      storageDir: stores.ws.storage,
       // Well above a new database's snapshot on disk, well below what 2,000 entries make.
       exportCheckpointMaxBytes: 256 * 1024,
       runCheckpoint: (job) => {
@@ -181,8 +169,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
         return undefined; // no helper: the store builds it on a thread, as it would without one
       },
     });
-    open.push(store);
-    const initial = statSync(path.join(ws.storage, SNAPSHOT_FILE)).size;
+    stores.track(store);
+    const initial = statSync(path.join(stores.ws.storage, SNAPSHOT_FILE)).size;
     assert.ok(initial < 256 * 1024, `the new database's snapshot is small (${initial} bytes)`);
     addLogs(store, 1, 2_000);
     assert.equal(store.commit(), true);
@@ -190,7 +178,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(jobs.length, 1, 'the builder was asked');
     assert.equal(await store.whenCheckpointed(), true);
     assert.notEqual(store.lastSnapshot?.builtIn, 'the engine (exported from memory)');
-    assert.ok(statSync(path.join(ws.storage, SNAPSHOT_FILE)).size > 256 * 1024, 'the new snapshot holds the 2,000 entries');
+    assert.ok(statSync(path.join(stores.ws.storage, SNAPSHOT_FILE)).size > 256 * 1024, 'the new snapshot holds the 2,000 entries');
   });
 
   it('runs the checkpoint on a thread at the lowest CPU priority, so the event loop keeps its core', async function () {
@@ -226,8 +214,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.equal(store.commit(), true);
     // Synchronous from here to the copy: the worker cannot have been installed in between, since
     // installing happens on this thread.
-    const crashed = path.join(ws.root, 'crashed');
-    copyAsCrashed(ws.storage, crashed);
+    const crashed = path.join(stores.ws.root, 'crashed');
+    copyAsCrashed(stores.ws.storage, crashed);
     assert.ok(existsSync(path.join(crashed, JOURNAL_NEXT_FILE)));
     const notes: StoreNote[] = [];
     const reopened = await openStore(crashed, notes);
@@ -235,26 +223,25 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     assert.ok(!existsSync(path.join(crashed, JOURNAL_NEXT_FILE)), 'the split journal is folded at start');
     // Closed first: the start's own snapshot may still be freeing the one it replaced.
     reopened.close();
-    open.splice(open.indexOf(reopened), 1);
     assert.deepEqual(readdirSync(crashed).filter((f) => f.includes('.tmp-')), [], 'a half-written checkpoint is removed');
     await store.whenCheckpointed();
   });
 
   it('a checkpoint that cannot rebuild the state from disk falls back to a snapshot from memory, and says so', async () => {
     const notes: StoreNote[] = [];
-    const store = await openStore(ws.storage, notes);
+    const store = await openStore(stores.ws.storage, notes);
     addLogs(store, 1, 500);
     assert.equal(store.commit(), true);
     // A record that never happened in memory: replaying the journal from disk now goes past the
     // live state, and the worker must refuse rather than install it.
-    appendFileSync(path.join(ws.storage, JOURNAL_FILE), `${JSON.stringify([10_000_000, 'meta_set', ['bogus', 'x']])}\n`);
+    appendFileSync(path.join(stores.ws.storage, JOURNAL_FILE), `${JSON.stringify([10_000_000, 'meta_set', ['bogus', 'x']])}\n`);
     assert.equal(store.snapshotInBackground(), true);
     assert.equal(await store.whenCheckpointed(), true, 'the fallback snapshot succeeded');
     assert.equal(store.lastSnapshot?.background, false);
     assert.equal(notes.length, 1);
     assert.match(notes[0].message, /background snapshot failed \(the journal on disk ends at record 10000000, not \d+\); wrote the snapshot from memory instead/);
-    copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
-    const fromDisk = await openStore(path.join(ws.root, 'copy'));
+    copyAsCrashed(stores.ws.storage, path.join(stores.ws.root, 'copy'));
+    const fromDisk = await openStore(path.join(stores.ws.root, 'copy'));
     assert.deepEqual(dump(fromDisk), dump(store));
     assert.equal(fromDisk.getMeta('bogus'), undefined, 'the bogus record is not in the state');
   });
@@ -268,29 +255,29 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     const done = store.whenCheckpointed();
     store.close();
     assert.equal(await done, false, 'abandoned');
-    await waitFor('the abandoned temporary files to go', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
-    assert.ok(!existsSync(path.join(ws.storage, JOURNAL_NEXT_FILE)));
-    copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
-    assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
+    await waitFor('the abandoned temporary files to go', () => readdirSync(stores.ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+    assert.ok(!existsSync(path.join(stores.ws.storage, JOURNAL_NEXT_FILE)));
+    copyAsCrashed(stores.ws.storage, path.join(stores.ws.root, 'copy'));
+    assert.deepEqual(dump(await openStore(path.join(stores.ws.root, 'copy'))), live);
   });
 
   it('starts from a snapshot whose checksum does not match after SQLite checks it (and refuses a damaged one)', async () => {
     const store = await openStore();
     addLogs(store, 1, 200);
     store.close();
-    const file = path.join(ws.storage, SNAPSHOT_FILE);
+    const file = path.join(stores.ws.storage, SNAPSHOT_FILE);
     // A valid database the checksum does not describe: quick_check decides, and it passes.
-    writeFileSync(path.join(ws.storage, SNAPSHOT_SUM_FILE), JSON.stringify({ bytes: 1, crc32: 1 }));
-    const copy = path.join(ws.root, 'copy');
-    copyAsCrashed(ws.storage, copy);
+    writeFileSync(path.join(stores.ws.storage, SNAPSHOT_SUM_FILE), JSON.stringify({ bytes: 1, crc32: 1 }));
+    const copy = path.join(stores.ws.root, 'copy');
+    copyAsCrashed(stores.ws.storage, copy);
     assert.equal((dump(await openStore(copy)) as { logs: unknown[] }).logs.length, 200);
     // Damaged pages inside a file whose header is intact: only the integrity check can see it.
     const bytes = readFileSync(file);
     bytes.fill(0x5a, bytes.length - 3 * 4096 + 100, bytes.length - 100);
     writeFileSync(file, bytes);
     const notes: StoreNote[] = [];
-    const { store: recovered, notes: openNotes } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n) });
-    open.push(recovered);
+    const { store: recovered, notes: openNotes } = await Store.open({ storageDir: stores.ws.storage, onNote: (n) => notes.push(n) });
+    stores.track(recovered);
     assert.match(openNotes.map((n) => n.message).join('; '), /could not be opened \((integrity check failed|database disk image is malformed)/);
   });
 });

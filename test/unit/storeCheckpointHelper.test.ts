@@ -8,25 +8,13 @@ import path from 'node:path';
 import { Store, type StoreNote } from '../../src/core/store';
 import { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
-import { itemDefinition, processAlive, TempWorkspace, waitFor } from './support/workspace';
-import { addLogs, closeStores, copyAsCrashed, dump } from './support/storeTesting';
+import { itemDefinition, processAlive, waitFor } from './support/workspace';
+import { addLogs, checkpointStores, copyAsCrashed, dump } from './support/storeTesting';
 
 describe('store: background snapshots (checkpoint worker) on a real disk', function () {
   this.timeout(60_000);
-  let ws: TempWorkspace;
-  const open: Store[] = [];
-  beforeEach(() => (ws = new TempWorkspace('engine-ckpt-')));
-  afterEach(() => {
-    closeStores(open);
-    ws.dispose();
-  });
-
-  async function openStore(dir = ws.storage, notes: StoreNote[] = []): Promise<Store> {
-    // These tests are about the builder off the main thread, which a small database skips.
-    const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n), exportCheckpointMaxBytes: 0 });
-    open.push(store);
-    return store;
-  }
+  const stores = checkpointStores();
+  const openStore = (dir?: string, notes?: StoreNote[]) => stores.open(dir, notes);
 
   describe('in a process started by the launch helper', () => {
     let launcher: AttemptLauncher | undefined;
@@ -42,8 +30,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       // The helpers start with the first launch.
       assert.equal((await l.launch(1, itemDefinition({}), 1).done).succeeded, true);
       await waitFor('both helpers to be ready', () => l.helperPids.length === 2);
-      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
-      open.push(store);
+      const { store } = await Store.open({ storageDir: stores.ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
+      stores.track(store);
       return { store, helperPids: l.helperPids };
     }
 
@@ -85,8 +73,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.equal(nice, 19, 'at nice 19');
       await waitFor('the checkpoint process to exit', () => !processAlive(pid), 5000);
       store.commit();
-      const crashed = path.join(ws.root, 'crashed');
-      copyAsCrashed(ws.storage, crashed);
+      const crashed = path.join(stores.ws.root, 'crashed');
+      copyAsCrashed(stores.ws.storage, crashed);
       const reopened = await openStore(crashed);
       assert.deepEqual(dump(reopened), dump(store));
       assert.equal((dump(reopened) as { logs: unknown[] }).logs.length, 3050);
@@ -108,9 +96,9 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.equal(notes.length, 1);
       assert.match(notes[0].message, /background snapshot failed \(the checkpoint process ended \(signal SIGKILL\)\); wrote the snapshot from memory instead/);
       assert.equal(notes[0].details?.builtIn, `process ${victim.pid}`);
-      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
-      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
-      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), dump(store));
+      await waitFor('no temporary file left', () => readdirSync(stores.ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+      copyAsCrashed(stores.ws.storage, path.join(stores.ws.root, 'copy'));
+      assert.deepEqual(dump(await openStore(path.join(stores.ws.root, 'copy'))), dump(store));
     });
 
     it('the engine shutting down mid-checkpoint ends the checkpoint process and leaves no temporary file', async function () {
@@ -129,15 +117,15 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       await launcher!.close(0);
       assert.equal(await done, false, 'abandoned');
       await waitFor('the checkpoint process to end', () => !processAlive(child.pid), 5000);
-      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
-      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
-      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), live);
+      await waitFor('no temporary file left', () => readdirSync(stores.ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+      copyAsCrashed(stores.ws.storage, path.join(stores.ws.root, 'copy'));
+      assert.deepEqual(dump(await openStore(path.join(stores.ws.root, 'copy'))), live);
     });
 
     /** A store whose checkpoints go to `l` as the engine wires it, before `l` has any helper. */
     async function openBeside(l: AttemptLauncher, notes: StoreNote[] = []): Promise<Store> {
-      const { store } = await Store.open({ storageDir: ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
-      open.push(store);
+      const { store } = await Store.open({ storageDir: stores.ws.storage, onNote: (n) => notes.push(n), runCheckpoint: (job) => l.runCheckpoint(job), exportCheckpointMaxBytes: 0 });
+      stores.track(store);
       return store;
     }
 
@@ -174,8 +162,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.equal(store.lastSnapshot?.background, true);
       assert.equal(store.lastSnapshot?.builtIn, `process ${child.pid}`, 'built by the process the helper started');
       store.commit();
-      const crashed = path.join(ws.root, 'crashed');
-      copyAsCrashed(ws.storage, crashed);
+      const crashed = path.join(stores.ws.root, 'crashed');
+      copyAsCrashed(stores.ws.storage, crashed);
       assert.deepEqual(dump(await openStore(crashed)), dump(store));
     });
 
@@ -193,8 +181,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       const runs = [1, 2].map((id) => l.launch(id, itemDefinition({}), 1));
       assert.deepEqual(new Set(runs.map((r) => l.helperPidOf(r))), new Set(l.helperPids));
       await Promise.all(runs.map((r) => r.done));
-      assert.deepEqual(processesNaming(ws.storage), [], 'no checkpoint process');
-      assert.deepEqual(readdirSync(ws.storage).filter((f) => f.includes('.tmp-')), [], 'no temporary file');
+      assert.deepEqual(processesNaming(stores.ws.storage), [], 'no checkpoint process');
+      assert.deepEqual(readdirSync(stores.ws.storage).filter((f) => f.includes('.tmp-')), [], 'no temporary file');
     });
 
     it('a checkpoint that waited for a helper can be cancelled once it runs there: its process ends', async function () {
@@ -208,12 +196,12 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       store.abandonCheckpoint();
       assert.equal(await done, false, 'abandoned');
       await waitFor('the checkpoint process to end', () => !processAlive(child.pid), 5000);
-      await waitFor('no temporary file left', () => readdirSync(ws.storage).every((f) => !f.includes('.tmp-')), 5000);
+      await waitFor('no temporary file left', () => readdirSync(stores.ws.storage).every((f) => !f.includes('.tmp-')), 5000);
     });
 
     it('a checkpoint waiting for helpers that cannot start runs on a worker thread once the launcher falls back', async function () {
       this.timeout(20_000);
-      const broken = path.join(ws.root, 'broken-launch-helper.js');
+      const broken = path.join(stores.ws.root, 'broken-launch-helper.js');
       writeFileSync(broken, 'process.exit(3)');
       const warnings: string[] = [];
       launcher = new AttemptLauncher({ entry: { file: broken, execArgv: [] }, helpers: 2, warn: (m) => warnings.push(m) });
@@ -228,8 +216,8 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       assert.equal(store.lastSnapshot?.builtIn, 'worker thread');
       assert.equal(warnings.length, 1);
       store.commit();
-      copyAsCrashed(ws.storage, path.join(ws.root, 'copy'));
-      assert.deepEqual(dump(await openStore(path.join(ws.root, 'copy'))), dump(store));
+      copyAsCrashed(stores.ws.storage, path.join(stores.ws.root, 'copy'));
+      assert.deepEqual(dump(await openStore(path.join(stores.ws.root, 'copy'))), dump(store));
     });
 
     it('a checkpoint waiting for the helpers when the launcher closes runs on a worker thread', async () => {

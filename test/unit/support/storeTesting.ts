@@ -1,6 +1,7 @@
 // Helpers shared by the store's unit tests (store*.test.ts): real stores on a real disk.
 import { cpSync } from 'node:fs';
-import { Store } from '../../../src/core/store';
+import { Store, type StoreNote, type StoreOptions } from '../../../src/core/store';
+import { TempWorkspace } from './workspace';
 
 /** Counts the synchronous fdatasyncs the store makes (it calls them through the fs module) until restored. */
 export function countSyncFdatasyncs(): { readonly calls: number; restore: () => void } {
@@ -80,4 +81,42 @@ export function closeStores(open: Store[]): void {
       // closed by the test
     }
   }
+}
+
+/**
+ * The checkpoint tests' fixture: a fresh temporary workspace per test, and every store a test opens
+ * through `open` closed after it. Call inside a `describe`; it registers the hooks.
+ */
+export function checkpointStores(): {
+  readonly ws: TempWorkspace;
+  open(dir?: string, notes?: StoreNote[], options?: Partial<StoreOptions>): Promise<Store>;
+  /** Closes a store the test opened its own way after the test, with the rest. */
+  track(store: Store): Store;
+} {
+  let ws: TempWorkspace | undefined;
+  const open: Store[] = [];
+  beforeEach(() => (ws = new TempWorkspace('engine-ckpt-')));
+  afterEach(() => {
+    closeStores(open);
+    ws?.dispose();
+  });
+  const workspace = (): TempWorkspace => {
+    if (!ws) throw new Error('checkpointStores(): the workspace exists only while a test runs');
+    return ws;
+  };
+  return {
+    get ws() {
+      return workspace();
+    },
+    async open(dir = workspace().storage, notes: StoreNote[] = [], options: Partial<StoreOptions> = {}) {
+      // These tests are about the builder off the main thread, which a small database skips.
+      const { store } = await Store.open({ storageDir: dir, onNote: (n) => notes.push(n), exportCheckpointMaxBytes: 0, ...options });
+      open.push(store);
+      return store;
+    },
+    track(store) {
+      open.push(store);
+      return store;
+    },
+  };
 }
