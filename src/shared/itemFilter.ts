@@ -2,7 +2,7 @@
 // it from a query string, the engine runs it against the store, and clients (Find Item…) write its
 // query strings with the same code.
 import { ITEM_STATES, type ItemOutcome, type ItemState } from './api';
-import { MAX_Q_LENGTH, MAX_Q_WORDS, searchWords } from './logFilter';
+import { searchParam, searchWords } from './logFilter';
 import { DEFAULT_LIMIT, InvalidParameterError, MAX_LIMIT, codePoints, integerParam, manyOf, oneOf, parseParams, single } from './queryParams';
 
 export const ITEMS_PARAMS = ['outcome', 'state', 'q', 'source', 'order', 'limit', 'offset'] as const;
@@ -92,15 +92,9 @@ export function parseItemsQueryString(queryString: string): ItemsRequest {
   if (outcome) filter.outcome = outcome;
   const states = manyOf(params, 'state', ITEM_STATES, 'state');
   if (states) filter.states = states;
-  const q = single(params, 'q');
-  if (q !== undefined) {
-    if (codePoints(q) > MAX_Q_LENGTH) throw new InvalidParameterError(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);
-    const words = q.split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '').length;
-    if (words > MAX_Q_WORDS) {
-      throw new InvalidParameterError(`Parameter q has ${words} words; a search takes at most ${MAX_Q_WORDS}. Keep the words that narrow it most.`);
-    }
-    if (words > 0) filter.q = q;
-  }
+  const search = searchParam(params);
+  // A q of no words (punctuation only) matches every item: no search at all.
+  if (search && search.words > 0) filter.q = search.q;
   const source = single(params, 'source');
   if (source !== undefined) {
     if (source === '' || codePoints(source) > MAX_SOURCE_LENGTH) {

@@ -13,6 +13,7 @@ import {
   oneOf,
   parseParams,
   single,
+  type RawParams,
 } from './queryParams';
 
 export const LOGS_PARAMS = ['action', 'level', 'item', 'since', 'until', 'q', 'order', 'limit', 'cursor'] as const;
@@ -67,6 +68,22 @@ export function searchWords(text: string): string[] {
 }
 
 /** True when `q` filters anything, i.e. it has a character other than white space. */
+/**
+ * The `q` parameter of /logs and /items, checked against the bounds both document, with its word
+ * count; undefined when the request has none.
+ */
+export function searchParam(params: RawParams): { q: string; words: number } | undefined {
+  const q = single(params, 'q');
+  if (q === undefined) return undefined;
+  if (codePoints(q) > MAX_Q_LENGTH) throw new InvalidParameterError(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);
+  // Counted on the text as given (runs of letters and digits), as the document's pattern counts.
+  const words = q.split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '').length;
+  if (words > MAX_Q_WORDS) {
+    throw new InvalidParameterError(`Parameter q has ${words} words; a search takes at most ${MAX_Q_WORDS}. Keep the words that narrow it most.`);
+  }
+  return { q, words };
+}
+
 function hasText(q: string | undefined): q is string {
   return q !== undefined && q.trim() !== '';
 }
@@ -156,16 +173,8 @@ export function parseLogsQueryString(queryString: string): LogsRequest {
   const until = dateTimeParam(params, 'until');
   if (until !== undefined) filter.until = until;
 
-  const q = single(params, 'q');
-  if (q !== undefined) {
-    if (codePoints(q) > MAX_Q_LENGTH) throw new InvalidParameterError(`Parameter q must be at most ${MAX_Q_LENGTH} characters; got ${codePoints(q)}.`);
-    // Counted on the text as given (runs of letters and digits), as the document's pattern counts.
-    const words = q.split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '').length;
-    if (words > MAX_Q_WORDS) {
-      throw new InvalidParameterError(`Parameter q has ${words} words; a search takes at most ${MAX_Q_WORDS}. Keep the words that narrow it most.`);
-    }
-    filter.q = q;
-  }
+  const search = searchParam(params);
+  if (search) filter.q = search.q;
 
   const order = oneOf(params, 'order', ['asc', 'desc'] as const) ?? 'desc';
   const limit = integerParam(params, 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT);
