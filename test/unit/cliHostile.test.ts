@@ -86,7 +86,21 @@ describe('command-line client: a server that is not what it claims', function ()
     const client = runClient(['status', '--url', url]);
     const code = await client.exited;
     assert.equal(code, 3, client.stderr());
-    assert.match(client.stderr(), /^engine-monitor: the engine's answer is not what this client understands \(.+\); is http:\/\/127\.0\.0\.1:\d+ an Engine Monitor engine of this version\?\n$/);
+    assert.match(client.stderr(), /^engine-monitor: the engine's answer is not what this client understands \(\/status: engine: expected an object, got null\); is http:\/\/127\.0\.0\.1:\d+ an Engine Monitor engine of this version\?\n$/);
     assert.doesNotMatch(client.stderr(), /\n\s+at /, 'no stack trace');
+  });
+
+  it('names the field that is not what the client reads, in a list and in a control answer, and prints nothing of such an answer', async () => {
+    answers.set('/items', JSON.stringify({ items: [{ id: 'a', name: 'A', state: 'pending', attempts: 0, maxAttempts: 3, updatedAt: '2026-11-28T00:00:00.000Z', lastError: null }, { id: 'b', name: null }], total: 2 }));
+    const list = runClient(['items', '--url', url]);
+    assert.equal(await list.exited, 3, list.stderr());
+    assert.match(list.stderr(), /\(\/items: items\[1\]\.name: expected a string, got null\)/);
+    assert.equal(list.stdout(), '', 'no half-printed table');
+
+    answers.set('/items/x/hold', JSON.stringify({ item: { id: 'x', name: 'X' }, state: 'held', outcome: 'pending', error: null, attempts: [{ attempt: 1 }] }));
+    const hold = runClient(['hold', 'x', '--url', url]);
+    assert.equal(await hold.exited, 3, hold.stderr());
+    assert.match(hold.stderr(), /\(\/items\/x\/hold: attempts\[0\]\.outcome: expected a string, got nothing\)/);
+    assert.doesNotMatch(hold.stderr(), /\n\s+at /, 'no stack trace');
   });
 });

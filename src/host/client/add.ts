@@ -5,6 +5,7 @@
 import type { ItemDetail, ScheduleSummary } from '../../shared/api';
 import { escapeControls } from '../../shared/format';
 import { requestJson, type Endpoint } from './connection';
+import { ADDED, ITEM_DETAIL } from './shapes';
 import { EXIT_ENGINE_ERROR, EXIT_OK, type AddedItem } from './options';
 import type { Io } from './commands';
 
@@ -15,7 +16,7 @@ const NEXT_ATTEMPT_POLL_MS = 100;
 export type FollowAttempt = (itemId: string, attempt: number) => Promise<number>;
 
 export async function add(endpoint: Endpoint, io: Io, asJson: boolean, item: AddedItem, follow: boolean, followAttempt: FollowAttempt): Promise<number> {
-  const { body } = await requestJson<{ items: ItemDetail[]; schedules?: ScheduleSummary[] }>(endpoint, '/items', { method: 'POST', json: JSON.stringify(item) });
+  const { body } = await requestJson<{ items: ItemDetail[]; schedules?: ScheduleSummary[] }>(endpoint, '/items', ADDED, { method: 'POST', json: JSON.stringify(item) });
   const id = body.items[0]?.item.id ?? body.schedules?.[0]?.id ?? item.id;
   if (asJson && !follow) return io.out(`${JSON.stringify(body)}\n`).then(() => EXIT_OK);
   if (!follow) return io.out(`${id}\n`).then(() => EXIT_OK);
@@ -28,13 +29,13 @@ export async function add(endpoint: Endpoint, io: Io, asJson: boolean, item: Add
     while (next().length === 0 && detail.outcome === 'pending') {
       await sleep(NEXT_ATTEMPT_POLL_MS, io.stop);
       if (io.stop.aborted) return EXIT_OK;
-      detail = (await requestJson<ItemDetail>(endpoint, `/items/${encodeURIComponent(id)}`)).body;
+      detail = (await requestJson<ItemDetail>(endpoint, `/items/${encodeURIComponent(id)}`, ITEM_DETAIL)).body;
     }
     if (next().length === 0) return outcome(io, id, detail);
     followed = Math.min(...next());
     await followAttempt(id, followed);
     if (io.stop.aborted) return EXIT_OK;
-    detail = (await requestJson<ItemDetail>(endpoint, `/items/${encodeURIComponent(id)}`)).body;
+    detail = (await requestJson<ItemDetail>(endpoint, `/items/${encodeURIComponent(id)}`, ITEM_DETAIL)).body;
     body.items[0] = detail;
     if (detail.outcome !== 'pending') return outcome(io, id, detail);
   }

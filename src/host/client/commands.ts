@@ -15,7 +15,8 @@ import type {
 import { formatDuration } from '../../shared/format';
 import { logsPath, matchesLogFilter, type LogFilter } from '../../shared/logFilter';
 import { SseParser } from '../../shared/sse';
-import { EngineError, request, requestJson, unreachable, UnreachableError, type Endpoint } from './connection';
+import { AnswerShapeError, EngineError, parseAnswer as parse, request, requestJson, unreachable, UnreachableError, type Endpoint } from './connection';
+import { HEALTH, ITEM_DETAIL, ITEMS, LOG_ENTRIES, LOG_ENTRY, STATS, STATUS } from './shapes';
 import { EXIT_ENGINE_ERROR, EXIT_OK, type ClientRequest, type ControlAction } from './options';
 import { add } from './add';
 import { cell, heading, pairs, paint, table, truncate, type Colour, type Terminal } from './render';
@@ -65,14 +66,6 @@ async function getText(endpoint: Endpoint, path: string, okStatuses?: number[]):
   }
 }
 
-function parse<T>(endpoint: Endpoint, path: string, text: string): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new UnreachableError(`${endpoint.url}${path} did not answer JSON: is it an Engine Monitor engine?`);
-  }
-}
-
 const json = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
 const when = (iso: string | null) => iso ?? 'never';
 const ago = (iso: string | null, now: string) => (iso ? `${iso} (${formatDuration(Math.max(0, Date.parse(now) - Date.parse(iso)))} ago)` : 'never');
@@ -84,7 +77,7 @@ function countsLine(s: StatsOverview): string {
 async function status(endpoint: Endpoint, io: Io, asJson: boolean): Promise<number> {
   const { text } = await getText(endpoint, '/status');
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
-  const s = parse<StatusResponse>(endpoint, '/status', text);
+  const s = parse<StatusResponse>(endpoint, '/status', text, STATUS);
   const e = s.engine;
   const last = s.lastLaunch;
   let out = pairs(io.term, [
@@ -133,7 +126,7 @@ function outcomeDetail(a: { exitCode: number | null; signal: string | null; erro
 async function stats(endpoint: Endpoint, io: Io, asJson: boolean): Promise<number> {
   const { text } = await getText(endpoint, '/stats');
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
-  const s = parse<StatsResponse>(endpoint, '/stats', text).overview;
+  const s = parse<StatsResponse>(endpoint, '/stats', text, STATS).overview;
   await io.out(
     pairs(io.term, [
       ['total', s.total],
@@ -153,7 +146,7 @@ async function stats(endpoint: Endpoint, io: Io, asJson: boolean): Promise<numbe
 async function health(endpoint: Endpoint, io: Io, asJson: boolean): Promise<number> {
   // 503 is the answer "unhealthy", with the same body: printed, and exit 1.
   const { text } = await getText(endpoint, '/health', [503]);
-  const h = parse<HealthResponse>(endpoint, '/health', text);
+  const h = parse<HealthResponse>(endpoint, '/health', text, HEALTH);
   if (asJson) await io.out(json(text));
   else {
     await io.out(
@@ -178,7 +171,7 @@ async function logs(endpoint: Endpoint, io: Io, asJson: boolean, filter: LogFilt
   const path = logsPath(filter, { order, limit });
   const { text, res } = await getText(endpoint, path);
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
-  const entries = parse<LogEntry[]>(endpoint, path, text);
+  const entries = parse<LogEntry[]>(endpoint, path, text, LOG_ENTRIES);
   await io.out(entries.length ? table(io.term, LOG_COLUMNS, entries.map(logRow)) : '');
   if (entries.length === 0) io.err('no log entries match\n');
   else if (res.headers.get('link')) io.err(`more entries match: raise --limit (at most 1000) or narrow with --since/--until\n`);
@@ -202,8 +195,8 @@ function logLine(term: Terminal, e: LogEntry): string {
  */
 async function followLogs(endpoint: Endpoint, io: Io, asJson: boolean, filter: LogFilter, limit: number): Promise<number> {
   const print = (e: LogEntry) => io.out(asJson ? `${JSON.stringify(e)}\n` : logLine(io.term, e));
-  const newest = (await requestJson<LogEntry[]>(endpoint, logsPath({}, { limit: 1 }))).body[0]?.id ?? 0;
-  const history = (await requestJson<LogEntry[]>(endpoint, logsPath(filter, { limit }))).body.filter((e) => e.id <= newest).reverse();
+  const newest = (await requestJson<LogEntry[]>(endpoint, logsPath({}, { limit: 1 }), LOG_ENTRIES)).body[0]?.id ?? 0;
+  const history = (await requestJson<LogEntry[]>(endpoint, logsPath(filter, { limit }), LOG_ENTRIES)).body.filter((e) => e.id <= newest).reverse();
   for (const e of history) await print(e);
   let lastId = newest;
   let failures = 0;
@@ -218,7 +211,7 @@ async function followLogs(endpoint: Endpoint, io: Io, asJson: boolean, filter: L
       for await (const chunk of chunks(res)) {
         for (const ev of parser.push(decoder.decode(chunk, { stream: true }))) {
           if (ev.event !== 'log') continue;
-          const entry = JSON.parse(ev.data) as LogEntry;
+          const entry = parse<LogEntry>(endpoint, '/events', ev.data, LOG_ENTRY);
           if (entry.id <= lastId) continue;
           lastId = entry.id;
           if (matchesLogFilter(filter, entry)) await print(entry);
@@ -226,8 +219,8 @@ async function followLogs(endpoint: Endpoint, io: Io, asJson: boolean, filter: L
       }
     } catch (err) {
       if (io.stop.aborted) break;
-      // The engine said no (a token): asking again will not change that.
-      if (err instanceof EngineError) throw err;
+      // The engine said no (a token), or sent what this client cannot read: asking again will not change that.
+      if (err instanceof EngineError || err instanceof AnswerShapeError) throw err;
       if (!connected) failures++;
       if (failures >= 5) throw err instanceof UnreachableError ? err : unreachable(endpoint, err);
     }
@@ -256,7 +249,7 @@ async function items(endpoint: Endpoint, io: Io, asJson: boolean, states: ItemSt
   const path = `/items${params.size ? `?${params}` : ''}`;
   const { text } = await getText(endpoint, path);
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
-  const body = parse<{ items: ItemSummary[]; total: number }>(endpoint, path, text);
+  const body = parse<{ items: ItemSummary[]; total: number }>(endpoint, path, text, ITEMS);
   if (body.items.length === 0) {
     io.err('no items match\n');
     return EXIT_OK;
@@ -284,7 +277,7 @@ const itemPath = (id: string) => `/items/${encodeURIComponent(id)}`;
  * if it succeeded, 1 if it failed.
  */
 async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: string, wanted: number | undefined, stream: 'stdout' | 'stderr' | undefined, follow: boolean): Promise<number> {
-  let detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body;
+  let detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId), ITEM_DETAIL)).body;
   if (follow && wanted === undefined && detail.attempts.length === 0 && detail.outcome === 'pending') {
     // Following an item that has not run yet (just enqueued, scheduled, held): wait for its
     // first attempt, so a script can enqueue and follow in two lines.
@@ -292,7 +285,7 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
     while (detail.attempts.length === 0 && detail.outcome === 'pending') {
       await sleep(FIRST_ATTEMPT_POLL_MS, io.stop);
       if (io.stop.aborted) return EXIT_OK;
-      detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body;
+      detail = (await requestJson<ItemDetail>(endpoint, itemPath(itemId), ITEM_DETAIL)).body;
     }
   }
   const numbers = detail.attempts.map((a) => a.attempt);
@@ -315,7 +308,7 @@ async function output(endpoint: Endpoint, io: Io, asJson: boolean, itemId: strin
     throw unreachable(endpoint, err);
   }
   if (io.stop.aborted) return EXIT_OK;
-  const after = (await requestJson<ItemDetail>(endpoint, itemPath(itemId))).body.attempts.find((a) => a.attempt === attempt);
+  const after = (await requestJson<ItemDetail>(endpoint, itemPath(itemId), ITEM_DETAIL)).body.attempts.find((a) => a.attempt === attempt);
   if (asJson) {
     const text = Buffer.concat(kept).toString('utf8');
     await io.out(`${JSON.stringify({ itemId, attempt, stream: stream ?? 'combined', detail: after ?? null, output: text })}\n`);
@@ -349,7 +342,7 @@ async function control(endpoint: Endpoint, io: Io, asJson: boolean, action: Cont
     throw unreachable(endpoint, err);
   }
   if (asJson) return io.out(json(text)).then(() => EXIT_OK);
-  const d = parse<ItemDetail>(endpoint, path, text);
+  const d = parse<ItemDetail>(endpoint, path, text, ITEM_DETAIL);
   const name = d.item.name !== d.item.id ? ` (${d.item.name})` : '';
   await io.out(`${DONE[action]} ${escapeControls(d.item.id)}${escapeControls(name)}: now ${paint(io.term, escapeControls(String(d.state)), STATE_COLOUR[d.state])}\n`);
   return EXIT_OK;

@@ -9,6 +9,7 @@ import type { ErrorBody } from '../../shared/api';
 import { ENDPOINT_FILE } from '../engineHost';
 import { TOKEN_ENV } from '../args';
 import { ClientUsageError } from './options';
+import { shapeMismatch, type Shape } from './shapes';
 
 export const URL_ENV = 'ENGINE_MONITOR_URL';
 /** A request that is not a stream gets this long for its whole answer. */
@@ -34,6 +35,29 @@ export class EngineError extends Error {
 
 /** The engine could not be asked at all. */
 export class UnreachableError extends Error {}
+
+/** JSON of another shape than the client reads: not an engine of this version (exit 3, as unreachable). */
+export class AnswerShapeError extends UnreachableError {}
+
+/**
+ * The answer's JSON, checked to have the fields the client reads (shapes.ts), or a clear error:
+ * not JSON, or JSON of another shape.
+ */
+export function parseAnswer<T>(endpoint: Endpoint, pathAndQuery: string, text: string, shape: Shape): T {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new UnreachableError(`${endpoint.url}${pathAndQuery} (${from(endpoint)}) did not answer JSON: is it an Engine Monitor engine?`);
+  }
+  const mismatch = shapeMismatch(body, shape);
+  if (mismatch) {
+    throw new AnswerShapeError(
+      `the engine's answer is not what this client understands (${pathAndQuery.split('?')[0]}: ${mismatch}); is ${endpoint.url} an Engine Monitor engine of this version?`,
+    );
+  }
+  return body as T;
+}
 
 export function findEndpoint(given: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Endpoint {
   const token = given.token ?? (env[TOKEN_ENV] || undefined);
@@ -128,7 +152,7 @@ export async function request(endpoint: Endpoint, pathAndQuery: string, options:
 }
 
 /** GET (or POST) and read JSON. */
-export async function requestJson<T>(endpoint: Endpoint, pathAndQuery: string, options: RequestOptions = {}): Promise<{ body: T; res: Response }> {
+export async function requestJson<T>(endpoint: Endpoint, pathAndQuery: string, shape: Shape, options: RequestOptions = {}): Promise<{ body: T; res: Response }> {
   const res = await request(endpoint, pathAndQuery, options);
   let text: string;
   try {
@@ -136,11 +160,7 @@ export async function requestJson<T>(endpoint: Endpoint, pathAndQuery: string, o
   } catch (err) {
     throw unreachable(endpoint, err);
   }
-  try {
-    return { body: JSON.parse(text) as T, res };
-  } catch {
-    throw new UnreachableError(`${endpoint.url}${pathAndQuery} (${from(endpoint)}) did not answer JSON: is it an Engine Monitor engine?`);
-  }
+  return { body: parseAnswer<T>(endpoint, pathAndQuery, text, shape), res };
 }
 
 export function unreachable(endpoint: Endpoint, err: unknown): UnreachableError {

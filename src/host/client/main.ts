@@ -33,10 +33,8 @@ export async function runClient(argv: string[]): Promise<number> {
     if (e.code === 'EPIPE') process.exit(EXIT_OK);
   });
   const io: Io = { term: detectTerminal(), out: (t) => write(process.stdout, t), err, stop: stop.signal };
-  let endpointUrl: string | undefined;
   try {
     const endpoint = findEndpoint(parsed);
-    endpointUrl = endpoint.url;
     return await runCommand(parsed, endpoint, io);
   } catch (e) {
     if (e instanceof ClientUsageError) {
@@ -49,13 +47,6 @@ export async function runClient(argv: string[]): Promise<number> {
     }
     if (e instanceof UnreachableError) {
       err(`engine-monitor: ${escapeControls(e.message)}\n`);
-      return EXIT_UNREACHABLE;
-    }
-    // Reading an answer that is JSON but not of the shape this client knows (null where an object
-    // belongs, a missing field) throws here: that is the server's answer at fault, said as such,
-    // not a stack trace and exit 1 as if the engine had refused the request.
-    if (e instanceof TypeError || e instanceof RangeError) {
-      err(`engine-monitor: the engine's answer is not what this client understands (${escapeControls(e.message)}); is ${escapeControls(endpointUrl ?? 'it')} an Engine Monitor engine of this version?\n`);
       return EXIT_UNREACHABLE;
     }
     throw e;
