@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import type { EditorBenchContext } from './run';
+import type { EditorBenchContext } from './lib';
 import type { StatsResponse } from '../src/shared/api';
 import { openWorkbench } from '../test/vscode/codeServer';
 import { findEndpoint, getJson, waitUntil } from '../test/vscode/engineProbe';

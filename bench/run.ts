@@ -13,7 +13,7 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { scenarioFleetJobs } from './fleet';
 import { scenarioMemoryIndependent } from './memoryScenario';
-import { floodScript, median, mb, STALL_MS, type LoopDelay, type MemoryBreakdown } from './lib';
+import { floodScript, median, mb, percentile, STALL_MS, type EditorBenchContext, type LoopDelay, type MemoryBreakdown, type Row } from './lib';
 import type { SeedResult } from './seed';
 import { encodeCursor } from '../src/server/params';
 import { SNAPSHOT_FILE } from '../src/core/store/files';
@@ -112,18 +112,6 @@ const PROFILES = path.join(OUT, 'profiles');
 
 // ---- results ------------------------------------------------------------------------------------
 
-interface Row {
-  scenario: string;
-  measure: string;
-  value: number;
-  unit: string;
-  baseline?: number;
-  /** value / baseline (or as stated in `note`). */
-  ratio?: number;
-  target?: string;
-  met?: boolean;
-  note?: string;
-}
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 const add = (r: Row) => {
@@ -1382,17 +1370,6 @@ async function scenarioStartup(): Promise<void> {
 
 // ---- scenario 4: the editor (hook) ----------------------------------------------------------------
 
-/** What bench/editor.ts gets: add rows to the table, keep raw data for the JSON, log progress. */
-export interface EditorBenchContext {
-  add(row: Row): void;
-  raw: Record<string, unknown>;
-  log(message: string): void;
-  median(values: number[]): number;
-  /** Scratch folder, removed at the end of the run. */
-  tmp: string;
-  quick: boolean;
-}
-
 /**
  * CodeLens on a queue file: the provider's work for a 10,000-line .jsonl
  * file read from disk, with every entry's item known (as after the one paged /items?source= read):
@@ -1524,12 +1501,6 @@ function table(): string {
 }
 
 // ---- fast start: from a rename or a POST /items to the launched program's first instruction --------
-
-/** The nearest-rank percentile. */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 
 async function scenarioFastStart(): Promise<void> {
   log('\n== scenario: fast start (an idle engine at the default poll interval)');
