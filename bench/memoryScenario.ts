@@ -5,7 +5,7 @@
 // The host's RSS is read from /proc every 50 ms by this process (not the engine's own report), and
 // the kernel's high-water mark (VmHWM) at the end catches whatever fell between two samples.
 //
-// Unlike scenario 1c (bench/run.ts), nothing is seeded: every item arrives through the scanner, so
+// Unlike scenario 1c (bench/apiMemory.ts), nothing is seeded: every item arrives through the scanner, so
 // whatever ingestion and launching leave behind in the host is in the figure.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
