@@ -15,8 +15,7 @@ import { mkdirSync, readFileSync, statSync, existsSync, writeFileSync } from 'no
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import type { Page } from 'playwright-core';
-import type { EditorBenchContext } from './run';
-import type { LoopDelay } from './lib';
+import type { EditorBenchContext, LoopDelay } from './lib';
 import { launchChromium, runCommand, startCodeServer, workbenchUrl } from '../test/vscode/codeServer';
 import { EXTENSION_ID, packageInStaging, readZip } from '../test/package/support';
 import { scenarioEditorStartup } from './editorStartup';

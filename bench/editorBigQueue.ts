@@ -7,30 +7,14 @@
 //   host memory — the extension host's RSS (from /proc) with 400 items listed (after one Show
 //                 more…) minus the same before the Items view was opened.
 // The items are scheduled far ahead, so none launches. Method as test/ui/bigQueue.ui.test.ts.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import type { EditorBenchContext } from './run';
+import type { EditorBenchContext } from './lib';
 import type { StatsResponse } from '../src/shared/api';
 import { openWorkbench } from '../test/vscode/codeServer';
-import { findEndpoint, getJson, waitUntil } from '../test/vscode/engineProbe';
-
-function extensionHostRssMb(userDataDir: string): number {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let cmdline: string;
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (!cmdline.includes('cli.js\0serve') || !cmdline.includes(userDataDir)) continue;
-    // The engine host's parent: the extension host that forked it.
-    const ppid = /^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${ppid}/status`, 'utf8'))![1]) / 1024;
-  }
-  throw new Error(`editor bench: no engine host of ${userDataDir} found`);
-}
+import { extensionHostRssMb, findEndpoint, getJson, waitUntil } from '../test/vscode/engineProbe';
 
 function pane(page: Page, title: string): Locator {
   return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });

@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import type { EditorBenchContext } from './run';
+import type { EditorBenchContext } from './lib';
 import { launchChromium, runCommand, startCodeServer, workbenchUrl } from '../test/vscode/codeServer';
 import { readEndpoint } from '../test/vscode/engineProbe';
 

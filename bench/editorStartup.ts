@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Frame, Page } from 'playwright-core';
-import type { EditorBenchContext } from './run';
+import type { EditorBenchContext } from './lib';
 import { launchChromium, runCommand, startCodeServer, workbenchUrl, waitForWorkbench } from '../test/vscode/codeServer';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -15,17 +15,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { assertFleetBuilt, enqueue, getJson, startFleetEngine, stopFleetEngine, type FleetEngine } from './fleetEngines';
-import { median } from './lib';
-
-export interface FleetJobsRow {
-  scenario: string;
-  measure: string;
-  value: number;
-  unit: string;
-  baseline?: number;
-  ratio?: number;
-  note?: string;
-}
+import { median, percentile, type Row } from './lib';
 
 export interface FleetJobsContext {
   tmp: string;
@@ -33,7 +23,7 @@ export interface FleetJobsContext {
   submits: number;
   runs: number;
   log(message: string): void;
-  add(row: FleetJobsRow): void;
+  add(row: Row): void;
   fmt(n: number): string;
   /** The bare spawner's wall time for `items` × /bin/true at `concurrency`. */
   spawner(items: number, concurrency: number): Promise<number>;
@@ -64,10 +54,6 @@ const POLL_MS = 100;
 /** graphile-worker's, River's and pg-boss's own published figures (their hardware: quoted beside ours, never as a ratio). */
 export const FLEET_ANCHORS =
   'anchors (their hardware, in-process no-op jobs): graphile-worker 15,607 jobs/s unbatched, 4.28 ms average latency (i9-14900K); River ~46k jobs/s (M2); an independent 4-CPU harness: pg-boss 2,387 jobs/s, River 501';
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 
 export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
   assertFleetBuilt();

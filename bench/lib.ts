@@ -3,11 +3,42 @@ import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
+/** One row of the benchmark's table (bench-results/<name>.md and .json; docs/PERFORMANCE.md quotes them). */
+export interface Row {
+  scenario: string;
+  measure: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  /** value / baseline (or as stated in `note`). */
+  ratio?: number;
+  target?: string;
+  met?: boolean;
+  note?: string;
+}
+
+/** What bench/editor.ts gets: add rows to the table, keep raw data for the JSON, log progress. */
+export interface EditorBenchContext {
+  add(row: Row): void;
+  raw: Record<string, unknown>;
+  log(message: string): void;
+  median(values: number[]): number;
+  /** Scratch folder, removed at the end of the run. */
+  tmp: string;
+  quick: boolean;
+}
+
 export function median(values: number[]): number {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return NaN;
   const m = Math.floor(v.length / 2);
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/** The nearest-rank percentile. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
 export interface LoopDelay {

@@ -5,13 +5,13 @@
 // The host's RSS is read from /proc every 50 ms by this process (not the engine's own report), and
 // the kernel's high-water mark (VmHWM) at the end catches whatever fell between two samples.
 //
-// Unlike scenario 1c (bench/run.ts), nothing is seeded: every item arrives through the scanner, so
+// Unlike scenario 1c (bench/apiMemory.ts), nothing is seeded: every item arrives through the scanner, so
 // whatever ingestion and launching leave behind in the host is in the figure.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { mb, median } from './lib';
+import { mb, median, type Row } from './lib';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -21,18 +21,6 @@ const autocannon = require('autocannon') as (opts: Record<string, unknown>) => P
   non2xx: number;
   errors: number;
 }>;
-
-export interface MemScenarioRow {
-  scenario: string;
-  measure: string;
-  value: number;
-  unit: string;
-  baseline?: number;
-  ratio?: number;
-  target?: string;
-  met?: boolean;
-  note?: string;
-}
 
 export interface MemScenarioContext {
   root: string;
@@ -45,7 +33,7 @@ export interface MemScenarioContext {
   /** Ingest only (every item scheduled far ahead): no launches, so no launch log entries. */
   scheduled: boolean;
   log(message: string): void;
-  add(row: MemScenarioRow): void;
+  add(row: Row): void;
   fmt(n: number): string;
   raw: Record<string, unknown>;
 }

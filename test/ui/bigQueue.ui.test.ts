@@ -5,37 +5,17 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { StatsResponse } from '../../src/shared/api';
 import { REPO_ROOT, assertUiBuild, openWorkbench, screenshot, type Workbench } from '../vscode/codeServer';
-import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
+import { extensionHostRssMb, findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 const ITEMS = Number(process.env.BIG_QUEUE_ITEMS || 20_000);
 /** The first paint's budget: from the Stats view's rows (the workbench's own cost) to the first item row. */
 const FIRST_PAINT_MS = 1000;
-
-/**
- * The extension host's resident memory, in MB: the parent of this window's engine host (the
- * extension forks it; its command line names the window's user data folder).
- */
-function extensionHostRssMb(userDataDir: string): number {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let cmdline: string;
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (!cmdline.includes('cli.js\0serve') || !cmdline.includes(userDataDir)) continue;
-    const ppid = /^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
-    const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${ppid}/status`, 'utf8'))![1];
-    return Number(rss) / 1024;
-  }
-  throw new Error(`no engine host of ${userDataDir} found`);
-}
 
 function pane(page: Page, title: string): Locator {
   return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });

@@ -1,6 +1,7 @@
-// What the workbench-driven tests (test/ui, test/package) need to find and read the engine that
-// the extension started inside code-server: polling, the endpoint.json its host writes into the
-// extension's workspace storage, and JSON reads of its API.
+// What the workbench-driven tests (test/ui, test/package) and the editor bench need to find and read
+// the engine that the extension started inside code-server: polling, the endpoint.json its host
+// writes into the extension's workspace storage, JSON reads of its API, and the memory of the
+// extension host that forked it.
 import * as assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -70,6 +71,27 @@ export async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url);
   assert.ok(res.ok || res.status === 503, `GET ${url}: HTTP ${res.status}`);
   return (await res.json()) as T;
+}
+
+/**
+ * The extension host's resident memory, in MB: the parent of the engine host of the window whose
+ * user data folder is `userDataDir` (the extension forks the host, and the host's command line names
+ * that folder). Linux only: it reads /proc.
+ */
+export function extensionHostRssMb(userDataDir: string): number {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes('cli.js\0serve') || !cmdline.includes(userDataDir)) continue;
+    const ppid = /^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+    const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${ppid}/status`, 'utf8'))![1];
+    return Number(rss) / 1024;
+  }
+  throw new Error(`no engine host of ${userDataDir} found (none of the running processes is a \`cli.js serve\` naming that folder)`);
 }
 
 /**
