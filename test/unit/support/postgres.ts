@@ -4,7 +4,7 @@
 // the `postgres` user the package creates. Missing binaries fail the tests under CI=true and skip
 // them elsewhere, saying why.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,10 +37,14 @@ function freePort(): Promise<number> {
 export class PostgresServer {
   private constructor(
     readonly dir: string,
-    readonly port: number,
+    private portNumber: number,
     private readonly bin: string,
     private readonly asUser: string | undefined,
   ) {}
+
+  get port(): number {
+    return this.portNumber;
+  }
 
   /** The URL engines get: user `engine`, password in the URL (tests check it never shows). */
   url(db = 'fleet'): string {
@@ -56,19 +60,30 @@ export class PostgresServer {
     const asUser = process.getuid?.() === 0 ? 'postgres' : undefined;
     const dir = mkdtempSync(path.join(os.tmpdir(), 'em-pg-'));
     chmodSync(dir, 0o755);
-    const port = await freePort();
-    const server = new PostgresServer(dir, port, bin, asUser);
+    const server = new PostgresServer(dir, await freePort(), bin, asUser);
     if (asUser) execFileSync('chown', ['-R', asUser, dir]);
     const pwfile = path.join(dir, 'pw');
     writeFileSync(pwfile, 'superpw\n');
     if (asUser) execFileSync('chown', [asUser, pwfile]);
     server.run('initdb', ['-D', server.data, '-U', 'postgres', '--pwfile', pwfile, '-A', 'scram-sha-256', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
-    writeFileSync(
-      path.join(server.data, 'postgresql.auto.conf'),
-      `listen_addresses = '127.0.0.1'\nport = ${port}\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = 100\n`,
-    );
-    if (asUser) execFileSync('chown', ['-R', asUser, server.data]);
-    server.startServer();
+    // The port was free when asked for, but another process (another test file's server, another
+    // suite on the machine) can take it before the server binds it: then the server starts on
+    // another free port.
+    for (let tries = 1; ; tries++) {
+      writeFileSync(
+        path.join(server.data, 'postgresql.auto.conf'),
+        `listen_addresses = '127.0.0.1'\nport = ${server.port}\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = 100\n`,
+      );
+      if (asUser) execFileSync('chown', ['-R', asUser, server.data]);
+      const logged = server.logText().length;
+      try {
+        server.startServer();
+        break;
+      } catch (err) {
+        if (tries >= 5 || !server.logText().slice(logged).includes('Address already in use')) throw err;
+        server.portNumber = await freePort();
+      }
+    }
     try {
       server.psql('postgres', `CREATE ROLE engine LOGIN PASSWORD '${PostgresServer.PASSWORD}'`);
     } catch (err) {
@@ -76,6 +91,11 @@ export class PostgresServer {
       throw err;
     }
     return server;
+  }
+
+  private logText(): string {
+    const log = path.join(this.dir, 'server.log');
+    return existsSync(log) ? readFileSync(log, 'utf8') : '';
   }
 
   private get data(): string {
