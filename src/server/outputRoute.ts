@@ -37,11 +37,7 @@ const runHeader = (p: OutputPiece): Buffer => Buffer.from(`${RUN_NAMES[p.stream]
 
 /** Sends pieces, framed as runs or as they are. */
 async function sendPieces(res: ServerResponse, pieces: OutputPiece[], runs: boolean, skip = 0, length = Infinity): Promise<void> {
-  if (!runs) return copyPieces(pieces, skip, length, (chunk) => write(res, chunk));
-  for (const piece of pieces) {
-    await write(res, runHeader(piece));
-    await copyPieces([piece], 0, Infinity, (chunk) => write(res, chunk));
-  }
+  return copyPieces(pieces, skip, length, (chunk) => write(res, chunk), runs ? runHeader : undefined);
 }
 /** How often a follower looks for new output. */
 export const FOLLOW_POLL_MS = 200;

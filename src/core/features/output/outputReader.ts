@@ -333,39 +333,101 @@ async function rangePieces(layout: OutputLayout, from: number, to: number, strea
   return { pieces, end };
 }
 
-/** Copies `length` bytes of the pieces from `skip` on to `write`, one buffer of at most 64 KiB at a time. */
+/** The most `copyPieces` hands to `write` at once, and reads from a file at once. */
+const COPY_CHUNK = 64 * 1024;
+
+/**
+ * Copies `length` bytes of the pieces from `skip` on to `write`, in buffers of at most 64 KiB.
+ * With `header`, each piece's header goes before its bytes (format=runs). Finely interleaved
+ * output is hundreds of thousands of pieces of a byte or two each, neighbours in one data file:
+ * they are read a block at a time and handed on in full buffers, not a read and a write per piece.
+ */
 export async function copyPieces(
   pieces: OutputPiece[],
   skip: number,
   length: number,
   write: (chunk: Buffer) => Promise<void>,
+  header?: (piece: OutputPiece) => Buffer,
 ): Promise<void> {
+  const out = new ChunkedWriter(write);
+  const block = new BlockReader();
   let toSkip = skip;
   let left = length;
   for (const piece of pieces) {
-    if (left <= 0) return;
+    if (left <= 0) break;
     const size = pieceLength(piece);
-    if (toSkip >= size) {
+    if (size > 0 && toSkip >= size) {
       toSkip -= size;
       continue;
     }
     const n = Math.min(size - toSkip, left);
-    if ('bytes' in piece) {
-      await write(piece.bytes.subarray(toSkip, toSkip + n));
-    } else {
-      let position = piece.part.dataOffset + piece.offset + toSkip;
-      let remaining = n;
-      while (remaining > 0) {
-        const buffer = Buffer.allocUnsafe(Math.min(remaining, 64 * 1024));
-        const { bytesRead } = await piece.part.data.read(buffer, 0, buffer.length, position);
-        if (bytesRead === 0) throw new Error(`${piece.part.file} ended before the output it should hold`);
-        await write(buffer.subarray(0, bytesRead));
-        position += bytesRead;
-        remaining -= bytesRead;
-      }
-    }
+    if (header) await out.put(header(piece));
+    if ('bytes' in piece) await out.put(piece.bytes.subarray(toSkip, toSkip + n));
+    else if (n > 0) await block.copy(piece.part, piece.part.dataOffset + piece.offset + toSkip, n, out);
     toSkip = 0;
     left -= n;
+  }
+  await out.flush();
+}
+
+/** Gathers bytes into buffers of COPY_CHUNK and hands each one on, full, to `write`. */
+class ChunkedWriter {
+  private buffer = Buffer.allocUnsafe(COPY_CHUNK);
+  private used = 0;
+
+  constructor(private readonly write: (chunk: Buffer) => Promise<void>) {}
+
+  async put(bytes: Buffer): Promise<void> {
+    for (let at = 0; at < bytes.length; ) {
+      const n = Math.min(bytes.length - at, COPY_CHUNK - this.used);
+      bytes.copy(this.buffer, this.used, at, at + n);
+      this.used += n;
+      at += n;
+      if (this.used === COPY_CHUNK) await this.flush();
+    }
+  }
+
+  /** Reads `n` bytes of `handle` at `position` straight into the buffer, as room allows. */
+  async readInto(part: Part, position: number, n: number): Promise<void> {
+    for (let remaining = n; remaining > 0; ) {
+      const room = Math.min(remaining, COPY_CHUNK - this.used);
+      const { bytesRead } = await part.data.read(this.buffer, this.used, room, position);
+      if (bytesRead === 0) throw new Error(`${part.file} ended before the output it should hold`);
+      this.used += bytesRead;
+      position += bytesRead;
+      remaining -= bytesRead;
+      if (this.used === COPY_CHUNK) await this.flush();
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.used === 0) return;
+    const chunk = this.buffer.subarray(0, this.used);
+    // A new buffer each time: `write` may still hold the last one (a response not yet flushed).
+    this.buffer = Buffer.allocUnsafe(COPY_CHUNK);
+    this.used = 0;
+    await this.write(chunk);
+  }
+}
+
+/** The last block read of a data file, so neighbouring small pieces cost one read between them. */
+class BlockReader {
+  private part: Part | undefined;
+  private start = 0;
+  private bytes = Buffer.alloc(0);
+
+  async copy(part: Part, position: number, n: number, out: ChunkedWriter): Promise<void> {
+    // A large piece gains nothing from the block: read straight into what is handed on.
+    if (n >= COPY_CHUNK / 2) return out.readInto(part, position, n);
+    if (part !== this.part || position < this.start || position + n > this.start + this.bytes.length) {
+      const buffer = this.bytes.length === COPY_CHUNK ? this.bytes : Buffer.allocUnsafe(COPY_CHUNK);
+      const { bytesRead } = await part.data.read(buffer, 0, COPY_CHUNK, position);
+      if (bytesRead < n) throw new Error(`${part.file} ended before the output it should hold`);
+      this.part = part;
+      this.start = position;
+      this.bytes = buffer.subarray(0, bytesRead);
+    }
+    await out.put(this.bytes.subarray(position - this.start, position - this.start + n));
   }
 }
 
