@@ -73,7 +73,10 @@ async function itemStore(fn: (items: ItemStore) => void | Promise<void>): Promis
   }
 }
 
-describe('item search index', () => {
+describe('item search index', function () {
+  // The properties run hundreds of cases over a real store: 5 s on a quiet machine, and up to 17 s
+  // beside the rest of the suite's workers, too near mocha's default 20 s.
+  this.timeout(120_000);
   it('match exactly the items wordsStartWords matches, as items are added and redefined (property)', async () => {
     const item = fc.record({ name: text, command: text, args: fc.array(text, { maxLength: 3 }) });
     await fc.assert(
