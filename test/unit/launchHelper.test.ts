@@ -215,11 +215,13 @@ describe('launch helper: attempts spawned by a helper process', function () {
           const own = r.error === undefined || r.error === null || !r.error.startsWith('launch helper exited');
           if (helperOf.get(id) === survivor) assert.ok(own, `attempt ${id} on the surviving helper: ${r.error}`);
           if (own) {
-            // Its own output and exit code, not another attempt's.
-            assert.equal(r.stdoutTail.trim(), `out-${id}`, `attempt ${id}`);
+            // Its own output and exit code, not another attempt's. (The whole result in the message:
+            // one run beside a second suite got an attempt with no output, and nothing else to go on.)
+            const seen = `attempt ${id} on the ${helperOf.get(id) === victim ? 'killed' : 'surviving'} helper: ${JSON.stringify({ ...r, stdoutTail: undefined, stderrTail: r.stderrTail })}`;
+            assert.equal(r.stdoutTail.trim(), `out-${id}`, seen);
             const code = waits(id) ? 0 : id % 3;
-            assert.deepEqual([r.exitCode, r.succeeded], [code, code === 0], `attempt ${id}`);
-            if (!waits(id)) assert.equal(r.stderrTail.trim(), `err-${id}`, `attempt ${id}`);
+            assert.deepEqual([r.exitCode, r.succeeded], [code, code === 0], seen);
+            if (!waits(id)) assert.equal(r.stderrTail.trim(), `err-${id}`, seen);
           } else {
             assert.equal(helperOf.get(id), victim);
             assert.equal(r.error, died, `attempt ${id}`);
