@@ -10,15 +10,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
 import type { EditorBenchContext } from './lib';
 import type { StatsResponse } from '../src/shared/api';
-import { openWorkbench } from '../test/vscode/codeServer';
+import { openWorkbench, viewPane } from '../test/vscode/codeServer';
 import { extensionHostRssMb, findEndpoint, getJson, waitUntil } from '../test/vscode/engineProbe';
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
 
 async function oneWindow(extensionDir: string, tmp: string, items: number): Promise<{ statsMs: number; firstPaintMs: number; growthMb: number; load: number }> {
   const workspace = mkdtempSync(path.join(tmp, 'big-queue-'));
@@ -40,12 +35,12 @@ async function oneWindow(extensionDir: string, tmp: string, items: number): Prom
     const rssBefore = extensionHostRssMb(wb.server.userDataDir);
     const started = Date.now();
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const view = pane(page, 'Items');
+    const view = viewPane(page, 'Items');
     let statsPainted = 0;
     await waitUntil(
       'the first item rows',
       async () => {
-        if (!statsPainted && (await pane(page, 'Stats').locator('.monaco-list-row').count()) > 0) statsPainted = Date.now();
+        if (!statsPainted && (await viewPane(page, 'Stats').locator('.monaco-list-row').count()) > 0) statsPainted = Date.now();
         return (await view.locator('.monaco-list-row[aria-level="2"]').count()) > 0;
       },
       60_000,

@@ -8,28 +8,13 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
 import type { StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, screenshot, type Workbench, viewPane, treeRows } from '../vscode/codeServer';
 import { extensionHostRssMb, findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 const ITEMS = Number(process.env.BIG_QUEUE_ITEMS || 20_000);
 /** The first paint's budget: from the Stats view's rows (the workbench's own cost) to the first item row. */
 const FIRST_PAINT_MS = 1000;
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
-
-async function treeRows(view: Locator): Promise<{ label: string; description: string; level: string | null }[]> {
-  return view.locator('.monaco-list-row').evaluateAll((els) =>
-    els.map((el) => ({
-      label: el.querySelector('.label-name')?.textContent?.trim() ?? '',
-      description: el.querySelector('.label-description')?.textContent?.trim() ?? '',
-      level: el.getAttribute('aria-level'),
-    })),
-  );
-}
 
 describe('A big queue in the Items view (code-server)', function () {
   this.timeout(600_000);
@@ -66,14 +51,14 @@ describe('A big queue in the Items view (code-server)', function () {
     const rssBefore = extensionHostRssMb(wb.server.userDataDir);
     const started = Date.now();
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     // The Stats view, painted from what the engine pushes without a read, is the baseline: what
     // opening the container costs the workbench on this machine now.
     let statsPainted = 0;
     const rows = await waitUntil(
       'the first item rows',
       async () => {
-        if (!statsPainted && (await pane(page, 'Stats').locator('.monaco-list-row').count()) > 0) statsPainted = Date.now();
+        if (!statsPainted && (await viewPane(page, 'Stats').locator('.monaco-list-row').count()) > 0) statsPainted = Date.now();
         const r = await treeRows(items);
         return r.some((x) => x.level === '2') && r;
       },
@@ -94,7 +79,7 @@ describe('A big queue in the Items view (code-server)', function () {
 
     // The others collapsed, the Items view has the room; the last row of the group is "Show more…".
     for (const other of ['Stats', 'Health', 'Status', 'Logs', 'Schedules']) {
-      const header = pane(page, other).locator('.pane-header');
+      const header = viewPane(page, other).locator('.pane-header');
       if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
     }
     await items.locator('.monaco-list-row[aria-level="2"]').first().click();

@@ -10,14 +10,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, filterLogsByAction, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, filterLogsByAction, openWorkbench, runCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
-
-/** A view pane of the Engine Monitor container, by its title. */
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
 
 /** label → description of the rows a tree view shows. */
 async function rows(view: Locator): Promise<Record<string, string>> {
@@ -100,7 +95,7 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     }, 90_000);
 
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const stats = pane(page, 'Stats');
+    const stats = viewPane(page, 'Stats');
     await stats.locator('.monaco-list-row').first().waitFor({ timeout: 30_000 });
 
     const labels: Record<string, keyof StatsResponse['overview']> = {
@@ -125,7 +120,7 @@ describe('Engine Monitor container and status bar (code-server)', function () {
 
     // The Items view groups the same numbers by state (the demo's one pending item is scheduled:
     // Waiting; nothing runs once it settled, so there is no Running group).
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     await waitUntil('the Items view to show the counts by state', async () => {
       const r = await rows(items);
       return r.Failed === String(shown.overview.failed) && r.Waiting === String(shown.overview.pending) && r.Launched === String(shown.overview.launched) && !('Running' in r);
@@ -157,7 +152,7 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     const cls = (await item.getAttribute('class')) ?? '';
     assert.match(cls, /warning-kind/, `status bar item classes: ${cls}`);
     // The Stats view offers to start it again.
-    await pane(page, 'Stats').locator('.monaco-list-row', { hasText: 'Engine stopped' }).waitFor({ timeout: 15_000 });
+    await viewPane(page, 'Stats').locator('.monaco-list-row', { hasText: 'Engine stopped' }).waitFor({ timeout: 15_000 });
     await clearNotifications(page);
     console.log(`      screenshot: ${await screenshot(page, 'extension-stopped-light')}`);
 
@@ -169,7 +164,7 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     const page = wb.page;
     await filterLogsByAction(page, 'launch_failed');
 
-    const logs = pane(page, 'Logs');
+    const logs = viewPane(page, 'Logs');
     await waitUntil('the filter in the Logs view description', async () =>
       /Filter: launch_failed/.test((await logs.locator('.pane-header').textContent()) ?? ''));
     const expected = await getJson<{ id: number }[]>(`${baseUrl}/logs?action=launch_failed`);
@@ -186,8 +181,8 @@ describe('Engine Monitor container and status bar (code-server)', function () {
     const page = wb.page;
     await setColorScheme(page, 'dark');
     // Expand the Status view too, so the screenshot shows every view.
-    await pane(page, 'Status').locator('.pane-header').click();
-    await pane(page, 'Status').locator('.monaco-list-row').first().waitFor();
+    await viewPane(page, 'Status').locator('.pane-header').click();
+    await viewPane(page, 'Status').locator('.monaco-list-row').first().waitFor();
     await sleep(1000);
     await clearNotifications(wb.page);
     console.log(`      screenshot: ${await screenshot(wb.page, 'extension-dark')}`);
@@ -219,7 +214,7 @@ describe('Engine Monitor in a workspace without a queue folder (code-server)', f
   it('offers to create the queue folder, then starts the engine', async function () {
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const stats = pane(page, 'Stats');
+    const stats = viewPane(page, 'Stats');
     const button = stats.locator('.welcome-view-content a, .welcome-view-content .monaco-button', { hasText: 'Create Queue Folder' }).first();
     await button.waitFor({ timeout: 30_000 });
     assert.equal(await statusBarItem(page).count(), 0, 'no status bar item before there is a queue');
@@ -240,7 +235,7 @@ describe('Engine Monitor in a workspace without a queue folder (code-server)', f
     );
     renameSync(path.join(queue, 'hostile.json.tmp'), path.join(queue, 'hostile.json'));
     // Scheduled for 2099: it stays in the (expanded) Waiting group.
-    const row = pane(page, 'Items').locator('.monaco-list-row', { hasText: '<img src=x' }).first();
+    const row = viewPane(page, 'Items').locator('.monaco-list-row', { hasText: '<img src=x' }).first();
     await row.waitFor({ timeout: 30_000 });
     assert.equal((await row.locator('.label-name').textContent())?.trim(), HOSTILE);
     assert.equal(await page.locator('.part.sidebar img[src="x"]').count(), 0, 'no element made from engine text');

@@ -11,21 +11,17 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { HealthResponse, StatusResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 import { dashboardFrame, pickColorTheme } from '../vscode/workbenchUi';
 
 const node = process.execPath;
 
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
-
 async function openContainer(page: Page): Promise<void> {
   await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-  await pane(page, 'Stats').waitFor({ timeout: 20_000 });
+  await viewPane(page, 'Stats').waitFor({ timeout: 20_000 });
 }
 
 /** A colour theme picked from the palette, then the dashboard seen in it. */
@@ -56,7 +52,7 @@ describe('an empty workspace gets one welcome (code-server)', function () {
   it('shows Create Queue Folder once, and the whole welcome (Add Item… included) is visible', async () => {
     const page = wb.page;
     await openContainer(page);
-    const welcome = pane(page, 'Stats').locator('.welcome-view-content');
+    const welcome = viewPane(page, 'Stats').locator('.welcome-view-content');
     await welcome.locator('.monaco-button', { hasText: 'Create Queue Folder' }).waitFor({ timeout: 30_000 });
     await sleep(500);
     console.log(`      screenshot: ${await screenshot(page, 'firstlook-empty-workspace')}`);
@@ -65,7 +61,7 @@ describe('an empty workspace gets one welcome (code-server)', function () {
     assert.equal(shown, 1, 'one Create Queue Folder button in the whole side bar');
 
     // Every button of the welcome lies inside its pane's visible body, not under the next pane.
-    const body = await pane(page, 'Stats').locator('.pane-body').boundingBox();
+    const body = await viewPane(page, 'Stats').locator('.pane-body').boundingBox();
     assert.ok(body, 'the Stats view is open');
     for (const label of ['Create Queue Folder', 'Add Item…']) {
       const box = await welcome.locator('.monaco-button', { hasText: label }).boundingBox();

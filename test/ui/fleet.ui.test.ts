@@ -11,20 +11,16 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Locator } from 'playwright-core';
 import type { StatusResponse } from '../../src/shared/api';
 import { serve, type ServeProcess } from '../unit/support/cli';
 import { startPostgresOrSkip, type PostgresServer } from '../unit/support/postgres';
 import { TempWorkspace } from '../unit/support/workspace';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
 import { getJson, waitUntil } from '../vscode/engineProbe';
 
 /** Short, so the killed engine is "lost" within seconds rather than the default 30. */
 const LEASE_MS = '3000';
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
 
 async function rows(view: Locator): Promise<{ label: string; description: string }[]> {
   return view.locator('.monaco-list-row').evaluateAll((els) =>
@@ -77,10 +73,10 @@ describe('Fleet view (code-server, two engines on a real PostgreSQL)', function 
     const other = status.fleet!.find((e) => e.engineId !== status.engine.engineId)!;
 
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const fleet = pane(page, 'Fleet');
+    const fleet = viewPane(page, 'Fleet');
     // Give the Fleet view room: collapse the views above it that list the most.
     for (const name of ['Logs', 'Items', 'Status']) {
-      const header = pane(page, name).locator('.pane-header');
+      const header = viewPane(page, name).locator('.pane-header');
       if ((await header.count()) > 0 && (await header.getAttribute('aria-expanded')) === 'true') await header.click();
     }
     const header = fleet.locator('.pane-header');

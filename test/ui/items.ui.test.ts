@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { ItemDetail, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, SCREENSHOT_DIR, openWorkbench, runCommand, screenshot, type Workbench, viewPane, treeRows } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 import { dashboardFrame } from '../vscode/workbenchUi';
 
@@ -34,28 +34,6 @@ function makeWorkspace(): string {
   ];
   writeFileSync(path.join(queue, 'items.jsonl'), items.map((i) => JSON.stringify(i)).join('\n') + '\n');
   return dir;
-}
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
-
-interface Row {
-  label: string;
-  description: string;
-  expanded: string | null;
-  level: string | null;
-}
-
-async function treeRows(view: Locator): Promise<Row[]> {
-  return view.locator('.monaco-list-row').evaluateAll((els) =>
-    els.map((el) => ({
-      label: el.querySelector('.label-name')?.textContent?.trim() ?? '',
-      description: el.querySelector('.label-description')?.textContent?.trim() ?? '',
-      expanded: el.getAttribute('aria-expanded'),
-      level: el.getAttribute('aria-level'),
-    })),
-  );
 }
 
 function statusBarItem(page: Page): Locator {
@@ -135,7 +113,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
   it('groups the Items view by state: Running first with elapsed time, Failed expanded', async function () {
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     await items.locator('.monaco-list-row').first().waitFor({ timeout: 30_000 });
     // A wider side bar, so the screenshot shows whole descriptions: drag the sash at its edge.
     const bar = await page.locator('.part.sidebar').boundingBox();
@@ -147,7 +125,7 @@ describe('Items by state, failed count and item detail (code-server)', function 
     }
     // Give the Items view the room: collapse the Logs and Status views above it.
     for (const other of ['Logs', 'Status']) {
-      const header = pane(page, other).locator('.pane-header');
+      const header = viewPane(page, other).locator('.pane-header');
       if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
     }
 

@@ -8,10 +8,10 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Locator } from 'playwright-core';
 import type { ItemSummary, LogEntry, StatsResponse } from '../../src/shared/api';
 import { formatClock } from '../../src/shared/format';
-import { REPO_ROOT, SCREENSHOT_DIR, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, SCREENSHOT_DIR, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench, viewPane, treeRows, type TreeRow } from '../vscode/codeServer';
 import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 /** Items that each run this long, one after the other: shorter than the view's old refresh interval. */
@@ -23,28 +23,6 @@ const QUICK_COUNT = 8;
  * showed it up to a second.
  */
 const MAX_LAG_MS = 600;
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
-
-interface Row {
-  label: string;
-  description: string;
-  expanded: string | null;
-  level: string | null;
-}
-
-async function treeRows(view: Locator): Promise<Row[]> {
-  return view.locator('.monaco-list-row').evaluateAll((els) =>
-    els.map((el) => ({
-      label: el.querySelector('.label-name')?.textContent?.trim() ?? '',
-      description: el.querySelector('.label-description')?.textContent?.trim() ?? '',
-      expanded: el.getAttribute('aria-expanded'),
-      level: el.getAttribute('aria-level'),
-    })),
-  );
-}
 
 /** Writes a queue file the way the README says: under a temporary name, then renamed. */
 function queue(workspace: string, name: string, items: object[]): void {
@@ -74,7 +52,7 @@ describe('Items view over time (code-server)', function () {
     baseUrl = await waitUntil('the engine endpoint', async () => findEndpoint(wb.server.userDataDir), 60_000);
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    items = pane(page, 'Items');
+    items = viewPane(page, 'Items');
     // A wider side bar, so the screenshots show whole descriptions: drag the sash at its edge.
     const bar = await page.locator('.part.sidebar').boundingBox();
     if (bar) {
@@ -85,9 +63,9 @@ describe('Items view over time (code-server)', function () {
     }
     // The Items view gets the side bar's height: the others are collapsed (its rows are virtual,
     // only those on screen exist to read).
-    await waitUntil('the Schedules view', async () => (await pane(page, 'Schedules').count()) === 1);
+    await waitUntil('the Schedules view', async () => (await viewPane(page, 'Schedules').count()) === 1);
     for (const other of ['Stats', 'Health', 'Status', 'Logs', 'Schedules']) {
-      const header = pane(page, other).locator('.pane-header');
+      const header = viewPane(page, other).locator('.pane-header');
       if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
     }
     await waitUntil('the first item launched in the Items view', async () => (await treeRows(items)).some((r) => r.label === 'Launched'), 60_000);
@@ -187,7 +165,7 @@ describe('Items view over time (code-server)', function () {
     // Launched newest first: the occurrences (folded), then the quick items from the last one back.
     const launchedGroup = items.locator('.monaco-list-row[aria-level="1"]', { hasText: 'Launched' });
     if ((await launchedGroup.getAttribute('aria-expanded')) === 'false') await launchedGroup.click();
-    const groupOf = (rows: Row[], label: string) => {
+    const groupOf = (rows: TreeRow[], label: string) => {
       const at = rows.findIndex((r) => r.level === '1' && r.label === label);
       const end = rows.findIndex((r, i) => i > at && r.level === '1');
       return at < 0 ? [] : rows.slice(at + 1, end < 0 ? undefined : end).filter((r) => r.level === '2');

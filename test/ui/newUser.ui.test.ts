@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 import { dashboardFrame } from '../vscode/workbenchUi';
 
@@ -24,10 +24,6 @@ function writeQueueFile(queue: string, name: string, text: string): void {
   const tmp = path.join(queue, `${name}.tmp`);
   writeFileSync(tmp, text);
   renameSync(tmp, path.join(queue, name));
-}
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
 }
 
 function statusBarItem(page: Page): Locator {
@@ -130,7 +126,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
   it('Poll Now is not offered in the Stats view while the engine is stopped, and says why from the palette', async () => {
     const page = wb.page;
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const stats = pane(page, 'Stats');
+    const stats = viewPane(page, 'Stats');
     const pollAction = stats.locator('.pane-header .actions .action-label[aria-label="Poll Now"]');
     await stats.locator('.pane-header').hover();
     await waitUntil('Poll Now in the Stats view while running', async () => (await pollAction.count()) === 1, 15_000);
@@ -158,7 +154,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
     const page = wb.page;
     const [entry] = await getJson<LogEntry[]>(`${baseUrl}/logs?action=item_discovered&item=pair-first`);
     assert.ok(entry, 'the discovery of pair-first is logged');
-    const logs = pane(page, 'Logs');
+    const logs = viewPane(page, 'Logs');
     const row = logs.locator('.monaco-list-row', { hasText: entry.message }).first();
     await row.waitFor({ timeout: 20_000 });
     const sidebarTime = ((await row.locator('.label-description').textContent()) ?? '').split(' · ')[0].trim();
@@ -192,7 +188,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
   it('after a reload the Logs view still says which filter it applies', async () => {
     const page = wb.page;
     await filterLogsByAction(page, 'item_discovered');
-    const logs = pane(page, 'Logs');
+    const logs = viewPane(page, 'Logs');
     const header = logs.locator('.pane-header');
     await waitUntil('a filter in the Logs view description', async () => /Filter:/.test((await header.textContent()) ?? ''), 15_000);
     const before = (await header.textContent()) ?? '';

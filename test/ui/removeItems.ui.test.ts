@@ -12,14 +12,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
-
-function pane(page: Page, title: string): Locator {
-  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
-}
 
 function statusBarItem(page: Page): Locator {
   return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped)/ }).first();
@@ -96,9 +92,9 @@ describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', 
     await waitUntil('the status bar to say 2 failed', async () => /2 failed/.test((await statusBarItem(page).textContent()) ?? ''), 20_000);
 
     await page.locator('.part.activitybar .action-item a[aria-label^="Engine Monitor"], .part.activitybar .action-item[aria-label^="Engine Monitor"]').first().click();
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     for (const other of ['Logs', 'Status']) {
-      const header = pane(page, other).locator('.pane-header');
+      const header = viewPane(page, other).locator('.pane-header');
       if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
     }
     await waitUntil('Deploy preview under Failed', async () => (await rowLabels(items)).includes('Deploy preview'), 20_000);
@@ -121,7 +117,7 @@ describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', 
 
   it('Run Again on a launched item, from the Items view', async () => {
     const page = wb.page;
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     // Launched is collapsed by default: open it.
     const group = items.locator('.monaco-list-row[aria-level="1"]', { hasText: 'Launched' }).first();
     if ((await group.getAttribute('aria-expanded')) === 'false') await group.click();
@@ -150,7 +146,7 @@ describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', 
       const s = await stats();
       return s.total === 1 && s.pending === 1 && s.launched === 0 && s.failed === 0;
     }, 20_000);
-    const items = pane(page, 'Items');
+    const items = viewPane(page, 'Items');
     await waitUntil('the Items view to show only Nightly export', async () => {
       const labels = await rowLabels(items);
       return !labels.includes('Lint') && !labels.includes('Flaky test') && labels.includes('Nightly export');

@@ -35,8 +35,11 @@ export {
   openWorkbench,
   runCommand,
   screenshot,
+  treeRows,
+  viewPane,
   waitForExtension,
   waitForWorkbench,
   type OpenWorkbenchOptions,
+  type TreeRow,
   type Workbench,
 } from './workbench';

@@ -2,7 +2,7 @@
 // extension loaded, waiting for it, the command palette, screenshots and the dashboard's log filter.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { type Browser, type Page } from 'playwright-core';
+import { type Browser, type Locator, type Page } from 'playwright-core';
 import { REPO_ROOT, SCREENSHOT_DIR, startCodeServer, type CodeServer } from './codeServerProcess';
 import { launchChromium, workbenchUrl, ConsoleForwarder } from './browser';
 
@@ -229,4 +229,31 @@ export async function filterLogsByAction(page: Page, action: string): Promise<vo
   await widget.locator('.quick-input-title', { hasText: '3/3' }).waitFor();
   await page.keyboard.press('Enter');
   await widget.waitFor({ state: 'hidden' });
+}
+
+/** A view pane of the side bar (the Engine Monitor container's views), by its title. */
+export function viewPane(page: Page, title: string): Locator {
+  return page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header', { hasText: new RegExp(`^\\s*${title}`, 'i') }) });
+}
+
+/** A tree view's row as a user reads it: label, description, and where it sits in the tree. */
+export interface TreeRow {
+  label: string;
+  description: string;
+  /** "true"/"false" for a group row, null for a leaf. */
+  expanded: string | null;
+  /** The depth, "1" for a top-level row. */
+  level: string | null;
+}
+
+/** The rows a tree view shows now (only those rendered: the list is virtual). */
+export async function treeRows(view: Locator): Promise<TreeRow[]> {
+  return view.locator('.monaco-list-row').evaluateAll((els) =>
+    els.map((el) => ({
+      label: el.querySelector('.label-name')?.textContent?.trim() ?? '',
+      description: el.querySelector('.label-description')?.textContent?.trim() ?? '',
+      expanded: el.getAttribute('aria-expanded'),
+      level: el.getAttribute('aria-level'),
+    })),
+  );
 }
