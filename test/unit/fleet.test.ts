@@ -5,33 +5,17 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { allLogs, getJson, processesMentioning, serve, type ServeProcess } from './support/cli';
-import { PostgresServer, startPostgresOrSkip } from './support/postgres';
+import { fleetFixture } from './support/fleetFixture';
+import { PostgresServer } from './support/postgres';
 import { TempWorkspace, waitFor } from './support/workspace';
 import type { LogEntry, StatusResponse, StatsOverview } from '../../src/shared/api';
 import { SseClient } from './support/http';
 
 describe('fleet: engines sharing one PostgreSQL store', function () {
   this.timeout(240_000);
-  let pg: PostgresServer | undefined;
-  const engines: ServeProcess[] = [];
-  const workspaces: TempWorkspace[] = [];
+  const shared = fleetFixture();
+  const { engines, workspaces } = shared;
   let dbCount = 0;
-
-  before(async function () {
-    pg = await startPostgresOrSkip(this);
-  });
-
-  after(() => pg?.stop());
-
-  afterEach(async () => {
-    for (const e of engines.splice(0)) {
-      if (e.child.exitCode === null && e.child.signalCode === null) {
-        e.child.kill('SIGTERM');
-        await e.exited;
-      }
-    }
-    for (const w of workspaces.splice(0)) w.dispose();
-  });
 
   /**
    * A database of its own for each test, and `n` engines on it, each with its own storage. They
@@ -40,7 +24,7 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
    */
   async function fleet(n: number, extra: string[] = []): Promise<{ url: string; db: string; ws: TempWorkspace; es: ServeProcess[] }> {
     const db = `fleet_${++dbCount}`;
-    const url = pg!.createDatabase(db);
+    const url = shared.pg.createDatabase(db);
     const ws = new TempWorkspace('engine-fleet-');
     workspaces.push(ws);
     const es: ServeProcess[] = [];
@@ -54,7 +38,7 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     return { url, db, ws, es };
   }
 
-  const sql = (db: string, text: string): string => pg!.psql(db, text).trim();
+  const sql = (db: string, text: string): string => shared.pg.psql(db, text).trim();
 
   it('three engines drain 300 items: each item launched once, the work spread over every engine', async () => {
     const { db, ws, es } = await fleet(3, ['--concurrency', '2']);
@@ -141,7 +125,7 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
     const { db, ws, es } = await fleet(2, ['--concurrency', '2']);
     ws.enqueue('steady.json', Array.from({ length: 40 }, (_, i) => ({ id: `steady-${i}`, command: 'sleep', args: ['0.3'] })));
     await waitFor('some items launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[0].url}/stats`)).overview.launched >= 5, 60_000);
-    pg!.stopServer();
+    shared.pg.stopServer();
     try {
       for (const e of es) {
         const health = await waitFor('unhealthy while the database is down', async () => {
@@ -157,7 +141,7 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
         assert.ok(!JSON.stringify(status).includes(PostgresServer.PASSWORD), 'no password in the error');
       }
     } finally {
-      pg!.startServer();
+      shared.pg.startServer();
     }
     for (const e of es) await waitFor('healthy again', async () => (await fetch(`${e.url}/health`)).status === 200, 60_000);
     await waitFor('every item launched', async () => (await getJson<{ overview: StatsOverview }>(`${es[1].url}/stats`)).overview.launched === 40, 120_000).catch(async (err: Error) => {

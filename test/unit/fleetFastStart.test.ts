@@ -5,35 +5,18 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { getJson, serve, type ServeProcess } from './support/cli';
-import { PostgresServer, startPostgresOrSkip } from './support/postgres';
+import { getJson, serve } from './support/cli';
+import { fleetFixture } from './support/fleetFixture';
 import { TempWorkspace, waitFor } from './support/workspace';
 import type { StatsOverview, StatusResponse } from '../../src/shared/api';
 
 describe('fleet: fast start on another engine (LISTEN/NOTIFY)', function () {
   this.timeout(240_000);
-  let pg: PostgresServer | undefined;
-  const engines: ServeProcess[] = [];
-  const workspaces: TempWorkspace[] = [];
-
-  before(async function () {
-    pg = await startPostgresOrSkip(this);
-  });
-
-  after(() => pg?.stop());
-
-  afterEach(async () => {
-    for (const e of engines.splice(0)) {
-      if (e.child.exitCode === null && e.child.signalCode === null) {
-        e.child.kill('SIGTERM');
-        await e.exited;
-      }
-    }
-    for (const w of workspaces.splice(0)) w.dispose();
-  });
+  const fleet = fleetFixture();
+  const { engines, workspaces } = fleet;
 
   it('an item ingested by a busy engine starts on an idle one within tens of milliseconds, not at its next look', async () => {
-    const url = pg!.createDatabase('fleet_fast');
+    const url = fleet.pg.createDatabase('fleet_fast');
     const shared = new TempWorkspace('engine-fleet-fast-');
     const own = new TempWorkspace('engine-fleet-own-');
     workspaces.push(shared, own);
@@ -57,7 +40,7 @@ describe('fleet: fast start on another engine (LISTEN/NOTIFY)', function () {
     }
 
     // From the ingesting engine's commit of the item to the other engine's claim of it.
-    const rows = pg!
+    const rows = fleet.pg
       .psql('fleet_fast', "SELECT a.engine_id, a.started_at - i.created_at FROM attempts a JOIN items i ON i.id = a.item_id WHERE i.id LIKE 'fast-%'")
       .trim()
       .split('\n')

@@ -5,33 +5,14 @@
 // and is run once an engine that can joins.
 import assert from 'node:assert/strict';
 import { allLogs, getJson, serve, type ServeProcess } from './support/cli';
-import { PostgresServer, startPostgresOrSkip } from './support/postgres';
+import { fleetFixture, stopEngine } from './support/fleetFixture';
 import { TempWorkspace, waitFor } from './support/workspace';
 import type { ItemDetail, StatsOverview, StatusResponse } from '../../src/shared/api';
 
 describe('fleet: engines with different workspace folders', function () {
   this.timeout(240_000);
-  let pg: PostgresServer | undefined;
-  const engines: ServeProcess[] = [];
-  const workspaces: TempWorkspace[] = [];
-
-  before(async function () {
-    pg = await startPostgresOrSkip(this);
-  });
-
-  after(() => pg?.stop());
-
-  afterEach(async () => {
-    for (const e of engines.splice(0)) await stop(e);
-    for (const w of workspaces.splice(0)) w.dispose();
-  });
-
-  async function stop(e: ServeProcess): Promise<void> {
-    if (e.child.exitCode === null && e.child.signalCode === null) {
-      e.child.kill('SIGTERM');
-      await e.exited;
-    }
-  }
+  const fleet = fleetFixture();
+  const { engines, workspaces } = fleet;
 
   async function engine(url: string, ws: TempWorkspace, n: number): Promise<ServeProcess> {
     const e = await serve(['--workspace', ws.folder, '--storage', `${ws.storage}-${n}`, '--store', url, '--poll-interval', '200', '--concurrency', '2', '--max-attempts', '3'], 60_000);
@@ -39,7 +20,7 @@ describe('fleet: engines with different workspace folders', function () {
     return e;
   }
 
-  const sql = (db: string, text: string): string => pg!.psql(db, text).trim();
+  const sql = (db: string, text: string): string => fleet.pg.psql(db, text).trim();
   const workspace = (): TempWorkspace => {
     const ws = new TempWorkspace('engine-fleet-ws-');
     workspaces.push(ws);
@@ -47,7 +28,7 @@ describe('fleet: engines with different workspace folders', function () {
   };
 
   it('each engine runs only the items of its own folder: none fails for a folder it could not use', async () => {
-    const url = pg!.createDatabase('fleet_ws_split');
+    const url = fleet.pg.createDatabase('fleet_ws_split');
     const wss = [workspace(), workspace(), workspace()];
     const es: ServeProcess[] = [];
     for (const [i, ws] of wss.entries()) es.push(await engine(url, ws, i));
@@ -88,7 +69,7 @@ describe('fleet: engines with different workspace folders', function () {
   });
 
   it('an item no live engine can start waits, says why, and runs once an engine with its folder joins', async () => {
-    const url = pg!.createDatabase('fleet_ws_wait');
+    const url = fleet.pg.createDatabase('fleet_ws_wait');
     const [wa, wb, wc] = [workspace(), workspace(), workspace()];
     const a = await engine(url, wa, 0);
     await engine(url, wb, 1);
@@ -97,7 +78,7 @@ describe('fleet: engines with different workspace folders', function () {
     const runAt = new Date(Date.now() + 8000).toISOString();
     wc.enqueue('later.json', Array.from({ length: 5 }, (_, j) => ({ id: `c-${j}`, command: 'true', runAt })));
     await waitFor('C ingested its items', async () => (await getJson<{ overview: StatsOverview }>(`${a.url}/stats`)).overview.pending === 5, 60_000);
-    await stop(c);
+    await stopEngine(c);
     await waitFor('the items are due', () => Date.now() > Date.parse(runAt) + 500, 30_000);
 
     // A and B poll every 250 ms at most and are idle: they would have claimed them by now.
