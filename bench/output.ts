@@ -19,8 +19,12 @@ interface FloodReport {
   loop: LoopDelay;
 }
 
+const OUTPUT_PARTS = ['capture', 'flood', 'interleaved'];
+
 export async function scenarioOutput(): Promise<void> {
   log('\n== output capture');
+  const unknown = CFG.outputOnly.filter((part) => !OUTPUT_PARTS.includes(part));
+  if (unknown.length) throw new Error(`BENCH_OUTPUT_ONLY names ${unknown.join(', ')}: the output scenario's parts are ${OUTPUT_PARTS.join(', ')} (comma-separated; unset runs them all)`);
   if (CFG.outputOnly.includes('capture')) await launchesWithCapture();
   if (CFG.outputOnly.includes('flood')) await flood();
   if (CFG.outputOnly.includes('interleaved')) await interleavedReads();
