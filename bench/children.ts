@@ -27,7 +27,7 @@ export async function build(): Promise<void> {
   mkdirSync(BUILD, { recursive: true });
   await esbuild.build({
     entryPoints: {
-      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output', 'spawner', 'sqljsFloor', 'fastStart'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
+      ...Object.fromEntries(['seed', 'server', 'launch', 'startup', 'output', 'outputReads', 'spawner', 'sqljsFloor', 'fastStart'].map((n) => [n, path.join(__dirname, 'child', `${n}.ts`)])),
       // The store starts its snapshot worker from beside the running bundle, as from dist/.
       'checkpoint-worker': path.join(__dirname, '..', 'src', 'core', 'store', 'checkpointWorker.ts'),
       // The engine forks its launch helper from beside the running bundle, as from dist/.

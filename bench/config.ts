@@ -47,6 +47,14 @@ export const CFG = {
   outputItems: int('BENCH_OUTPUT_ITEMS', 1_000, 300),
   outputRuns: int('BENCH_OUTPUT_RUNS', 3, 1),
   floodMB: int('BENCH_FLOOD_MB', 100, 100),
+  /**
+   * Output scenario parts to run: `capture` (launches with capture on and off), `flood` (/stats,
+   * launches and the attempt's duration while one prints BENCH_FLOOD_MB, and the smallest cap),
+   * `interleaved` (GET of finely interleaved output); all by default.
+   */
+  outputOnly: (process.env.BENCH_OUTPUT_ONLY || 'capture,flood,interleaved').split(',').map((s) => s.trim()),
+  /** Output scenario: one-byte runs, alternating stdout and stderr, of the attempt whose one stream and runs are read. */
+  interleavedRuns: int('BENCH_INTERLEAVED_RUNS', 500_000, 500_000),
   /** /bin/true items launched beside the flood (and beside a sleeping attempt, the baseline). */
   outputBatch: int('BENCH_OUTPUT_BATCH', 100, 60),
   /** Dispatch scenario: /bin/true items launched without, then with, dependencies and priorities. */

@@ -1,5 +1,6 @@
 // `npm run bench` scenario `output`: launch throughput with output capture on and off, /stats while
-// an attempt prints BENCH_FLOOD_MB, launches beside that flood, and the flood at the smallest cap.
+// an attempt prints BENCH_FLOOD_MB, launches beside that flood, the flood at the smallest cap, and
+// (bench/outputReads.ts) reads of finely interleaved output. BENCH_OUTPUT_ONLY picks the parts.
 import { fork, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { BUILD, CFG, TMP } from './config';
 import { execArgv, runChild, type LaunchResult } from './children';
 import { add, fmt, log, raw } from './results';
 import { floodScript, mb, median, type LoopDelay } from './lib';
+import { interleavedReads } from './outputReads';
 
 interface FloodReport {
   ms: number;
@@ -17,8 +19,19 @@ interface FloodReport {
   loop: LoopDelay;
 }
 
+const OUTPUT_PARTS = ['capture', 'flood', 'interleaved'];
+
 export async function scenarioOutput(): Promise<void> {
   log('\n== output capture');
+  const unknown = CFG.outputOnly.filter((part) => !OUTPUT_PARTS.includes(part));
+  if (unknown.length) throw new Error(`BENCH_OUTPUT_ONLY names ${unknown.join(', ')}: the output scenario's parts are ${OUTPUT_PARTS.join(', ')} (comma-separated; unset runs them all)`);
+  if (CFG.outputOnly.includes('capture')) await launchesWithCapture();
+  if (CFG.outputOnly.includes('flood')) await flood();
+  if (CFG.outputOnly.includes('interleaved')) await interleavedReads();
+}
+
+/** Launch throughput and the launch helper's CPU, capture on vs off. */
+async function launchesWithCapture(): Promise<void> {
   // Each attempt prints a line on stdout and one on stderr: with capture on, two files and a
   // segment index per attempt, written by the launch helper.
   const command = '/bin/sh';
@@ -71,7 +84,10 @@ export async function scenarioOutput(): Promise<void> {
     ratio: cpuOn / cpuOff,
     note: 'the files are written by the helper: the engine host does no output I/O',
   });
+}
 
+/** One attempt printing BENCH_FLOOD_MB: /stats meanwhile, launches beside it, its duration, and at the smallest cap. */
+async function flood(): Promise<void> {
   // /stats latency from this process, one request at a time: idle, then while an attempt prints 100 MB.
   const child = fork(path.join(BUILD, 'output.js'), [], {
     env: { ...process.env, BENCH_CONFIG: JSON.stringify({ root: path.join(TMP, 'output-flood'), floodMB: CFG.floodMB }) },
