@@ -33,7 +33,17 @@ const RUNS_HEADERS = { ...TEXT_HEADERS, 'Content-Type': 'application/octet-strea
 const RUN_NAMES: Record<OutputStreamTag, string> = { o: 'stdout', e: 'stderr', m: 'engine' };
 
 /** A piece as format=runs frames it: its header line, then its bytes. */
-const runHeader = (p: OutputPiece): Buffer => Buffer.from(`${RUN_NAMES[p.stream]} ${pieceLength(p)}\n`);
+const SHORT_RUN = 256;
+/** The headers of short runs, made once: finely interleaved output is hundreds of thousands of them. */
+const SHORT_HEADERS: Record<OutputStreamTag, Buffer[]> = {
+  o: Array.from({ length: SHORT_RUN }, (_, n) => Buffer.from(`stdout ${n}\n`)),
+  e: Array.from({ length: SHORT_RUN }, (_, n) => Buffer.from(`stderr ${n}\n`)),
+  m: Array.from({ length: SHORT_RUN }, (_, n) => Buffer.from(`engine ${n}\n`)),
+};
+const runHeader = (p: OutputPiece): Buffer => {
+  const n = pieceLength(p);
+  return n < SHORT_RUN ? SHORT_HEADERS[p.stream][n] : Buffer.from(`${RUN_NAMES[p.stream]} ${n}\n`);
+};
 
 /** Sends pieces, framed as runs or as they are. */
 async function sendPieces(res: ServerResponse, pieces: OutputPiece[], runs: boolean, skip = 0, length = Infinity): Promise<void> {

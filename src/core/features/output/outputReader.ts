@@ -338,9 +338,10 @@ const COPY_CHUNK = 64 * 1024;
 
 /**
  * Copies `length` bytes of the pieces from `skip` on to `write`, in buffers of at most 64 KiB.
- * With `header`, each piece's header goes before its bytes (format=runs). Finely interleaved
- * output is hundreds of thousands of pieces of a byte or two each, neighbours in one data file:
- * they are read a block at a time and handed on in full buffers, not a read and a write per piece.
+ * With `header`, each piece's header goes before its bytes (format=runs). Finely
+ * interleaved output is hundreds of thousands of pieces of a byte or two each, neighbours in one
+ * data file: they are read a block at a time and copied into full buffers without an allocation or
+ * an await of their own, not a read and a write per piece.
  */
 export async function copyPieces(
   pieces: OutputPiece[],
@@ -361,9 +362,16 @@ export async function copyPieces(
       continue;
     }
     const n = Math.min(size - toSkip, left);
-    if (header) await out.put(header(piece));
-    if ('bytes' in piece) await out.put(piece.bytes.subarray(toSkip, toSkip + n));
-    else if (n > 0) await block.copy(piece.part, piece.part.dataOffset + piece.offset + toSkip, n, out);
+    if (header) {
+      const bytes = header(piece);
+      if (!out.tryRange(bytes, 0, bytes.length)) await out.put(bytes);
+    }
+    if ('bytes' in piece) {
+      if (!out.tryRange(piece.bytes, toSkip, toSkip + n)) await out.put(piece.bytes.subarray(toSkip, toSkip + n));
+    } else if (n > 0) {
+      const position = piece.part.dataOffset + piece.offset + toSkip;
+      if (!block.tryCopy(piece.part, position, n, out)) await block.copy(piece.part, position, n, out);
+    }
     toSkip = 0;
     left -= n;
   }
@@ -377,6 +385,18 @@ class ChunkedWriter {
 
   constructor(private readonly write: (chunk: Buffer) => Promise<void>) {}
 
+  /** Copies `src[start, end)` in when it fits without filling the buffer (nothing to hand on yet). */
+  tryRange(src: Buffer, start: number, end: number): boolean {
+    const n = end - start;
+    if (n >= COPY_CHUNK - this.used) return false;
+    // A few bytes (a run's header, a run of a byte or two) are copied here: a native copy's call
+    // costs more than they do.
+    if (n <= 16) for (let i = 0; i < n; i++) this.buffer[this.used + i] = src[start + i];
+    else src.copy(this.buffer, this.used, start, end);
+    this.used += n;
+    return true;
+  }
+
   async put(bytes: Buffer): Promise<void> {
     for (let at = 0; at < bytes.length; ) {
       const n = Math.min(bytes.length - at, COPY_CHUNK - this.used);
@@ -387,7 +407,7 @@ class ChunkedWriter {
     }
   }
 
-  /** Reads `n` bytes of `handle` at `position` straight into the buffer, as room allows. */
+  /** Reads `n` bytes of the part's data file at `position` straight into the buffer, as room allows. */
   async readInto(part: Part, position: number, n: number): Promise<void> {
     for (let remaining = n; remaining > 0; ) {
       const room = Math.min(remaining, COPY_CHUNK - this.used);
@@ -415,6 +435,12 @@ class BlockReader {
   private part: Part | undefined;
   private start = 0;
   private bytes = Buffer.alloc(0);
+
+  /** Copies from the block already read, without waiting, when it holds the bytes and they fit. */
+  tryCopy(part: Part, position: number, n: number, out: ChunkedWriter): boolean {
+    if (part !== this.part || position < this.start || position + n > this.start + this.bytes.length) return false;
+    return out.tryRange(this.bytes, position - this.start, position - this.start + n);
+  }
 
   async copy(part: Part, position: number, n: number, out: ChunkedWriter): Promise<void> {
     // A large piece gains nothing from the block: read straight into what is handed on.
