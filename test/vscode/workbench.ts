@@ -155,7 +155,15 @@ export async function runCommand(page: Page, title: string, timeoutMs = 30_000):
   while (Date.now() < deadline) {
     const index = await findPaletteEntry(page, title, seen, 1000);
     if (index >= 0) {
-      await widget.locator('.quick-input-list .monaco-list-row').nth(index).click();
+      try {
+        await widget.locator('.quick-input-list .monaco-list-row').nth(index).click({ timeout: 5000 });
+      } catch (err) {
+        // The palette closed under the pointer: focus moved to something that just opened (a
+        // webview loading its page takes it), and the row stays in the page, hidden. A click is
+        // only made once the row is visible, so nothing ran: open the palette again.
+        if (Date.now() >= deadline || (await widget.isVisible())) throw err;
+        continue;
+      }
       await widget.waitFor({ state: 'hidden', timeout: Math.max(1000, deadline - Date.now()) });
       return;
     }
