@@ -1,11 +1,12 @@
 // One item, one process at a time, across the fleet. A cancelled attempt's process may live on for
-// a while (a SIGTERM-deaf one until its SIGKILL 5 s later), and an attempt cancelled through
-// another engine's API runs on to its end on the engine that has it. Either way the database
-// records the process (`exiting_processes`, keyed by the engine that has it) until that engine sees
-// it exit; every engine's claim skips the item meanwhile, so a Retry right after the Cancel starts
-// no second process anywhere. The exit removes the row and announces the item as due, so the
-// engines look again at once. A lost engine's rows block nothing (its lease expired): they are
-// removed, and its attempts taken over as interrupted as before.
+// a while (a SIGTERM-deaf one until its SIGKILL 5 s later), and so does one cancelled through
+// another engine's API until the engine that has it learns of the cancel (at its next tick) and
+// ends it as its own cancel would. Meanwhile the database records the process
+// (`exiting_processes`, keyed by the engine that has it) and every engine's claim skips the item,
+// so a Retry right after the Cancel starts no second process anywhere. The exit removes the row
+// and announces the item as due, so the engines look again at once. A lost engine's rows block
+// nothing (its lease expired): they are removed, and its attempts taken over as interrupted as
+// before.
 import type { AttemptProblem } from '../../../shared/api';
 import type { AttemptResult } from '../../launching/attemptProcess';
 import type { ActiveAttempt, Attempts } from '../../kernel/attempts';
@@ -64,7 +65,7 @@ export class ExitingProcesses {
   }
 
   /**
-   * An attempt of ours ended: when another engine cancelled it meanwhile (its row says failed,
+   * An attempt of ours ended before this engine learnt that another engine cancelled it (its row says failed,
    * `cancelled`), its process's end is recorded as a cancelled attempt's, the item is left as the
    * cancel (and any Retry since) made it, and the row that held the item goes. False otherwise:
    * the outcome is judged as usual.
@@ -81,10 +82,26 @@ export class ExitingProcesses {
     return true;
   }
 
-  /** Each tick: rows whose exit could not be written, and rows of engines that are lost, go. */
+  /**
+   * Each tick: rows whose exit could not be written, and rows of engines that are lost, go; and
+   * our attempts another engine cancelled (their rows name this engine) end as our own cancel ends
+   * them: SIGTERM, SIGKILL 5 s later, the slot held until the process exits and its exit clearing
+   * the row. Their rows and their items say cancelled already (the cancelling engine wrote them).
+   */
   tick(): void {
     for (const id of this.uncleared.splice(0)) this.clear(id);
     this.pg.query('DELETE FROM exiting_processes x WHERE NOT EXISTS (SELECT 1 FROM engines e WHERE e.engine_id = x.engine_id AND e.lease_until >= em_now())');
+    if (this.attempts.active.size === 0) return;
+    const now = Date.now();
+    for (const { attempt_id } of this.pg.query<{ attempt_id: number }>('SELECT attempt_id FROM exiting_processes WHERE engine_id = $1', [this.pg.engineId])) {
+      const a = this.attempts.active.get(attempt_id);
+      if (!a || a.cancelled) continue;
+      this.attempts.cancel(a);
+      this.attempts.afterCancel(a, now);
+      // Not spawned (so never will be): no process holds the item.
+      if (a.run) this.ours.add(a.attemptId);
+      else this.clear(a.attemptId);
+    }
   }
 
   /** The process exited: its row goes, and every engine hears that the item may be due. */
