@@ -10,6 +10,7 @@ import { uniqueSleep } from './support/control';
 import { fleetFixture } from './support/fleetFixture';
 import { TempWorkspace, waitFor } from './support/workspace';
 import type { ItemDetail, StatusResponse } from '../../src/shared/api';
+import { PG_FLEET_STEP, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_VERSION } from '../../src/core/store/pgSchema';
 
 const TOKEN = 'fleet-cancel-exit-token-0123456789';
 
@@ -38,8 +39,8 @@ describe('fleet: a cancelled process holds its item on every engine until it exi
   }
 
   /** An engine on the shared workspace folder; `queue`: a queue folder of its own (only the first scans the shared one). */
-  async function engine(url: string, ws: TempWorkspace, name: string, queue?: string): Promise<ServeProcess & { id: string }> {
-    const own = queue ? ['--queue-dir', queue] : [];
+  async function engine(url: string, ws: TempWorkspace, name: string, queue?: string, extra: string[] = []): Promise<ServeProcess & { id: string }> {
+    const own = [...(queue ? ['--queue-dir', queue] : []), ...extra];
     if (queue) mkdirSync(path.join(ws.folder, queue), { recursive: true });
     const e = await serve(['--workspace', ws.folder, '--storage', `${ws.storage}-${name}`, '--store', url, '--poll-interval', '200', '--concurrency', '2', ...own], 60_000, {
       ENGINE_MONITOR_TOKEN: TOKEN,
@@ -142,5 +143,56 @@ describe('fleet: a cancelled process holds its item on every engine until it exi
     assert.deepEqual(rows, ['1|failed|cancelled|SIGKILL', '1|running||'], 'the retried attempt started after the cancelled one was killed and recorded');
     const runner = sql(db, "SELECT engine_id FROM attempts WHERE item_id = 'deaf' ORDER BY id DESC LIMIT 1");
     await control(runner === a.id ? a : b, 'deaf', 'cancel');
+  });
+
+  it('a database of the previous schema, with an engine of the previous build in it, takes the new step', async () => {
+    const { db, url, ws } = setUp();
+    // As engines of schema 2 left it, one of them still holding its lease (no records_exits then).
+    shared.pg.psql(
+      db,
+      `SET ROLE engine; ${PG_SCHEMA_V1} ${PG_SCHEMA_V2} ${PG_SCHEMA_V2_INSIGHT} ${PG_FLEET_STEP}
+       CREATE TABLE em_schema (version INTEGER NOT NULL); INSERT INTO em_schema VALUES (2);
+       INSERT INTO engines (engine_id, host, pid, state, started_at, last_heartbeat_at, lease_until, running, workspaces)
+         VALUES ('previous-build', 'elsewhere', 1, 'running', em_now(), em_now(), em_now() + 600000, 0, '[]');`,
+    );
+    ws.enqueue('one.json', { id: 'one', command: 'true', maxAttempts: 1 });
+    const e = await engine(url, ws, 'new');
+    await waitFor('the item launched', () => sql(db, "SELECT outcome FROM items WHERE id = 'one'") === 'launched', 60_000);
+    assert.equal(sql(db, 'SELECT version FROM em_schema'), String(PG_SCHEMA_VERSION));
+    assert.equal(PG_SCHEMA_VERSION, 3);
+    assert.deepEqual(sql(db, 'SELECT engine_id, records_exits FROM engines ORDER BY records_exits').split('\n'), ['previous-build|0', `${e.id}|1`]);
+    assert.equal(sql(db, 'SELECT count(*) FROM exiting_processes'), '0');
+  });
+
+  it('a lost engine\'s record blocks nothing: once its lease expires, another engine runs the item', async () => {
+    const { db, url, ws } = setUp();
+    const deaf = uniqueSleep();
+    ws.enqueue('deaf.json', { id: 'deaf', command: `trap '' TERM; sleep ${deaf}; true`, shell: true, maxAttempts: 1 });
+    const b = await engine(url, ws, 'b', undefined, ['--lease-ms', '3000']);
+    const first = await waitFor('the item to run on B', () => {
+      const p = processesMentioning(`sleep ${deaf}`);
+      return p.length === 2 ? p.map((x) => x.pid) : undefined;
+    }, 60_000);
+    try {
+      const a = await engine(url, ws, 'a', '.engine/queue-a', ['--lease-ms', '3000']);
+      await control(b, 'deaf', 'cancel');
+      assert.equal(sql(db, "SELECT engine_id FROM exiting_processes WHERE item_id = 'deaf'"), b.id);
+      // B dies before its process exits (that process lives on, orphaned: the test ends it).
+      b.child.kill('SIGKILL');
+      await b.exited;
+      await control(a, 'deaf', 'retry');
+      await waitFor('A to run the item once B\'s lease expired', () => sql(db, "SELECT count(*) FROM attempts WHERE item_id = 'deaf' AND outcome = 'running'") === '1', 60_000);
+      assert.equal(sql(db, "SELECT engine_id FROM attempts WHERE item_id = 'deaf' AND outcome = 'running'"), a.id);
+      await waitFor('the lost engine\'s record removed', () => sql(db, 'SELECT count(*) FROM exiting_processes') === '0', 30_000);
+      await control(a, 'deaf', 'cancel');
+    } finally {
+      for (const pid of first) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+    }
   });
 });
