@@ -91,11 +91,14 @@ export class ExitingProcesses {
   tick(): void {
     for (const id of this.uncleared.splice(0)) this.clear(id);
     this.pg.query('DELETE FROM exiting_processes x WHERE NOT EXISTS (SELECT 1 FROM engines e WHERE e.engine_id = x.engine_id AND e.lease_until >= em_now())');
-    if (this.attempts.active.size === 0) return;
     const now = Date.now();
     for (const { attempt_id } of this.pg.query<{ attempt_id: number }>('SELECT attempt_id FROM exiting_processes WHERE engine_id = $1', [this.pg.engineId])) {
       const a = this.attempts.active.get(attempt_id);
-      if (!a || a.cancelled) continue;
+      if (!a || a.cancelled) {
+        // No process of ours any more (a cancel committed as its outcome was being recorded): the row goes.
+        if (!this.ours.has(attempt_id)) this.clear(attempt_id);
+        continue;
+      }
       this.attempts.cancel(a);
       this.attempts.afterCancel(a, now);
       // Not spawned (so never will be): no process holds the item.
