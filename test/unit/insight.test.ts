@@ -13,7 +13,7 @@ import { createEngineMetrics } from '../../src/server/metrics';
 import { buildOpenApiDocument } from '../../src/server/openapi';
 import { OpenApiChecker } from './support/http';
 import type { AttemptDetail } from '../../src/shared/api';
-import { PG_SCHEMA_V1 } from '../../src/core/store/pgSchema';
+import { PG_SCHEMA_V1, PG_SCHEMA_VERSION } from '../../src/core/store/pgSchema';
 import { spawn } from 'node:child_process';
 import { ResourceSampler } from '../../src/core/launching/resourceSampler';
 import { allLogs, NODE, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
@@ -222,7 +222,7 @@ describe('attempt insight', function () {
       engine = await Engine.create(ws.options({ storeUrl: url }));
       await engine.start();
       await settled(engine, 60_000);
-      assert.equal(pg!.psql('insight_v1', 'SELECT version FROM em_schema').trim(), '2');
+      assert.equal(pg!.psql('insight_v1', 'SELECT version FROM em_schema').trim(), String(PG_SCHEMA_VERSION));
       const slow = engine.itemDetail('slow')!;
       assert.deepEqual(slow.attempts.map((a) => a.slow), [false, false, false, true, false]);
       assert.equal(slow.durations.count, 5);

@@ -13,6 +13,12 @@ export interface EngineHookMap {
   itemRedefined: (item: ItemDefinition, before: ItemDefinition) => void;
   /** An item reached its outcome through an attempt or a cancel (not a failed dependency, whose feature handles its own). */
   outcome: (itemId: string, outcome: 'launched' | 'failed') => void;
+  /**
+   * The user cancelled an item (in the cancel's batch): `a` is this engine's attempt it ended (with
+   * whether its process was spawned), undefined when this engine ran none of it (on a fleet,
+   * another engine may).
+   */
+  cancelled: (itemId: string, a: (AttemptRef & { spawned: boolean }) | undefined) => void;
   /** An attempt's process was handed to the launcher (services start probing it). */
   attemptSpawned: (a: AttemptRef, run: RunningAttempt) => void;
   /** A service became ready (true), or its ready attempt ended (false): what depends on it may start, or waits again. */

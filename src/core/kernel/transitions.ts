@@ -23,6 +23,7 @@
 //   retryLater()            running          → pending, due after a backoff
 //   failedForGood()         running          → failed
 //   cancelled()             pending, running → failed (`cancelled`), its attempt ended at once
+//   cancelledElsewhere()    (fleet) the attempt of an item cancelled here that another engine runs: failed (`cancelled`)
 //   failedWithoutAttempt()  pending          → failed
 //   retriedByHand()         failed           → pending, attempts reset
 //   ranAgainByHand()        launched         → pending, attempts reset
@@ -219,6 +220,16 @@ export class Transitions {
     this.counts.pending--;
     this.counts.failed++;
     this.hooks.emit('outcome', itemId, 'failed');
+    this.hooks.emit('cancelled', itemId, a);
+  }
+
+  /**
+   * On a fleet: the running attempt of an item cancelled here runs on another engine; its row is
+   * recorded failed (`cancelled`) as cancelled() does for one of ours, and that engine fills in
+   * its process's end when it exits (cancelledAttemptExited).
+   */
+  cancelledElsewhere(attemptId: number, now: number): void {
+    this.store.mutate('attempt_finish', [now, 'failed', null, null, 'cancelled', '', '', attemptId]);
   }
 
   /** A cancelled attempt's process has exited: its row, failed at the cancel, gets how the process ended. */

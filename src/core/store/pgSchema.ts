@@ -5,7 +5,7 @@
 // the `simple` text search configuration: no stemming, no stop words, like SQLite's unicode61.
 import type { MutationKey } from './schema';
 
-export const PG_SCHEMA_VERSION = 2;
+export const PG_SCHEMA_VERSION = 3;
 
 /** Applied once, under an advisory lock, by whichever engine finds the database empty. */
 export const PG_SCHEMA_V1 = `
@@ -151,6 +151,30 @@ ALTER TABLE attempts ADD COLUMN IF NOT EXISTS sampled_every_ms INTEGER;
 ALTER TABLE attempts ADD COLUMN IF NOT EXISTS first_output_ms BIGINT;
 ALTER TABLE attempts ADD COLUMN IF NOT EXISTS slow INTEGER NOT NULL DEFAULT 0;
 `;
+
+/**
+ * Processes still exiting (version 3): one row per attempt whose item was cancelled while its
+ * process runs on, keyed by the engine that has the process, until that engine sees it exit.
+ * Every engine's claim skips an item with such a row of a live engine (lease not expired), so an
+ * item retried right after a cancel gets no second process anywhere in the fleet; a lost engine's
+ * rows block nothing and are removed. `engines.records_exits` says an engine clears its rows: an
+ * engine of an earlier build never does, so no row is written for its processes. Additive and
+ * idempotent, for a new database as for an existing one.
+ */
+export const PG_SCHEMA_V3_EXITS = `
+CREATE TABLE IF NOT EXISTS exiting_processes (
+  attempt_id BIGINT PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  engine_id TEXT NOT NULL,
+  since BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS exiting_processes_item ON exiting_processes (item_id);
+ALTER TABLE engines ADD COLUMN IF NOT EXISTS records_exits INTEGER NOT NULL DEFAULT 0;
+`;
+
+/** Whether an item has a process still exiting on a live engine (for a claim's WHERE). */
+export const NO_PROCESS_EXITING_SQL = `NOT EXISTS (SELECT 1 FROM exiting_processes x JOIN engines e ON e.engine_id = x.engine_id
+      WHERE x.item_id = items.id AND e.lease_until >= em_now())`;
 
 /**
  * The items trigger that keeps /stats's counters in step with the rows, adding to counter row

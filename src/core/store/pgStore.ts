@@ -16,7 +16,7 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } f
 import { startWorker, workerCode } from '../launching/workerCode';
 import type { ItemMatches, LogSearch, StoreBackend, StoreNote, StoreValue } from './backend';
 import type { MutationKey } from './schema';
-import { PG_FLEET_STEP, PG_FLEET_STEP_APPLIED, PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
+import { PG_FLEET_STEP, PG_FLEET_STEP_APPLIED, PG_MUTATIONS, PG_SCHEMA_V1, PG_SCHEMA_V2, PG_SCHEMA_V2_INSIGHT, PG_SCHEMA_V3_EXITS, PG_SCHEMA_VERSION, toPostgres, WITH_ENGINE_ID } from './pgSchema';
 import type { PgAnswer, PgNotice, PgRequest, PgWorkerData } from './pgWorker';
 import { redactStoreUrl } from '../../shared/storeUrl';
 import { searchItemsInPostgres, searchLogsInPostgres } from './pgSearch';
@@ -141,8 +141,8 @@ export class PgStore implements StoreBackend {
     store.error = null;
     store.migrate();
     store.query(
-      `INSERT INTO engines (engine_id, host, pid, state, started_at, last_heartbeat_at, lease_until, running, workspaces)
-       VALUES ($1, $2, $3, 'running', em_now(), em_now(), em_now() + $4, 0, $5)`,
+      `INSERT INTO engines (engine_id, host, pid, state, started_at, last_heartbeat_at, lease_until, running, workspaces, records_exits)
+       VALUES ($1, $2, $3, 'running', em_now(), em_now(), em_now() + $4, 0, $5, 1)`,
       [store.engineId, os.hostname(), process.pid, options.leaseMs, JSON.stringify(options.workspaces ?? [])],
     );
     store.heartbeatAt[0] = Date.now();
@@ -165,6 +165,10 @@ export class PgStore implements StoreBackend {
         this.query(PG_SCHEMA_V2);
         this.query(PG_SCHEMA_V2_INSIGHT);
         this.query('UPDATE em_schema SET version = 2');
+      }
+      if (version < 3) {
+        this.query(PG_SCHEMA_V3_EXITS);
+        this.query('UPDATE em_schema SET version = 3');
       }
       if (!this.query<{ applied: boolean }>(PG_FLEET_STEP_APPLIED)[0].applied) this.query(PG_FLEET_STEP);
       this.query('COMMIT');

@@ -16,7 +16,8 @@ import type { EngineLog } from '../../kernel/engineLog';
 import type { EngineOptions } from '../../kernel/engineOptions';
 import type { ItemRow } from '../../reads/records';
 import { isStoreUnavailable, PgStore } from '../../store/pgStore';
-import { cwdInsideSql } from '../../store/pgSchema';
+import { cwdInsideSql, NO_PROCESS_EXITING_SQL } from '../../store/pgSchema';
+import { ExitingProcesses } from './exitingProcesses';
 import { FleetWork } from './fleet';
 
 /** How often a fleet engine with free slots looks for items other engines made due. */
@@ -26,6 +27,7 @@ export class FleetClaimer implements Claimer {
   readonly shared = true;
   readonly insertLog: (row: (string | number | null)[]) => number;
   private readonly fleet: FleetWork;
+  private readonly exiting: ExitingProcesses;
   private readonly workspaces: string;
   private readonly dueSql: string;
 
@@ -35,12 +37,13 @@ export class FleetClaimer implements Claimer {
     private readonly attempts: Attempts,
   ) {
     this.fleet = new FleetWork(pg, k.events, k.options.workspaceFolders);
+    this.exiting = new ExitingProcesses(pg, k, attempts);
     this.insertLog = (row) => pg.insertLog(row);
     this.workspaces = JSON.stringify(k.options.workspaceFolders);
     // readDueItems' query, plus: only what this engine could start, and not an item whose
-    // cancelled attempt's process this engine still has ($4: their ids).
+    // cancelled attempt's process this engine ($4: their ids) or another live one still has.
     this.dueSql = `SELECT * FROM items WHERE outcome = 'pending' AND held = 0 AND blocked = 0 AND running = 0 AND due_at <= $1 AND ${cwdInsideSql('$3')}
-      AND items.id NOT IN (SELECT jsonb_array_elements_text($4::jsonb))
+      AND items.id NOT IN (SELECT jsonb_array_elements_text($4::jsonb)) AND ${NO_PROCESS_EXITING_SQL}
       ORDER BY priority DESC, due_at, seq LIMIT $2 FOR UPDATE OF items SKIP LOCKED`;
   }
 
@@ -70,8 +73,8 @@ export class FleetClaimer implements Claimer {
   /**
    * A claim the database could not commit is dropped as a whole: nothing was spawned. One item,
    * one process at a time, as on the local store: an item retried right after a cancel is not
-   * claimed while its cancelled attempt's process is still exiting here (a SIGTERM-deaf one lives
-   * until its SIGKILL); that exit dispatches again.
+   * claimed while its cancelled attempt's process is still exiting, here or on another live engine
+   * of the fleet (a SIGTERM-deaf one lives until its SIGKILL); that exit dispatches again.
    */
   claim(free: number, now: number, record: (rows: ItemRow[]) => ActiveAttempt[]): LaunchRound | null {
     if (!this.pg.leaseHeld) return null;
@@ -94,6 +97,7 @@ export class FleetClaimer implements Claimer {
 
   recordOutcome(a: ActiveAttempt, result: AttemptResult, problems: AttemptProblem[] | null): void {
     try {
+      if (this.exiting.endedAfterCancelElsewhere(a, result, problems)) return;
       this.attempts.finish(a, result, false, problems);
     } catch (err) {
       if (!isStoreUnavailable(err)) throw err;
@@ -125,6 +129,7 @@ export class FleetClaimer implements Claimer {
       for (const [a, result, problems] of fleet.takeDeferred<ActiveAttempt>()) this.recordOutcome(a, result, problems);
       for (const entry of fleet.takeUnwrittenLogs()) this.k.log(...entry);
       this.fleet.checkWorkspaces((message, details) => this.k.log('engine_started', 'warn', message, null, details));
+      this.exiting.tick();
       const lost = this.k.store.batch(() => {
         const rows = fleet.claimLostAttempts();
         for (const r of rows) this.attempts.interrupted(r, `interrupted: engine ${r.engineId} lost its lease`);
