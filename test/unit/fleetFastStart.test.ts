@@ -10,22 +10,28 @@ import { fleetFixture } from './support/fleetFixture';
 import { TempWorkspace, waitFor } from './support/workspace';
 import type { StatsOverview, StatusResponse } from '../../src/shared/api';
 
+const LOOK_MS = 60_000;
+
 describe('fleet: fast start on another engine (LISTEN/NOTIFY)', function () {
   this.timeout(240_000);
   const fleet = fleetFixture();
   const { engines, workspaces } = fleet;
 
-  it('an item ingested by a busy engine starts on an idle one within tens of milliseconds, not at its next look', async () => {
+  it('an item ingested by a busy engine starts on an idle one at its notification, not at its next look', async () => {
     const url = fleet.pg.createDatabase('fleet_fast');
     const shared = new TempWorkspace('engine-fleet-fast-');
     const own = new TempWorkspace('engine-fleet-own-');
     workspaces.push(shared, own);
     mkdirSync(path.join(shared.folder, '.engine', 'queue-b'), { recursive: true });
-    const common = ['--store', url, '--concurrency', '1', '--poll-interval', '200'];
+    // B's own looks for due items (the fleet's look, and a dispatch after each poll of its empty
+    // queue folder) a minute apart. What is left besides the notification is B's once-a-second
+    // tick: without the notification these items start 0.5-1 s after their ingestion, with it in
+    // single milliseconds (2-95 ms at load 25).
+    const env = { ENGINE_MONITOR_FLEET_LOOK_MS: String(LOOK_MS) };
     // A has a folder of its own besides the shared one; B only the shared one.
-    const a = await serve(['--workspace', shared.folder, '--workspace', own.folder, '--storage', `${shared.storage}-a`, ...common], 60_000);
+    const a = await serve(['--workspace', shared.folder, '--workspace', own.folder, '--storage', `${shared.storage}-a`, '--store', url, '--concurrency', '1', '--poll-interval', '200'], 60_000, env);
     engines.push(a);
-    const b = await serve(['--workspace', shared.folder, '--queue-dir', '.engine/queue-b', '--storage', `${shared.storage}-b`, ...common], 60_000);
+    const b = await serve(['--workspace', shared.folder, '--queue-dir', '.engine/queue-b', '--storage', `${shared.storage}-b`, '--store', url, '--concurrency', '1', '--poll-interval', String(LOOK_MS)], 60_000, env);
     engines.push(b);
     const bId = (await getJson<StatusResponse>(`${b.url}/status`)).engine.engineId;
 
@@ -36,7 +42,7 @@ describe('fleet: fast start on another engine (LISTEN/NOTIFY)', function () {
     const n = 20;
     for (let i = 0; i < n; i++) {
       shared.enqueue(`fast-${i}.json`, [{ id: `fast-${i}`, command: 'true' }]);
-      await waitFor(`fast-${i} launched`, async () => (await getJson<{ overview: StatsOverview }>(`${b.url}/stats`)).overview.launched === i + 1, 60_000);
+      await waitFor(`fast-${i} to start on B`, async () => (await getJson<{ overview: StatsOverview }>(`${b.url}/stats`)).overview.launched === i + 1, LOOK_MS / 2);
     }
 
     // From the ingesting engine's commit of the item to the other engine's claim of it.
@@ -49,8 +55,9 @@ describe('fleet: fast start on another engine (LISTEN/NOTIFY)', function () {
     assert.ok(rows.every(([engine]) => engine === bId), 'every item started on the idle engine');
     const delays = rows.map(([, ms]) => Number(ms)).sort((x, y) => x - y);
     console.log(`      ingest → start on the other engine, ms: ${delays.join(' ')}`);
-    // Looking every 250 ms alone, about 60 % of these would take over 100 ms.
-    const quick = delays.filter((ms) => ms <= 100).length;
-    assert.ok(quick >= n - 2, `at least ${n - 2} of ${n} within 100 ms: ${delays.join(', ')}`);
+    // Well under B's tick, with room for a loaded machine: without the notification none but by
+    // chance would be this quick.
+    const quick = delays.filter((ms) => ms <= 400).length;
+    assert.ok(quick >= n - 2, `at least ${n - 2} of ${n} within 400 ms: ${delays.join(', ')}`);
   });
 });

@@ -20,8 +20,12 @@ import { cwdInsideSql, NO_PROCESS_EXITING_SQL } from '../../store/pgSchema';
 import { ExitingProcesses } from './exitingProcesses';
 import { FleetWork } from './fleet';
 
-/** How often a fleet engine with free slots looks for items other engines made due. */
-const FLEET_DISPATCH_MS = 250;
+/**
+ * How often a fleet engine with free slots looks for items other engines made due, besides the
+ * database's notification of each one. ENGINE_MONITOR_FLEET_LOOK_MS sets another interval: the
+ * test of the notification makes it a minute, so that only a notification starts an item soon.
+ */
+const FLEET_DISPATCH_MS = Number(process.env.ENGINE_MONITOR_FLEET_LOOK_MS) > 0 ? Number(process.env.ENGINE_MONITOR_FLEET_LOOK_MS) : 250;
 
 export class FleetClaimer implements Claimer {
   readonly shared = true;
