@@ -1,7 +1,9 @@
 // Small helpers shared by the benchmark runner and its child processes.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
+import type { EngineOptions } from '../src/core/kernel/engine';
 
 /** One row of the benchmark's table (bench-results/<name>.md and .json; docs/PERFORMANCE.md quotes them). */
 export interface Row {
@@ -249,5 +251,27 @@ export function memoryBreakdown(): MemoryBreakdown {
     external: m.external,
     arrayBuffers: m.arrayBuffers,
     wasm: wasmMemories.reduce((sum, w) => sum + w.buffer.byteLength, 0),
+  };
+}
+
+/**
+ * The engine options every bench child starts from: the workspace `<root>/ws` with its default
+ * queue folder, storage in `<root>/storage`, one attempt per item, a 60 s timeout, the engine
+ * running from the start; `overrides` gives what a scenario measures.
+ */
+export function benchEngineOptions(root: string, overrides: Partial<EngineOptions>): EngineOptions {
+  return {
+    workspaceFolders: [path.join(root, 'ws')],
+    storageDir: path.join(root, 'storage'),
+    queueDirectory: '.engine/queue',
+    pollIntervalMs: 2000,
+    concurrency: 1,
+    maxAttempts: 1,
+    timeoutMs: 60_000,
+    logMaxEntries: 100_000,
+    logMaxAgeDays: 14,
+    initialMode: 'running',
+    version: '0.0.0-bench',
+    ...overrides,
   };
 }

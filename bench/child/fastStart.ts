@@ -15,7 +15,7 @@ import { Socket } from 'node:net';
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer } from '../../src/server/server';
-import { benchLaunchHelper } from '../lib';
+import { benchEngineOptions, benchLaunchHelper } from '../lib';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { SETTINGS } from '../../src/shared/settings';
 
@@ -71,20 +71,13 @@ async function main(): Promise<void> {
   const shell = (id: string) => ({ command: '/bin/sh', args: ['-c', 'echo "$1" > "$0"', fifo, id] });
 
   const pollIntervalMs = SETTINGS['engine.pollIntervalMs'].default;
-  const engine = await Engine.create({
-    workspaceFolders: [ws],
-    storageDir: path.join(config.root, 'storage'),
-    queueDirectory: '.engine/queue',
-    pollIntervalMs,
-    concurrency: 4,
-    maxAttempts: 1,
-    timeoutMs: 60_000,
-    logMaxEntries: 100_000,
-    logMaxAgeDays: 14,
-    initialMode: 'running',
-    version: '0.0.0-bench',
-    launchHelper: benchLaunchHelper('fast-start', locateLaunchHelper),
-  });
+  const engine = await Engine.create(
+    benchEngineOptions(config.root, {
+      pollIntervalMs,
+      concurrency: 4,
+      launchHelper: benchLaunchHelper('fast-start', locateLaunchHelper),
+    }),
+  );
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0, token: TOKEN });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });

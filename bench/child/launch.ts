@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node
 import path from 'node:path';
 import { Engine } from '../../src/core/kernel/engine';
 import { startHttpServer } from '../../src/server/server';
-import { benchLaunchHelper, checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
+import { benchEngineOptions, benchLaunchHelper, checkpointInFlight, LoopMonitor, timeSnapshots } from '../lib';
 import type { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 
@@ -91,27 +91,19 @@ async function main(): Promise<void> {
 
   // Read by the launch helpers the engine forks (they inherit this environment).
   if (config.sampleResources === false) process.env.ENGINE_MONITOR_SAMPLE_RESOURCES = '0';
-  const engine = await Engine.create({
-    workspaceFolders: [ws],
-    storageDir: path.join(config.root, 'storage'),
-    queueDirectory: '.engine/queue',
-    pollIntervalMs: 2000,
-    concurrency: config.concurrency,
-    maxAttempts: 1,
-    timeoutMs: 60_000,
-    logMaxEntries: 100_000,
-    logMaxAgeDays: 14,
-    initialMode: 'running',
-    version: '0.0.0-bench',
-    snapshotIntervalMs: config.snapshotIntervalMs,
-    // A snapshot at every interval with a change: the engine's default waits for 1 MiB of journal,
-    // more than a whole run writes, and scenario 3 asks for the loop delay with snapshots included.
-    snapshotMinJournalBytes: 0,
-    // The bundle beside this one, as the engine host finds it beside dist/cli.js.
-    launchHelper: benchLaunchHelper('launch', locateLaunchHelper),
-    captureOutput: config.captureOutput !== false,
-    launchHelpers: config.launchHelpers,
-  });
+  const engine = await Engine.create(
+    benchEngineOptions(config.root, {
+      concurrency: config.concurrency,
+      snapshotIntervalMs: config.snapshotIntervalMs,
+      // A snapshot at every interval with a change: the engine's default waits for 1 MiB of journal,
+      // more than a whole run writes, and scenario 3 asks for the loop delay with snapshots included.
+      snapshotMinJournalBytes: 0,
+      // The bundle beside this one, as the engine host finds it beside dist/cli.js.
+      launchHelper: benchLaunchHelper('launch', locateLaunchHelper),
+      captureOutput: config.captureOutput !== false,
+      launchHelpers: config.launchHelpers,
+    }),
+  );
   const workerMs: number[] = [];
   const snapshotParts: { part: string; ms: number; at: number }[] = [];
   const snapshots = timeSnapshots((engine as unknown as { store: Parameters<typeof timeSnapshots>[0] }).store, workerMs, snapshotParts);

@@ -8,7 +8,7 @@ import { Engine } from '../../src/core/kernel/engine';
 import type { AttemptLauncher } from '../../src/core/launching';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';
-import { benchLaunchHelper, floodScript, LoopMonitor } from '../lib';
+import { benchEngineOptions, benchLaunchHelper, floodScript, LoopMonitor } from '../lib';
 
 interface Config {
   root: string;
@@ -31,22 +31,16 @@ async function main(): Promise<void> {
   };
   // One attempt first, so the launch helper is up before the idle measurement.
   enqueue('warmup.json', { id: 'warmup', command: process.execPath, args: ['-e', '0'] });
-  const engine = await Engine.create({
-    workspaceFolders: [ws],
-    storageDir: path.join(config.root, 'storage'),
-    queueDirectory: '.engine/queue',
-    pollIntervalMs: 100,
-    // One slot for the flood (or, for the idle figure, a sleeping attempt), four for the launches.
-    concurrency: 5,
-    maxAttempts: 1,
-    timeoutMs: 120_000,
-    logMaxEntries: 100_000,
-    logMaxAgeDays: 14,
-    initialMode: 'running',
-    version: '0.0.0-bench',
-    launchHelper: benchLaunchHelper('output', locateLaunchHelper),
-    outputMaxBytes: config.outputMaxBytes,
-  });
+  const engine = await Engine.create(
+    benchEngineOptions(config.root, {
+      pollIntervalMs: 100,
+      // One slot for the flood (or, for the idle figure, a sleeping attempt), four for the launches.
+      concurrency: 5,
+      timeoutMs: 120_000,
+      launchHelper: benchLaunchHelper('output', locateLaunchHelper),
+      outputMaxBytes: config.outputMaxBytes,
+    }),
+  );
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
   const launcher = (engine as unknown as { launcher: AttemptLauncher }).launcher;

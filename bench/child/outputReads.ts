@@ -15,7 +15,7 @@ import { DEFAULT_OUTPUT_MAX_BYTES } from '../../src/core/features/output/outputF
 import { closeLayout, outputView, readLayout } from '../../src/core/features/output/outputReader';
 import { locateLaunchHelper } from '../../src/host/launchHelperEntry';
 import { startHttpServer } from '../../src/server/server';
-import { benchLaunchHelper } from '../lib';
+import { benchEngineOptions, benchLaunchHelper } from '../lib';
 
 interface Config {
   root: string;
@@ -44,20 +44,12 @@ async function main(): Promise<void> {
   // It prints nothing: its output files are written below.
   writeFileSync(path.join(queue, 'item.json.tmp'), JSON.stringify({ id: ITEM, command: '/bin/true' }));
   renameSync(path.join(queue, 'item.json.tmp'), path.join(queue, 'item.json'));
-  const engine = await Engine.create({
-    workspaceFolders: [ws],
-    storageDir: path.join(config.root, 'storage'),
-    queueDirectory: '.engine/queue',
-    pollIntervalMs: 100,
-    concurrency: 1,
-    maxAttempts: 1,
-    timeoutMs: 60_000,
-    logMaxEntries: 100_000,
-    logMaxAgeDays: 14,
-    initialMode: 'running',
-    version: '0.0.0-bench',
-    launchHelper: benchLaunchHelper('outputReads', locateLaunchHelper),
-  });
+  const engine = await Engine.create(
+    benchEngineOptions(config.root, {
+      pollIntervalMs: 100,
+      launchHelper: benchLaunchHelper('outputReads', locateLaunchHelper),
+    }),
+  );
   await engine.start();
   const server = await startHttpServer(engine, { host: '127.0.0.1', port: 0 });
   await new Promise<void>((resolve) => {
