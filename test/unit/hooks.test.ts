@@ -106,14 +106,19 @@ describe('Hooks: --on-item-failed, --on-health-change, --notify-url', function (
     return r;
   }
 
-  /** A hook command line that saves its stdin and environment (event, URL, and whether it got the API token) to a new file in `out`, named after `prefix`. */
+  /**
+   * A hook command line that saves its stdin and environment (event, URL, and whether it got the
+   * API token) to a new file in `out`, named after `prefix`. The environment file, whose presence
+   * says the record is complete, is renamed into place: the shell's `>` creates it empty before
+   * printf writes, and a test once read it in between (an empty environment, in a full CI run).
+   */
   const recordingHook = (prefix: string) =>
-    `f=$(mktemp '${out}/${prefix}.XXXXXX') && cat > "$f" && printf '%s %s %s' "$ENGINE_HOOK_EVENT" "$ENGINE_MONITOR_URL" "\${ENGINE_MONITOR_TOKEN-unset}" > "$f.env"`;
+    `f=$(mktemp '${out}/${prefix}.XXXXXX') && cat > "$f" && printf '%s %s %s' "$ENGINE_HOOK_EVENT" "$ENGINE_MONITOR_URL" "\${ENGINE_MONITOR_TOKEN-unset}" > "$f.partial" && mv "$f.partial" "$f.env"`;
 
   /** What the recording hooks saved, parsed, oldest file first is not promised: sorted by the caller. */
   const recorded = <T>(prefix: string): { event: T; text: string; env: string }[] =>
     readdirSync(out)
-      .filter((f) => f.startsWith(`${prefix}.`) && !f.endsWith('.env') && existsSync(path.join(out, `${f}.env`)))
+      .filter((f) => f.startsWith(`${prefix}.`) && !f.endsWith('.env') && !f.endsWith('.partial') && existsSync(path.join(out, `${f}.env`)))
       .map((f) => {
         const text = readFileSync(path.join(out, f), 'utf8');
         return { event: JSON.parse(text) as T, text, env: readFileSync(path.join(out, `${f}.env`), 'utf8') };
