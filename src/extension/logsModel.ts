@@ -97,6 +97,7 @@ export class LogsModel extends Disposable {
     await this.state.update(FILTER_KEY, clean);
     void vscode.commands.executeCommand('setContext', ContextKeys.logFilterActive, isLogFilterActive(clean));
     this._entries = [];
+    this.live = []; // gathered under the old filter
     this._onDidChange.fire();
     this.reload.trigger(true);
   }
@@ -116,13 +117,14 @@ export class LogsModel extends Disposable {
 
   private flushLive(): void {
     this.liveTimer = undefined;
-    const newestShown = this._entries.length ? this._entries[0].id : 0;
-    const fresh = this.live.filter((e) => e.id > newestShown);
+    // What is shown is told by id, not by "at most the newest id shown": on a fleet an entry can
+    // come after one with a higher id (engines draw ids from one sequence and commit in any order).
+    // It goes where its id puts it, newest first.
+    const shown = new Set(this._entries.map((e) => e.id));
+    const fresh = this.live.filter((e) => !shown.has(e.id) && (shown.add(e.id), true));
     this.live = [];
     if (fresh.length === 0) return;
-    // Entries arrive in id order, so the batch reversed goes on top as it is.
-    fresh.sort((a, b) => b.id - a.id);
-    this._entries = fresh.length >= LOGS_SHOWN ? fresh.slice(0, LOGS_SHOWN) : [...fresh, ...this._entries.slice(0, LOGS_SHOWN - fresh.length)];
+    this._entries = [...fresh, ...this._entries].sort((a, b) => b.id - a.id).slice(0, LOGS_SHOWN);
     this._onDidChange.fire();
   }
 
@@ -138,7 +140,8 @@ export class LogsModel extends Disposable {
       const entries = await this.connection.get<LogEntry[]>(logsPath(filter, { limit: LOGS_SHOWN }));
       if (filter !== this._filter) return; // a newer filter's load is on its way
       this._entries = entries;
-      this.live = this.live.filter((e) => e.id > (entries[0]?.id ?? 0));
+      // Live entries that came while this load was on its way stay queued: the ones it holds
+      // already are told apart by id when the queue is shown.
       this.error = undefined;
     } catch (err) {
       this.error = err instanceof Error ? err.message : String(err);

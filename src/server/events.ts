@@ -13,11 +13,18 @@
 // Ordering guarantees per client: initial `stats` and `health`, then (with Last-Event-ID) every
 // log entry after that id in ascending order, then live entries — with no gap and no duplicate,
 // because a client only goes live once a replay query returned hasMore=false *in the same tick*
-// (the engine emits synchronously, so nothing can slip in between), and live entries are only
-// sent when their id is above the last id that client received.
+// (the engine emits synchronously, so nothing can slip in between), and a live entry is skipped
+// only when a replay sent it already (its notification came late).
+//
+// Live entries are sent as they come, not only above the last id sent: on a fleet, ids come from
+// one sequence that every engine draws from, and engines commit in any order. Another engine's
+// entry can arrive after one of ours with a higher id (it took its id first and committed last,
+// or its notification came later), and a rule of "above the last id sent" dropped it: the engine
+// that claimed an item another engine discovered never streamed the discovery.
 import type { ServerResponse } from 'node:http';
 import type { HealthResponse, LogEntry } from '../shared/api';
 import type { EngineEvent, HealthSnapshot, MonitoredEngine } from '../core/kernel/monitoredEngine';
+import { RecentIds } from '../shared/recentIds';
 
 export interface EventHubOptions {
   /** Minimum gap between two `stats` events to one client (at most 4 per second, as the API promises). */
@@ -51,8 +58,10 @@ interface Client {
   closed: boolean;
   /** While true, live log events are skipped: the replay (catch-up) loop will fetch them. */
   replaying: boolean;
-  /** Highest log id sent to this client (-1: none). */
+  /** Highest log id sent to this client (-1: none): where a catch-up replay resumes. */
   lastLogId: number;
+  /** Ids the replays sent lately: a live entry among them was sent already. */
+  replayed?: RecentIds;
   lastStatsAt: number;
   statsTimer?: NodeJS.Timeout;
 }
@@ -163,7 +172,7 @@ export class EventHub {
       const entry = event.entry;
       let text: string | undefined;
       for (const client of this.clients) {
-        if (client.replaying || entry.id <= client.lastLogId) continue;
+        if (client.replaying || client.replayed?.has(entry.id)) continue;
         text ??= logFrame(entry);
         if (client.res.writableLength + text.length > this.options.maxBufferedBytes) {
           // Too far behind: stop queueing; fetch from the engine once the socket drains.
@@ -171,7 +180,7 @@ export class EventHub {
           this.startReplay(client);
           continue;
         }
-        client.lastLogId = entry.id;
+        client.lastLogId = Math.max(client.lastLogId, entry.id);
         this.write(client, text);
       }
     } else {
@@ -272,7 +281,8 @@ export class EventHub {
           break;
         }
         const text = logFrame(entry);
-        client.lastLogId = entry.id;
+        client.lastLogId = Math.max(client.lastLogId, entry.id);
+        (client.replayed ??= new RecentIds([], 1024)).add(entry.id);
         this.write(client, text);
         if (client.closed) return;
         this.spendReplayBytes(text.length);

@@ -3,26 +3,12 @@
 // the server's fault (exit 3), not a stack trace. A real HTTP server on loopback that answers what
 // a broken or hostile one would, and the real client process.
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import { assertBuilt, CLI } from './support/cli';
+import { runClient } from './support/cli';
 import { waitFor } from './support/workspace';
 
 const ESC = '\x1b';
-
-function runClient(args: string[]): { stdout(): string; stderr(): string; exited: Promise<number | null>; kill(): void } {
-  assertBuilt();
-  const { ENGINE_MONITOR_URL: _u, ENGINE_MONITOR_TOKEN: _t, ...env } = process.env;
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: os.tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  return { stdout: () => out, stderr: () => err, exited, kill: () => child.kill('SIGTERM') };
-}
 
 describe('command-line client: a server that is not what it claims', function () {
   this.timeout(60_000);

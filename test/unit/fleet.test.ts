@@ -2,9 +2,9 @@
 // postgres://…`) on one real PostgreSQL server started by the test. Every claim is checked in the
 // database itself: attempts per item, which engine ran each, what was interrupted.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { allLogs, getJson, processesMentioning, serve, type ServeProcess } from './support/cli';
+import { allLogs, getJson, processesMentioning, runClient, serve, type ServeProcess } from './support/cli';
 import { fleetFixture } from './support/fleetFixture';
 import { PostgresServer } from './support/postgres';
 import { TempWorkspace, waitFor } from './support/workspace';
@@ -208,6 +208,50 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
       assert.equal(discovered.itemId, 'seen-1');
     } finally {
       sse.close();
+    }
+  });
+  it('/events and `logs --follow` carry another engine\'s entry that comes after one of ours with a higher id', async () => {
+    // Engines draw log ids from one sequence and commit in any order: an entry whose id was drawn
+    // before our next one can be committed, and announced, after it. Here the id is drawn first by
+    // hand and the row committed after our own entry has been streamed: the order a busy fleet
+    // gives when the engine that claims an item streams its own entries before the discovery
+    // another engine wrote. Both the stream and the command-line follower used to drop it.
+    const { db, ws, es } = await fleet(2);
+    const sse = await SseClient.open(es[1].url);
+    const follower = runClient(['logs', '--follow', '--json', '--url', es[1].url]);
+    try {
+      // History first (the engines' start entries), so our entry below comes through its stream.
+      await waitFor(`the follower printing the history (stderr: ${follower.stderr()})`, () => follower.stdout().includes('\n'), 30_000);
+      const late = Number(sql(db, "SELECT nextval('logs_id_seq')"));
+      writeFileSync(path.join(ws.folder, '.engine', 'queue-1', 'ours.json.partial'), JSON.stringify([{ id: 'ours-1', command: 'true' }]));
+      renameSync(path.join(ws.folder, '.engine', 'queue-1', 'ours.json.partial'), path.join(ws.folder, '.engine', 'queue-1', 'ours.json'));
+      await sse.waitFor(
+        (events) => events.some((e) => e.event === 'log' && (JSON.parse(e.data) as LogEntry).itemId === 'ours-1'),
+        30_000,
+        'our own entry for ours-1',
+      );
+      const oursId = sse.named('log').map((e) => JSON.parse(e.data) as LogEntry).find((e) => e.itemId === 'ours-1')!.id;
+      assert.ok(oursId > late, `our entry (${oursId}) has a higher id than the one drawn before it (${late})`);
+      await waitFor('the follower printing our entry', () => follower.stdout().includes('"ours-1"'), 30_000);
+
+      sql(db, `INSERT INTO logs (id, ts, action, level, message, item_id, details, engine_id) VALUES (${late}, ${Date.now()}, 'item_discovered', 1, 'Discovered item late-1', 'late-1', NULL, 'engine-elsewhere')`);
+      await sse.waitFor(
+        (events) => events.some((e) => e.event === 'log' && (JSON.parse(e.data) as LogEntry).id === late),
+        30_000,
+        `the other engine's entry ${late}, after ours ${oursId}`,
+      );
+      await waitFor(`the follower printing entry ${late}`, () => follower.stdout().includes('"late-1"'), 30_000);
+      const printed = follower
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as LogEntry);
+      assert.equal(printed.filter((e) => e.id === late).length, 1, 'printed once');
+      assert.equal(printed.find((e) => e.id === late)!.engineId, 'engine-elsewhere');
+    } finally {
+      sse.close();
+      follower.kill();
+      await follower.exited;
     }
   });
 });

@@ -14,6 +14,7 @@ import type {
 } from '../../shared/api';
 import { formatDuration } from '../../shared/format';
 import { logsPath, matchesLogFilter, type LogFilter } from '../../shared/logFilter';
+import { RecentIds } from '../../shared/recentIds';
 import { SseParser } from '../../shared/sse';
 import { AnswerShapeError, EngineError, parseAnswer as parse, request, requestJson, unreachable, UnreachableError, type Endpoint } from './connection';
 import { HEALTH, ITEM_DETAIL, ITEMS, LOG_ENTRIES, LOG_ENTRY, STATS, STATUS } from './shapes';
@@ -199,6 +200,9 @@ async function followLogs(endpoint: Endpoint, io: Io, asJson: boolean, filter: L
   const history = (await requestJson<LogEntry[]>(endpoint, logsPath(filter, { limit }), LOG_ENTRIES)).body.filter((e) => e.id <= newest).reverse();
   for (const e of history) await print(e);
   let lastId = newest;
+  // On a fleet an entry can come after one with a higher id (engines draw ids from one sequence and
+  // commit in any order), so what was printed is told by id, not by "at most the last id".
+  const printed = new RecentIds(history.map((e) => e.id));
   let failures = 0;
   while (!io.stop.aborted) {
     let connected = false;
@@ -212,8 +216,8 @@ async function followLogs(endpoint: Endpoint, io: Io, asJson: boolean, filter: L
         for (const ev of parser.push(decoder.decode(chunk, { stream: true }))) {
           if (ev.event !== 'log') continue;
           const entry = parse<LogEntry>(endpoint, '/events', ev.data, LOG_ENTRY);
-          if (entry.id <= lastId) continue;
-          lastId = entry.id;
+          if (!printed.add(entry.id)) continue;
+          lastId = Math.max(lastId, entry.id);
           if (matchesLogFilter(filter, entry)) await print(entry);
         }
       }

@@ -1,6 +1,7 @@
 // Runs the built CLI (dist/cli.js) as a real child process, as users and the extension do.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { LogEntry } from '../../../src/shared/api';
 
@@ -8,6 +9,19 @@ export const CLI = path.resolve(__dirname, '../../../dist/cli.js');
 
 export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`);
+}
+
+/** The command-line client as a user runs it: no engine address or token from this environment. */
+export function runClient(args: string[]): { stdout(): string; stderr(): string; exited: Promise<number | null>; kill(): void } {
+  assertBuilt();
+  const { ENGINE_MONITOR_URL: _u, ENGINE_MONITOR_TOKEN: _t, ...env } = process.env;
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: os.tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return { stdout: () => out, stderr: () => err, exited, kill: () => child.kill('SIGTERM') };
 }
 
 export interface ServeProcess {
