@@ -95,7 +95,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
         await new Promise((r) => setTimeout(r, 100));
         const dead = es.find((e) => e.exit);
         if (dead) throw new Error(`engine ${es.indexOf(dead)} exited (${dead.exit!.code ?? dead.exit!.signal}) during the drain:\n${dead.stderr()}`);
-        const s = await getJson<{ overview: { launched: number; failed: number } }>(`${es.find((e) => !e.exit)!.url}/stats`);
+        const s = await getJson<{ overview: { launched: number; failed: number } }>(`${es.find((e) => !e.exit)!.url}/stats`, 10_000, TOKEN);
         if (s.overview.launched + s.overview.failed >= ctx.items) break;
       }
       const wallMs = Number(sql(db, 'SELECT max(finished_at) FROM attempts')) - t0;
@@ -114,12 +114,12 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
       let bId = '';
       if (cross) {
         const b = await start(url, dir, [ws], 1);
-        bId = (await getJson<{ engine: { engineId: string } }>(`${b.url}/status`)).engine.engineId;
+        bId = (await getJson<{ engine: { engineId: string } }>(`${b.url}/status`, 10_000, TOKEN)).engine.engineId;
         // The ingesting engine's slots, taken by items only it can start (their cwd is its own folder).
         enqueue(own, 'busy.json', Array.from({ length: CONCURRENCY }, (_, i) => ({ id: `busy-${i}`, command: 'sleep', args: ['3600'] })));
         for (;;) {
           await new Promise((r) => setTimeout(r, 100));
-          if ((await getJson<{ engine: { running: number } }>(`${a.url}/status`)).engine.running === CONCURRENCY) break;
+          if ((await getJson<{ engine: { running: number } }>(`${a.url}/status`, 10_000, TOKEN)).engine.running === CONCURRENCY) break;
         }
       }
       const submittedAt = new Map<string, number>();
@@ -129,7 +129,7 @@ export async function scenarioFleetJobs(ctx: FleetJobsContext): Promise<void> {
         await submitItems(a.url, [{ id, command: '/bin/date', args: ['+%s%3N'] }]);
         for (;;) {
           await new Promise((r) => setTimeout(r, 10));
-          const d = await getJson<{ outcome: string }>(`${a.url}/items/${id}`).catch(() => undefined);
+          const d = await getJson<{ outcome: string }>(`${a.url}/items/${id}`, 10_000, TOKEN).catch(() => undefined);
           if (d && d.outcome !== 'pending') break;
         }
       }

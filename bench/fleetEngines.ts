@@ -87,8 +87,10 @@ export function enqueue(workspace: string, name: string, items: unknown[], queue
   return at;
 }
 
-export async function getJson<T>(url: string, timeoutMs = 10_000): Promise<T> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) }).catch((err: Error & { cause?: { code?: string } }) => {
+/** `token`: the engine's, when it was started with one (it then guards reads too). */
+export async function getJson<T>(url: string, timeoutMs = 10_000, token?: string): Promise<T> {
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch((err: Error & { cause?: { code?: string } }) => {
     throw new Error(`${url}: ${err.message} (${err.cause?.code ?? err.name})`);
   });
   if (!res.ok) throw new Error(`${url}: ${res.status}`);

@@ -52,6 +52,7 @@ async function main(): Promise<void> {
   log(`engine-monitor bench "${CFG.name}"${QUICK ? ' (quick)' : ''} on ${os.cpus().length} CPU(s), node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   await build();
   mkdirSync(TMP, { recursive: true });
+  let failure: Error | undefined;
   try {
     if (CFG.only.includes('api')) await scenarioApi();
     if (CFG.only.includes('search')) await scenarioSearch();
@@ -93,6 +94,10 @@ async function main(): Promise<void> {
         raw,
       });
     }
+  } catch (err) {
+    // The rows measured before the failure are written all the same: a full run is most of an
+    // hour on a quiet machine, and its figures are worth keeping when a later scenario breaks.
+    failure = err as Error;
   } finally {
     rmSync(TMP, { recursive: true, force: true });
   }
@@ -103,14 +108,16 @@ async function main(): Promise<void> {
     `Machine: ${machine}; load average at start ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}. Took ${seconds.toFixed(0)} s.\n\n` +
     `${table()}\n\n` +
     `Targets met: ${rows.filter((r) => r.met === true).length}; missed: ${rows.filter((r) => r.met === false).length}` +
-    `${rows.some((r) => r.met === false) ? ` (${rows.filter((r) => r.met === false).map((r) => r.measure).join('; ')})` : ''}.\n`;
+    `${rows.some((r) => r.met === false) ? ` (${rows.filter((r) => r.met === false).map((r) => r.measure).join('; ')})` : ''}.\n` +
+    (failure ? `\n**The run broke** before it ended, so later scenarios are missing: ${failure.message}\n` : '');
   mkdirSync(OUT, { recursive: true });
   writeFileSync(
     path.join(OUT, `${CFG.name}.json`),
-    JSON.stringify({ name: CFG.name, startedAt: started.toISOString(), seconds, machine, config: CFG, rows, raw }, null, 2),
+    JSON.stringify({ name: CFG.name, startedAt: started.toISOString(), seconds, machine, config: CFG, rows, raw, failure: failure?.stack }, null, 2),
   );
   writeFileSync(path.join(OUT, `${CFG.name}.md`), summary);
   process.stdout.write(`\n${summary}\nwritten: bench-results/${CFG.name}.json, bench-results/${CFG.name}.md\n`);
+  if (failure) throw failure;
 }
 
 main().catch((err) => {
