@@ -25,7 +25,7 @@ import { FleetWork } from './fleet';
  * database's notification of each one. ENGINE_MONITOR_FLEET_LOOK_MS sets another interval: the
  * test of the notification makes it a minute, so that only a notification starts an item soon.
  */
-const FLEET_DISPATCH_MS = Number(process.env.ENGINE_MONITOR_FLEET_LOOK_MS) > 0 ? Number(process.env.ENGINE_MONITOR_FLEET_LOOK_MS) : 250;
+const FLEET_DISPATCH_MS = ((ms) => (ms > 0 ? ms : 250))(Number(process.env.ENGINE_MONITOR_FLEET_LOOK_MS));
 
 export class FleetClaimer implements Claimer {
   readonly shared = true;
