@@ -1,7 +1,7 @@
 // code-server for the harness (codeServer.ts): where it is installed, its default settings, and
 // starting and stopping it on a free loopback port with its own user-data-dir and process group.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -217,6 +217,9 @@ export async function startCodeServer(opts: StartCodeServerOptions = {}): Promis
       liveGroups.delete(pid);
       // The engine host is detached from VS Code and outlives it by design: the test ends it.
       await endEngineHosts(userDataDir);
+      // To tell where a window's start went (the extension host's own log times each activation).
+      const keepLogs = process.env.CODE_SERVER_KEEP_LOGS;
+      if (keepLogs && existsSync(path.join(userDataDir, 'logs'))) cpSync(path.join(userDataDir, 'logs'), path.join(keepLogs, path.basename(tmpRoot)), { recursive: true });
       rmSync(tmpRoot, { recursive: true, force: true, maxRetries: 3 });
     };
 
