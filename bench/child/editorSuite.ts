@@ -10,6 +10,7 @@
 // queued `/bin/true` items, from dropping the queue files until /stats shows them all done. Both
 // windows poll /stats at the same 500 ms cadence, so they differ only in the launches.
 // The result goes to BENCH_EDITOR_RESULT as JSON; run() resolving ends the window.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Session } from 'node:inspector';
@@ -106,6 +107,7 @@ export async function run(): Promise<void> {
     await post('Profiler.start');
   }
   h = histogram();
+  const floor = floorProbe();
   const t0 = Date.now();
   for (let f = 0; f * 500 < config.items; f++) {
     const lines: string[] = [];
@@ -123,6 +125,7 @@ export async function run(): Promise<void> {
   }
   const wallMs = Date.now() - t0;
   const launches = h.read();
+  const probe = await floor.read();
   if (session) {
     const { profile } = (await post('Profiler.stop')) as { profile: unknown };
     writeFileSync(config.profileFile!, JSON.stringify(profile));
@@ -131,6 +134,37 @@ export async function run(): Promise<void> {
 
   writeFileSync(
     config.resultFile,
-    JSON.stringify({ idle, launches, wallMs, before, after: last, selfTimedActivationMs: api._testing?.activationMs }),
+    JSON.stringify({ idle, launches, probe, wallMs, before, after: last, selfTimedActivationMs: api._testing?.activationMs }),
   );
+}
+
+/**
+ * The floor for the launches' figure: a Node.js process that does nothing but measure its own
+ * event-loop delay the same way, started beside the extension host for the same launches. On two
+ * cores the engine, its launch helpers and the launched processes take the CPU, and any process
+ * then waits to be scheduled: what the probe sees is that wait, and what the extension host sees
+ * above it is its own work. It reports when its stdin gets a line.
+ */
+function floorProbe(): { read(): Promise<{ p50: number; p99: number; max: number; mean: number; samples: number }> } {
+  const code = `
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+const h = monitorEventLoopDelay({ resolution: 1 });
+h.enable();
+setInterval(() => {}, 10);
+process.stdin.once('data', () => {
+  h.disable();
+  const ms = (ns) => Math.round((ns / 1e6) * 100) / 100;
+  process.stdout.write(JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), samples: h.count }), () => process.exit(0));
+});`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return {
+    async read() {
+      child.stdin.write('report\n');
+      await exited;
+      return JSON.parse(out) as { p50: number; p99: number; max: number; mean: number; samples: number };
+    },
+  };
 }
