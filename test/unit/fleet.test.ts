@@ -240,10 +240,11 @@ describe('fleet: engines sharing one PostgreSQL store', function () {
         30_000,
         `the other engine's entry ${late}, after ours ${oursId}`,
       );
-      await waitFor(`the follower printing entry ${late}`, () => follower.stdout().includes('"late-1"'), 30_000);
-      const printed = follower
-        .stdout()
-        .trim()
+      // The whole line: a pipe may hand it over in pieces.
+      await waitFor(`the follower printing entry ${late}`, () => /"late-1"[^\n]*\n/.test(follower.stdout()), 30_000);
+      const out = follower.stdout();
+      const printed = out
+        .slice(0, out.lastIndexOf('\n'))
         .split('\n')
         .map((line) => JSON.parse(line) as LogEntry);
       assert.equal(printed.filter((e) => e.id === late).length, 1, 'printed once');
