@@ -96,7 +96,11 @@ describe('Engine host resilience', () => {
       // The owner goes away: this window starts its own engine on the freed storage folder.
       other.kill('SIGTERM');
       await waitFor('this window to take over', () => controller.enginePid !== other.pid && controller.state === 'running' && api._testing.model.available, 45_000);
-      assert.ok(isAlive(controller.enginePid!));
+      // Failed once beside a run of the whole suite (load 8), never alone: say which engine this
+      // window thought it had, and how it got there.
+      const pid = controller.enginePid!;
+      const mode = JSON.stringify((controller as unknown as { mode: unknown }).mode);
+      assert.ok(isAlive(pid), `the engine this window took over with (pid ${pid}; the old owner ${other.pid}; mode ${mode}; ${api.baseUrl()}) is alive`);
     } finally {
       if (other.exitCode === null) other.kill('SIGKILL');
     }

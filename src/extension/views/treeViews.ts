@@ -50,6 +50,8 @@ export class EngineViews extends Disposable {
   private changedParts = new Set<ModelPart>();
   private renderTimer: NodeJS.Timeout | undefined;
   private renderedAt = -Infinity;
+  /** What each part's views last showed: data, an error or nothing yet. */
+  private readonly shownKind = new Map<ModelPart, 'data' | 'error' | 'none'>();
 
   constructor(
     private readonly model: EngineModel,
@@ -88,7 +90,7 @@ export class EngineViews extends Disposable {
     });
     this._register(model.onDidChange((parts) => this.changed(parts)));
     this._register(logs.onDidChange(() => this.renderLogs()));
-    this.render(new Set(['stats', 'health', 'status', 'items', 'schedules']));
+    this.changed(new Set(['stats', 'health', 'status', 'items', 'schedules']));
     this.renderLogs();
   }
 
@@ -105,10 +107,20 @@ export class EngineViews extends Disposable {
 
   private changed(parts: ReadonlySet<ModelPart>): void {
     for (const part of parts) this.changedParts.add(part);
-    if (this.renderTimer) return;
-    const wait = this.renderedAt + RENDER_MS - performance.now();
+    // A view going from nothing to its first data (or to an error, or back to nothing) is drawn at
+    // once: the throttle is for the stream of changes to data already shown, and a window that
+    // has just started or reloaded must not wait for it to show its first rows.
+    const kindChanged = [...parts].some((part) => this.shownKind.get(part) !== this.kindOf(part));
+    if (this.renderTimer && !kindChanged) return;
+    clearTimeout(this.renderTimer);
+    this.renderTimer = undefined;
+    const wait = kindChanged ? 0 : this.renderedAt + RENDER_MS - performance.now();
     if (wait <= 0) this.renderChanged();
     else this.renderTimer = setTimeout(() => this.renderChanged(), wait);
+  }
+
+  private kindOf(part: ModelPart): 'data' | 'error' | 'none' {
+    return this.model[part] !== undefined ? 'data' : this.model.error ? 'error' : 'none';
   }
 
   private renderChanged(): void {
@@ -116,6 +128,7 @@ export class EngineViews extends Disposable {
     this.renderedAt = performance.now();
     const parts = this.changedParts;
     this.changedParts = new Set();
+    for (const part of parts) this.shownKind.set(part, this.kindOf(part));
     this.render(parts);
   }
 
