@@ -108,8 +108,10 @@ describe('attempt insight', function () {
   });
 
   it('summarizes the durations and marks the attempt that took more than twice the median of those before it', async () => {
-    // Attempts 1-4 fail at once, 5 fails after 4 s, 6 succeeds at once.
-    const code = 'const n = Number(process.env.ENGINE_ATTEMPT); if (n === 5) setTimeout(() => process.exit(1), 4000); else process.exit(n >= 6 ? 0 : 1)';
+    // Attempts 1-4 fail after 2 s, 5 fails after 8 s, 6 succeeds at once. Not "1-4 at once": then
+    // each is a Node.js start, and on a loaded machine one start can take twice another's, which
+    // made attempt 4 "slow" too (the dashboard's chart test did so in a run of the suite under load).
+    const code = 'const n = Number(process.env.ENGINE_ATTEMPT); if (n >= 6) process.exit(0); setTimeout(() => process.exit(1), n === 5 ? 8000 : 2000)';
     ws.enqueue('slow.json', nodeItem('slow', code, { maxAttempts: 6 }));
     engine = await Engine.create(ws.options());
     await engine.start();
@@ -120,7 +122,7 @@ describe('attempt insight', function () {
     const ms = detail.attempts.map((a) => a.durationMs!);
     assert.deepEqual(detail.durations, summarizeDurations(ms));
     assert.equal(detail.durations.count, 6);
-    assert.ok(detail.durations.p90Ms! >= 4000, 'the slow attempt is the 90th percentile');
+    assert.ok(detail.durations.p90Ms! >= 8000, 'the slow attempt is the 90th percentile');
     const warnings = allLogs(engine).filter((e) => e.action === 'attempt_slow');
     assert.equal(warnings.length, 1);
     assert.equal(warnings[0].level, 'warn');
