@@ -107,9 +107,11 @@ export class EngineModel extends Disposable {
       health: this._register(new Throttled(() => this.load('health'), 250)),
       status: this._register(new Throttled(() => this.load('status'), 1000)),
       // The Items view follows the engine's events as the dashboard does: the events of one turn
-      // become one read, and events during a read one more after it, never a wait of its own. A
-      // second's wait showed an attempt running for up to a second after the dashboard said it ended.
-      items: this._register(new Throttled(() => this.load('items'), 0)),
+      // become one read, and events during a read one more after it, at most one read a quarter
+      // second (the views draw no more often than that). The first read after a quiet spell is at
+      // once: a second's wait showed an attempt running for up to a second after the dashboard said
+      // it ended; reading back to back kept the extension host busy while many items launched.
+      items: this._register(new Throttled(() => this.load('items'), 250)),
       schedules: this._register(new Throttled(() => this.load('schedules'), 1000)),
     };
     this.fleetProbe = this._register(new Throttled(() => this.load('status', true), 1000));
