@@ -99,6 +99,12 @@ export class EngineViews extends Disposable {
    * view VS Code does not ask, e.g. one collapsed meanwhile, must not hold the others back).
    */
   rowsShown(capMs = 1000): Promise<void> {
+    // Changes the throttle holds are drawn first: else "shown" would be said of rows the window
+    // had already fetched, and the views' empty states could show before their data.
+    if (this.renderTimer) {
+      clearTimeout(this.renderTimer);
+      this.renderChanged();
+    }
     const visible = (Object.keys(this.views) as ViewName[]).filter((n) => this.views[n].visible);
     let timer: NodeJS.Timeout | undefined;
     const cap = new Promise<void>((r) => (timer = setTimeout(r, capMs)));
