@@ -101,10 +101,7 @@ export class EngineViews extends Disposable {
   rowsShown(capMs = 1000): Promise<void> {
     // Changes the throttle holds are drawn first: else "shown" would be said of rows the window
     // had already fetched, and the views' empty states could show before their data.
-    if (this.renderTimer) {
-      clearTimeout(this.renderTimer);
-      this.renderChanged();
-    }
+    if (this.renderTimer) this.renderChanged();
     const visible = (Object.keys(this.views) as ViewName[]).filter((n) => this.views[n].visible);
     let timer: NodeJS.Timeout | undefined;
     const cap = new Promise<void>((r) => (timer = setTimeout(r, capMs)));
@@ -118,8 +115,6 @@ export class EngineViews extends Disposable {
     // has just started or reloaded must not wait for it to show its first rows.
     const kindChanged = [...parts].some((part) => this.shownKind.get(part) !== this.kindOf(part));
     if (this.renderTimer && !kindChanged) return;
-    clearTimeout(this.renderTimer);
-    this.renderTimer = undefined;
     const wait = kindChanged ? 0 : this.renderedAt + RENDER_MS - performance.now();
     if (wait <= 0) this.renderChanged();
     else this.renderTimer = setTimeout(() => this.renderChanged(), wait);
@@ -129,7 +124,9 @@ export class EngineViews extends Disposable {
     return this.model[part] !== undefined ? 'data' : this.model.error ? 'error' : 'none';
   }
 
+  /** Draws every part changed since the last drawing, now (a pending timer is dropped). */
   private renderChanged(): void {
+    clearTimeout(this.renderTimer);
     this.renderTimer = undefined;
     this.renderedAt = performance.now();
     const parts = this.changedParts;
