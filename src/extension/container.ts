@@ -147,7 +147,12 @@ export class Container extends Disposable {
     this.loadedPending = true;
     void this.views
       .rowsShown()
-      .then(() => new Promise((r) => setTimeout(r, 0)))
+      .then((notAsked) => {
+        // Said in the output so that an empty state seen before data can be told apart from a
+        // window that was simply slow to ask.
+        if (notAsked.length) this.output.info(`Views shown before the window asked for their rows: ${notAsked.join(', ')}`);
+        return new Promise((r) => setTimeout(r, 0));
+      })
       .then(() => {
         this.loadedPending = false;
         if (this.isDisposed || !this.isLoaded() || this.loaded === true) return;

@@ -96,16 +96,23 @@ export class EngineViews extends Disposable {
 
   /**
    * Resolves once every visible view has handed VS Code its current rows, or after `capMs` (a
-   * view VS Code does not ask, e.g. one collapsed meanwhile, must not hold the others back).
+   * view VS Code does not ask, e.g. one collapsed meanwhile, must not hold the others back). The
+   * cap is generous because on a loaded machine a window can take over a second to ask for rows
+   * it was told changed, and a cap that fires first lets the views' empty states show before their
+   * data. Resolves with the views that had not been asked when the cap fired (none: all shown).
    */
-  rowsShown(capMs = 1000): Promise<void> {
+  rowsShown(capMs = 5000): Promise<ViewName[]> {
     // Changes the throttle holds are drawn first: else "shown" would be said of rows the window
     // had already fetched, and the views' empty states could show before their data.
     if (this.renderTimer) this.renderChanged();
     const visible = (Object.keys(this.views) as ViewName[]).filter((n) => this.views[n].visible);
+    const waiting = new Set(visible);
     let timer: NodeJS.Timeout | undefined;
     const cap = new Promise<void>((r) => (timer = setTimeout(r, capMs)));
-    return Promise.race([Promise.all(visible.map((n) => this.providers[n].rootsShown())).then(() => undefined), cap]).finally(() => clearTimeout(timer));
+    const shown = visible.map((n) => this.providers[n].rootsShown().then(() => void waiting.delete(n)));
+    return Promise.race([Promise.all(shown), cap])
+      .then(() => [...waiting])
+      .finally(() => clearTimeout(timer));
   }
 
   private changed(parts: ReadonlySet<ModelPart>): void {
