@@ -40,6 +40,7 @@ const REQUIRED = [
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
   'extension/dist/cli.js',
+  'extension/dist/cli-main.js',
   'extension/dist/launch-helper.js',
   'extension/dist/checkpoint-worker.js',
   'extension/dist/matcher-worker.js',
@@ -125,7 +126,7 @@ describe('npm run package: the .vsix', function () {
   });
 
   it('ships production bundles: minified, without source maps', function () {
-    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/launch-helper.js', 'extension/dist/checkpoint-worker.js', 'extension/dist/matcher-worker.js', 'extension/dist/webview.js']) {
+    for (const name of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/dist/cli-main.js', 'extension/dist/launch-helper.js', 'extension/dist/checkpoint-worker.js', 'extension/dist/matcher-worker.js', 'extension/dist/webview.js']) {
       const text = byName.get(name)!.data().toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, `${name} points to a source map`);
       const lines = text.split('\n').length;
