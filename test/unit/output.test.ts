@@ -451,8 +451,11 @@ describe('attempt output: an engine without storage, launching in its own proces
       await waitFor('the item to finish', () => engine.stats().launched === 1);
       assert.equal((await request(server.url, '/items/mem/attempts/1/output')).text, 'in memory\nand stderr\n');
       assert.equal((await request(server.url, '/items/mem/attempts/1/output?stream=stderr')).text, 'and stderr\n');
-      // Short and complete before it was written: one file (src/core/outputFiles.ts).
-      assert.ok(existsSync(path.join(dir, '1.o')));
+      // Captured into the temporary folder. Not which layout: one file if the attempt ended within
+      // the 100 ms the capture keeps output in memory, else head and index files, and on a loaded
+      // machine the process's 60 ms pause plus its exit can outlast that (a run beside a second
+      // load found 1.o missing). outputCapture.test.ts checks each layout without a clock.
+      assert.ok(readdirSync(dir).some((f) => /^1\.(o|out)$/.test(f)), `attempt 1's output in ${dir}: ${readdirSync(dir).join(', ')}`);
     } finally {
       await server.close();
       await engine.shutdown(1000);
