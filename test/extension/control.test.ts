@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { ItemSummary, StatsResponse } from '../../src/shared/api';
-import { addItem, getApi, getJson, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
+import { acceptInQuickPick, addItem, getApi, getJson, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
 
 /** Picks the first entry of the item quick pick a running command shows, and waits for the command. */
 async function acceptFirst(command: Thenable<unknown>): Promise<void> {
@@ -19,8 +19,7 @@ async function acceptFirst(command: Thenable<unknown>): Promise<void> {
     if (ended !== undefined && !api._testing.itemPick) throw new Error(ended);
     return (api._testing.itemPick?.items.length ?? 0) > 0 && api._testing.itemPick;
   });
-  qp.activeItems = [qp.items[0]];
-  await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+  await acceptInQuickPick(qp, qp.items[0]);
   await command;
 }
 

@@ -40,6 +40,18 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
 }
 
 /** Waits until the engine answers and the views have their first snapshot. */
+/**
+ * Makes `item` the quick pick's active entry and accepts it, as Enter would. The extension host
+ * sends a quick pick's changes to the window on a timer of 0 ms, while a command goes at once:
+ * accepting right after the change could reach the window first and accept what it showed before
+ * (or nothing). One turn of the timers sends the change (its timer is older) before the command.
+ */
+export async function acceptInQuickPick(qp: vscode.QuickPick<vscode.QuickPickItem>, item: vscode.QuickPickItem): Promise<void> {
+  qp.activeItems = [item];
+  await new Promise<void>((r) => setTimeout(r, 0));
+  await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+}
+
 export async function waitForEngine(api: EngineMonitorApi, timeoutMs = 60_000): Promise<string> {
   return waitFor('the engine to be connected', () => api._testing.model.available && api.baseUrl(), timeoutMs);
 }

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { OutputSession } from '../../src/extension/output/outputTerminal';
-import { addItem, getApi, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
+import { acceptInQuickPick, addItem, getApi, itemDetail, showViews, viewNodes, waitFor, waitForEngine } from './helpers';
 
 /** Closes every terminal this suite opened (a Pseudoterminal's close aborts its request). */
 async function closeTerminals(): Promise<void> {
@@ -131,8 +131,7 @@ describe('Show Output and Find Item', function () {
     const pick = await waitFor('the matching item in the list', () =>
       qp.items.length > 0 && !qp.busy && qp.items.every((i) => (i as unknown as { item: { id: string } }).item.id === 'output-200-lines') && qp.items[0]);
     assert.match(pick.description ?? '', /^launched · 1\/1 attempts$/);
-    qp.activeItems = [pick];
-    await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+    await acceptInQuickPick(qp, pick);
     assert.deepEqual(await found, { itemId: 'output-200-lines' });
     await waitFor('its output terminal', () =>
       api._testing.outputTerminals.open.some((s) => s.itemId === 'output-200-lines' && s.terminal === vscode.window.activeTerminal));
