@@ -6,14 +6,14 @@
 // the same way, and learns of its end when that connection closes. Policy (when to start, restart
 // on settings, crash backoff) lives in EngineController.
 import { type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type HostInfo } from '../shared/hostProtocol';
+import { CONTROL_FILE, EXIT_LOCKED, EXIT_USAGE, type ControlCommand, type EngineLock, type HostInfo } from '../shared/hostProtocol';
 import { Disposable } from './dispose';
 import { attachToHost, readControlFile, waitForExit, type HostConnection } from './hostConnection';
 import { isAlive } from '../shared/processAlive';
-import { HOST_LOG_FILE, launchDetachedHost, type HostLaunchSpec } from './hostLaunch';
+import { HOST_LOG_FILE, launchDetachedHost, type DetachedLaunch, type HostLaunchSpec } from './hostLaunch';
 
 export type { HostLaunchSpec } from './hostLaunch';
 
@@ -100,12 +100,44 @@ export class HostProcess extends Disposable {
     } catch (err) {
       return { kind: 'failed', message: `Could not start the engine host: ${String(err)}` };
     }
-    const { child, logFile, logOffset } = launch;
+    const { child, logFile } = launch;
     this.output.info(`Starting the engine host (pid ${child.pid ?? '?'}), its output in ${logFile}.`);
     const exited = exitOf(child);
     const deadline = Date.now() + READY_TIMEOUT_MS;
+    // The host's control.json appearing is what this waits for: a watch on the folder sees it at
+    // once (a window that starts the engine waits for this), the 50 ms look is for file systems
+    // without change events.
+    let wake: (() => void) | undefined;
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(spec.storageDir, (_event, name) => name === CONTROL_FILE && wake?.());
+      watcher.on('error', () => undefined);
+    } catch {
+      // no change events here: the timer alone
+    }
+    try {
+      return await this.waitUntilReady(spec, launch, exited, deadline, (r) => (wake = r));
+    } finally {
+      watcher?.close();
+    }
+  }
+
+  private async waitUntilReady(
+    spec: HostLaunchSpec,
+    { child, logFile, logOffset }: DetachedLaunch,
+    exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>,
+    deadline: number,
+    onWake: (wake: () => void) => void,
+  ): Promise<HostStartResult> {
     for (;;) {
-      const exit = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 50))]);
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([
+        exited,
+        new Promise<undefined>((r) => {
+          timer = setTimeout(() => r(undefined), 50);
+          onWake(() => r(undefined));
+        }),
+      ]).finally(() => clearTimeout(timer));
       if (exit) return this.startFailed(exit, spec.storageDir, logFile, logOffset);
       if (child.pid !== undefined && readControlFile(spec.storageDir)?.pid === child.pid) {
         const result = await attachToHost(spec.storageDir, `VS Code window (extension host pid ${process.pid})`);
