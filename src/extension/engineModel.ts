@@ -3,53 +3,30 @@
 // this model to TreeItems. When the engine is not connected the model holds nothing, so no view
 // can show stale numbers.
 import * as vscode from 'vscode';
-import type { HealthResponse, ItemState, ItemSummary, ScheduleSummary, StatsOverview, StatusResponse } from '../shared/api';
+import type { HealthResponse, ScheduleSummary, StatsOverview, StatusResponse } from '../shared/api';
 import { Disposable } from './dispose';
 import type { EngineConnection } from './engineConnection';
 import { Throttled } from './throttle';
+import {
+  emptyGroups,
+  GROUP_ORDERS,
+  GROUP_STATES,
+  groupFilter,
+  ITEM_GROUPS,
+  ITEMS_PER_GROUP,
+  pagePath,
+  withoutEnded,
+  withServicesTogether,
+  type ItemGroup,
+  type ItemsPage,
+  type ItemsSnapshot,
+} from './itemGroups';
+
+export { GROUP_STATES, ITEM_GROUPS, ITEMS_PER_GROUP, withServicesTogether, type ItemGroup, type ItemsSnapshot } from './itemGroups';
 
 export type ModelPart = 'stats' | 'health' | 'status' | 'items' | 'schedules';
 /** The parts fetched only while a view shows them. */
 export type WatchedPart = 'status' | 'items' | 'schedules';
-/**
- * The Items view's groups, in the order it shows them: what is happening now first, then what
- * will happen, what waits on the user or on other items, what needs attention, and what is done.
- */
-export const ITEM_GROUPS = ['running', 'services', 'waiting', 'held', 'blocked', 'failed', 'launched'] as const;
-export type ItemGroup = (typeof ITEM_GROUPS)[number];
-/** The item states each group holds (the `state` of /items and GET /items/{id}). */
-export const GROUP_STATES: Record<ItemGroup, readonly ItemState[]> = {
-  // Services running (starting, ready); the stopped ones are moved here from their states' groups.
-  services: ['starting', 'ready'],
-  running: ['running'],
-  waiting: ['backoff', 'waiting', 'scheduled'],
-  held: ['held'],
-  blocked: ['blocked'],
-  failed: ['failed'],
-  launched: ['launched'],
-};
-/**
- * Items per group the Items view lists at first, and how many more each "Show more…" adds: a queue
- * of 100,000 items is never 100,000 tree nodes (nor a read of them all).
- */
-export const ITEMS_PER_GROUP = 200;
-/**
- * The order each group is read in: what runs or waits by when it will launch (the engine's own
- * dispatch order, `order=launch`), what is done newest first (`order=recent`), the rest in
- * discovery order.
- */
-const GROUP_ORDERS: Partial<Record<ItemGroup, 'launch' | 'recent'>> = { waiting: 'launch', failed: 'recent', launched: 'recent' };
-/**
- * Groups whose state is exactly an outcome: read by `outcome=`, whose total the engine answers from
- * its counters (the same numbers as /stats) instead of counting rows.
- */
-const GROUP_OUTCOMES: Partial<Record<ItemGroup, 'failed' | 'launched'>> = { failed: 'failed', launched: 'launched' };
-
-export interface ItemsSnapshot {
-  byGroup: Record<ItemGroup, { items: ItemSummary[]; total: number }>;
-}
-
-type ItemsPage = { items: ItemSummary[]; total: number };
 
 /** Log actions that end an item's attempt: the item no longer runs, whatever comes next for it. */
 const ATTEMPT_ENDS: ReadonlySet<string> = new Set(['launch_succeeded', 'launch_failed', 'launch_cancelled', 'launch_interrupted', 'item_failed', 'item_removed']);
@@ -76,8 +53,8 @@ export class EngineModel extends Disposable {
   private readonly fleetProbe: Throttled;
   /**
    * Parts someone is looking at. Stats and health feed the status bar and are pushed by /events
-   * anyway; status and items are fetched only while their view is visible, so a busy engine
-   * costs nothing for views nobody sees.
+   * anyway; status and items are fetched only while their view is visible (and once on
+   * connecting, see load()), so a busy engine costs nothing for views nobody sees.
    */
   private readonly watched = new Set<ModelPart>(['stats', 'health']);
   /**
@@ -99,6 +76,10 @@ export class EngineModel extends Disposable {
   private endedDuringRead = new Set<string>();
   /** Parts with an answer since the engine connected (see `loaded`). */
   private readonly answered = new Set<ModelPart>();
+  /** Parts no view shows whose held answer the engine has changed since (see load()). */
+  private readonly stale = new Set<ModelPart>();
+  /** Parts the next load reads although no view shows them (see refresh()). */
+  private readonly readUnwatched = new Set<ModelPart>();
 
   constructor(private readonly connection: EngineConnection) {
     super();
@@ -134,29 +115,29 @@ export class EngineModel extends Disposable {
             // whose other engines' attempts this engine's stats may not have caught up with yet.)
             if (e.data.running === 0 && !this.status?.fleet) this.endRunning(() => true);
             // Counters moved: items changed outcome and /status's numbers are stale.
-            this.refreshers.status.trigger();
-            this.refreshers.items.trigger();
+            this.changed('status');
+            this.changed('items');
             // An occurrence became an item or finished (last run), or a template was held or released.
-            this.refreshers.schedules.trigger();
+            this.changed('schedules');
             break;
           case 'health':
             this.health = e.data;
             this.answered.add('health');
             this.fire('health');
-            this.refreshers.status.trigger();
+            this.changed('status');
             break;
           case 'log':
             if (e.data.action === 'engine_started' || e.data.action === 'engine_stopped') {
               this.refreshers.health.trigger();
-              this.refreshers.status.trigger();
+              this.changed('status');
               this.fleetProbe.trigger();
             } else if (e.data.itemId) {
               const itemId = e.data.itemId;
               // Shown at once, on the event itself; the read that follows brings the rest.
               if (ATTEMPT_ENDS.has(e.data.action)) this.endRunning((id) => id === itemId);
-              this.refreshers.items.trigger();
+              this.changed('items');
               // Hold/release of a template logs under the template's id; a new template is scanned.
-              this.refreshers.schedules.trigger();
+              this.changed('schedules');
             }
             break;
         }
@@ -189,6 +170,8 @@ export class EngineModel extends Disposable {
     if (watched === this.watched.has(part)) return;
     if (watched) {
       this.watched.add(part);
+      // Read while no view showed it, and changed since: not shown, the view waits for its read.
+      if (this.stale.delete(part)) this.drop(part);
       this.refreshers[part].trigger(true);
     } else {
       this.watched.delete(part);
@@ -223,6 +206,7 @@ export class EngineModel extends Disposable {
 
   /** Refresh every part (the Refresh command; `now` skips the throttle interval). */
   refresh(now = false): void {
+    for (const part of Object.keys(this.refreshers) as ModelPart[]) this.readUnwatched.add(part);
     for (const r of Object.values(this.refreshers)) r.trigger(now);
     this.fleetProbe.trigger(now);
   }
@@ -240,8 +224,18 @@ export class EngineModel extends Disposable {
     this.fire('items');
   }
 
+  /** Forgets what is held of `part`, as if it had never been read since connecting. */
+  private drop(part: WatchedPart): void {
+    this.answered.delete(part);
+    if (part === 'items') this.lastPages = {};
+    this[part] = undefined;
+    this.fire(part);
+  }
+
   private clear(): void {
     this.answered.clear();
+    this.stale.clear();
+    this.readUnwatched.clear();
     this.lastPages = {};
     this.stats = this.health = this.status = this.items = this.schedules = undefined;
     this.error = undefined;
@@ -252,9 +246,30 @@ export class EngineModel extends Disposable {
     this._onDidChange.fire(new Set(parts));
   }
 
-  /** `unwatched`: load the part although no view shows it (the fleet probe). */
+  /**
+   * The engine said `part` changed: read it again (throttled), or, while no view shows it, note
+   * that what is held is out of date.
+   */
+  private changed(part: WatchedPart): void {
+    if (!this.watched.has(part) && this.answered.has(part)) this.stale.add(part);
+    this.refreshers[part].trigger();
+  }
+
+  /**
+   * `unwatched`: load the part although no view shows it (the fleet probe). Every part is also
+   * read on refresh(), shown or not (on connecting, and again when an answer turns out to predate
+   * the event stream): after a reload VS Code says which views are visible only once it has drawn
+   * them (a few hundred ms later), and a view whose part is then already here shows its rows when
+   * asked instead of after one more round trip. Changes to a part no view shows are not read; the
+   * part is marked stale instead, and dropped when its view shows up (setWatched).
+   */
   private async load(part: ModelPart, unwatched = false): Promise<void> {
-    if (!this.connection.connected || !(unwatched || this.watched.has(part))) return;
+    if (!this.connection.connected) return;
+    if (!unwatched && !this.watched.has(part) && !this.readUnwatched.delete(part)) {
+      if (this.answered.has(part)) this.stale.add(part);
+      return;
+    }
+    this.stale.delete(part);
     try {
       switch (part) {
         case 'stats':
@@ -402,62 +417,4 @@ export class EngineModel extends Disposable {
     byGroup.launched = launched;
     return withServicesTogether({ byGroup });
   }
-}
-
-function pagePath(query: string, limit = ITEMS_PER_GROUP): string {
-  return `/items?${query}&limit=${limit}&offset=0`;
-}
-
-/** Which items a group lists: Failed and Launched by outcome (their counts are the engine's counters), the rest by state. */
-function groupFilter(group: ItemGroup): string {
-  const outcome = GROUP_OUTCOMES[group];
-  return outcome ? `outcome=${outcome}` : `state=${GROUP_STATES[group].join(',')}`;
-}
-
-/**
- * The groups /stats says are empty: nothing runs (so no item is running, starting or ready), none
- * is held, nothing else is pending. Stats come with every change (at most 4 a second), and each
- * asks for a read of the items again, so a group skipped on the eve of a change is read next time.
- */
-function emptyGroups(stats: StatsOverview | undefined): Set<ItemGroup> {
-  const empty = new Set<ItemGroup>();
-  if (!stats) return empty;
-  if (stats.running === 0) empty.add('running').add('services');
-  if (stats.held === 0) empty.add('held');
-  // An item both held and running counts in both: what is neither is at most pending - max(held, running).
-  if (stats.pending - Math.max(stats.held, stats.running) <= 0) empty.add('waiting').add('blocked');
-  if (stats.failed === 0) empty.add('failed');
-  if (stats.launched === 0) empty.add('launched');
-  return empty;
-}
-
-/** Drops the items `ended` picks from the Running group; true when there were any. */
-function withoutEnded(snapshot: ItemsSnapshot, ended: (itemId: string) => boolean): boolean {
-  const running = snapshot.byGroup.running;
-  const left = running.items.filter((i) => !ended(i.id));
-  if (left.length === running.items.length) return false;
-  running.total -= running.items.length - left.length;
-  running.items = left;
-  return true;
-}
-
-/**
- * The Services group holds every service the pages listed: those running (starting, ready) and,
- * moved from the group of their state, the stopped ones (waiting to restart, failed, exited).
- */
-export function withServicesTogether(snapshot: ItemsSnapshot): ItemsSnapshot {
-  const services = snapshot.byGroup.services;
-  for (const g of ITEM_GROUPS) {
-    if (g === 'services') continue;
-    const group = snapshot.byGroup[g];
-    const stopped = group.items.filter((i) => i.service !== undefined);
-    if (stopped.length === 0) continue;
-    group.items = group.items.filter((i) => i.service === undefined);
-    group.total -= stopped.length;
-    services.items.push(...stopped);
-    services.total += stopped.length;
-  }
-  const rank = (i: ItemSummary) => (i.state === 'starting' ? 0 : i.state === 'ready' ? 1 : 2);
-  services.items.sort((a, b) => rank(a) - rank(b));
-  return snapshot;
 }

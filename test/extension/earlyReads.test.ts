@@ -83,6 +83,18 @@ describe('Early reads', () => {
     client.onDidServeEarlyRead(() => model.refresh());
   });
 
+  /** Sends an event and resolves once the client has handed it to the model (whose listener came first). */
+  function sendAndReceive(event: string, data: unknown): Promise<void> {
+    return new Promise((resolve) => {
+      const sub = client.onDidReceiveEvent((e) => {
+        if (e.name !== event) return;
+        sub.dispose();
+        resolve();
+      });
+      engine.send(event, data);
+    });
+  }
+
   afterEach(async () => {
     model.dispose();
     client.dispose();
@@ -112,14 +124,39 @@ describe('Early reads', () => {
     await waitFor('the early items read', () => engine.requests.some((r) => r.path === itemsPath));
     engine.openStream();
     await waitFor('the stream', () => client.connected);
+    // Read on connecting although no view shows them.
+    await waitFor('the items read on connecting', () => model.items?.byGroup.waiting.total === 1);
     engine.version = 3;
-    engine.send('log', { id: 7, action: 'launch_succeeded', itemId: 'a', level: 'info', message: 'x', timestamp: new Date().toISOString() });
-    await new Promise((r) => setTimeout(r, 200));
+    await sendAndReceive('log', { id: 7, action: 'launch_succeeded', itemId: 'a', level: 'info', message: 'x', timestamp: new Date().toISOString() });
     const before = engine.requests.filter((r) => r.path === itemsPath).length;
-    // The Items view becomes visible now: its read must not be the early answer (version 1).
+    // The Items view becomes visible now: it must not show what was read before the change (version 1).
     model.setWatched('items', true);
-    await waitFor('the items', () => model.items !== undefined);
-    assert.equal(model.items?.byGroup.waiting.total, 3);
+    const shown = () => model.items;
+    assert.equal(shown(), undefined, 'the items read before the change are not shown');
+    await waitFor('the items', () => shown() !== undefined);
+    assert.equal(shown()?.byGroup.waiting.total, 3);
     assert.ok(engine.requests.filter((r) => r.path === itemsPath).length > before, 'the view read its items afresh');
+  });
+
+  it('has the items ready for a view that shows up when nothing changed since connecting, and reads nothing for hidden views on changes', async () => {
+    client.setEndpoint(engine.url, undefined);
+    await waitFor('the stream\'s request', () => engine.requests.some((r) => r.path.startsWith('/events')));
+    engine.openStream();
+    await waitFor('the stream', () => client.connected);
+    // After a reload VS Code tells which views are visible only once it has drawn them: the items
+    // are read on connecting anyway, so the view has its rows the moment it asks.
+    await waitFor('the items read on connecting', () => model.items !== undefined && model.loaded);
+    const itemsPath = model.firstReads().find((p) => p.startsWith('/items'))!;
+    model.setWatched('items', true);
+    assert.equal(model.items?.byGroup.waiting.total, 1, 'shown at once, from the read made on connecting');
+    // Hidden again: a change is not read until the view shows up again, then read afresh.
+    model.setWatched('items', false);
+    const before = engine.requests.filter((r) => r.path === itemsPath).length;
+    engine.version = 4;
+    await sendAndReceive('stats', { total: 4, running: 1 });
+    await sendAndReceive('stats', { total: 4, running: 1 });
+    assert.equal(engine.requests.filter((r) => r.path === itemsPath).length, before, 'no read for a hidden view');
+    model.setWatched('items', true);
+    await waitFor('the items as they are now', () => model.items?.byGroup.waiting.total === 4);
   });
 });
