@@ -6,6 +6,7 @@ import { CFG, TMP } from './config';
 import { runChild, seeded } from './children';
 import { add, builtInKind, log, raw } from './results';
 import { mb, median, type LoopDelay } from './lib';
+import { scenarioHostStart } from './hostStart';
 
 interface StartupResult {
   startupMs: number;
@@ -64,4 +65,5 @@ export async function scenarioStartup(): Promise<void> {
     note: `${m((r) => r.snapshotMainMs).toFixed(1)} ms on the main thread; event-loop max meanwhile ${m((r) => r.loopDuringSnapshot.max).toFixed(0)} ms`,
   });
   add({ scenario: 'startup', measure: `snapshot size, ${scale}`, value: mb(m((r) => r.snapshotBytes)), unit: 'MB' });
+  await scenarioHostStart();
 }
