@@ -317,8 +317,8 @@ onHostMessage((message) => {
     case 'connection':
       applyConnection(message.connection, false);
       return;
-    case 'event':
-      onEvent(message.event);
+    case 'events':
+      for (const event of message.events) onEvent(event);
       return;
   }
 });

@@ -137,7 +137,8 @@ export type ConnectionPhase = 'connecting' | 'live' | 'unreachable' | 'off';
 export type HostToWebview =
   | { type: 'init'; connection: ConnectionInfo }
   | { type: 'connection'; connection: ConnectionInfo }
-  | { type: 'event'; event: LiveEvent }
+  /** The engine's events since the last message, in order: one message per burst, not per event. */
+  | { type: 'events'; events: LiveEvent[] }
   | { type: 'response'; requestId: number; ok: true; result: unknown }
   | { type: 'response'; requestId: number; ok: false; error: string };
 

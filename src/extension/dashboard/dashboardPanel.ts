@@ -11,6 +11,7 @@ import {
   type ConnectionPhase,
   type DashboardCommand,
   type HostToWebview,
+  type LiveEvent,
   type QueryRequest,
   type WebviewToHost,
 } from '../../shared/webviewProtocol';
@@ -43,6 +44,9 @@ export interface EngineStateSource {
 /** The connection's reason to be down, where the connection knows one (EngineClient does). */
 type WithProblem = EngineConnection & { readonly problem?: unknown; readonly onDidChangeProblem?: vscode.Event<unknown> };
 
+/** How long an engine event may wait to go to the webview with the ones after it. */
+const EVENTS_MS = 50;
+
 export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** False until the webview's script says `ready`; reset when its content is reloaded. */
@@ -67,7 +71,7 @@ export class DashboardPanel implements vscode.Disposable {
       panel.onDidDispose(() => this.dispose()),
       panel.webview.onDidReceiveMessage((m: unknown) => this.onMessage(m)),
       connection.onDidChangeConnection(() => this.postConnection()),
-      connection.onDidReceiveEvent((event) => this.post({ type: 'event', event })),
+      connection.onDidReceiveEvent((event) => this.queueEvent(event)),
     );
   }
 
@@ -87,6 +91,7 @@ export class DashboardPanel implements vscode.Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    clearTimeout(this.eventsTimer);
     this.onDidDisposeEmitter.fire();
     while (this.disposables.length) this.disposables.pop()?.dispose();
     this.panel.dispose();
@@ -117,7 +122,32 @@ export class DashboardPanel implements vscode.Disposable {
     // panel has no content at all (no retainContextWhenHidden): when shown again, its script
     // starts over with `ready` and reads everything afresh.
     if (!this.webviewReady || this.disposed || !this.panel.visible) return;
+    // Nothing overtakes the events already queued (a connection change after them, say).
+    if (message.type !== 'events') this.flushEvents();
     void this.panel.webview.postMessage(message);
+  }
+
+  private queuedEvents: LiveEvent[] = [];
+  private eventsTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Engine events go to the webview at most every EVENTS_MS, as one message: while items launch
+   * the engine sends several a millisecond, and a message each (serialized, crossing to the
+   * window's renderer, handled there) cost more than what they said.
+   */
+  private queueEvent(event: LiveEvent): void {
+    if (!this.webviewReady || this.disposed || !this.panel.visible) return;
+    this.queuedEvents.push(event);
+    this.eventsTimer ??= setTimeout(() => this.flushEvents(), EVENTS_MS);
+  }
+
+  private flushEvents(): void {
+    clearTimeout(this.eventsTimer);
+    this.eventsTimer = undefined;
+    if (this.queuedEvents.length === 0) return;
+    const events = this.queuedEvents;
+    this.queuedEvents = [];
+    this.post({ type: 'events', events });
   }
 
   private onMessage(message: unknown): void {
