@@ -207,6 +207,9 @@ async function enginePidGone(userDataDir: string): Promise<void> {
   throw new Error(`editor settle bench: the engine (pid ${pid}) did not exit`);
 }
 
+/** Where the engine hosts the bench's windows start keep V8's code cache (src/host/codeCache.ts). */
+const CODE_CACHE_DIR = path.join(os.tmpdir(), `engine-bench-code-cache-${process.pid}`);
+
 export async function settleRun(extensionDir: string, ws: string, total: number, floor = false): Promise<SettleTimings> {
   const goal = floor ? floorGoal : engineMonitorGoal(total);
   const userSettings = { 'engineMonitor.server.port': 0 };
@@ -214,7 +217,9 @@ export async function settleRun(extensionDir: string, ws: string, total: number,
   const t = {} as SettleTimings;
 
   const browser = await launchChromium();
-  const server = await startCodeServer({ userSettings });
+  // The engine host's code cache in one folder for the whole bench, as a user's cache folder
+  // outlives their windows (each code-server here has XDG folders of its own, deleted after it).
+  const server = await startCodeServer({ userSettings, env: { ENGINE_MONITOR_CODE_CACHE: CODE_CACHE_DIR } });
   const userDataDir = server.userDataDir;
   try {
     // Window start: a fresh window on the workspace; the user opens the Engine Monitor views as
