@@ -23,7 +23,10 @@ describe('attempt output: a bounded number of readers', function () {
     ws.dispose();
   });
 
-  const start = async (...flags: string[]) => (run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--poll-interval', '100', ...flags]));
+  // The default poll interval: /health says `stalled` (503) when no poll started for three of them,
+  // and at 100 ms that was 300 ms, which the printer, 32 followers and a second load on two cores
+  // exceeded once (a run beside a busy core). Six seconds (3 × 2 s) without a poll would be a real stall.
+  const start = async (...flags: string[]) => (run = await serve(['--workspace', ws.folder, '--storage', ws.storage, ...flags]));
 
   it(`serves at most ${MAX_OUTPUT_READERS} output readers at once: under 1,024 descriptors, 90 slow followers of a fast printer get 200 or a 503 to retry, never EMFILE, and the engine keeps answering`, async function () {
     const go = path.join(ws.root, 'go');
@@ -66,7 +69,7 @@ describe('attempt output: a bounded number of readers', function () {
       }
       // The engine answers while the slow followers hold on.
       const health = await fetch(`${url}/health`);
-      assert.equal(health.status, 200);
+      assert.equal(health.status, 200, await health.clone().text());
       // A reader that leaves makes room for the next.
       held.pop()!.destroy();
       await waitFor('a follower to get in once one left', async () => (await follow()).status === 200);
