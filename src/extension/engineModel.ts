@@ -269,6 +269,9 @@ export class EngineModel extends Disposable {
       if (this.answered.has(part)) this.stale.add(part);
       return;
     }
+    // This read serves the refresh's request too: a later change while the view is hidden must
+    // not be read on its account.
+    this.readUnwatched.delete(part);
     this.stale.delete(part);
     try {
       switch (part) {

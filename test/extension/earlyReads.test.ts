@@ -159,4 +159,31 @@ describe('Early reads', () => {
     model.setWatched('items', true);
     await waitFor('the items as they are now', () => model.items?.byGroup.waiting.total === 4);
   });
+  it('reads nothing for a view that was shown when the engine connected and is hidden now', async () => {
+    // Shown from the start: its read on connecting serves the view and the connect's refresh alike.
+    model.setWatched('items', true);
+    model.setWatched('schedules', true);
+    client.setEndpoint(engine.url, undefined);
+    await waitFor('the stream\'s request', () => engine.requests.some((r) => r.path.startsWith('/events')));
+    engine.openStream();
+    await waitFor('the stream', () => client.connected);
+    const itemsPath = model.firstReads().find((p) => p.startsWith('/items'))!;
+    // Every group read since the stream runs is in: the Items view's reads are over.
+    const groupPaths = model.firstReads().filter((p) => p.startsWith('/items'));
+    await waitFor('the items read since the stream runs', () => groupPaths.every((p) => engine.requests.some((r) => r.path === p && r.streamOpen)) && model.loaded && model.items !== undefined);
+    const count = (p: (path: string) => boolean) => engine.requests.filter((r) => p(r.path)).length;
+    model.setWatched('items', false);
+    const itemReads = count((p) => p === itemsPath);
+    const scheduleReads = count((p) => p.startsWith('/schedules'));
+    engine.version = 5;
+    // A stats event asks for the items first and the schedules after (a longer interval): once the
+    // schedules are read again, the items' turn has come and gone.
+    await sendAndReceive('stats', { total: 5, running: 1 });
+    await waitFor('the schedules read again', () => count((p) => p.startsWith('/schedules')) > scheduleReads, 10_000);
+    assert.equal(count((p) => p === itemsPath), itemReads, 'no read for the hidden Items view');
+    // Shown again: what is held predates the change, so it is not shown; the view reads afresh.
+    model.setWatched('items', true);
+    assert.equal(model.items, undefined, 'the items held from before the change are not shown');
+    await waitFor('the items as they are now', () => model.items?.byGroup.waiting.total === 5);
+  });
 });
