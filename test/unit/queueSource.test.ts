@@ -60,6 +60,39 @@ describe('queue folder source: reads only what changed', function () {
     assert.deepEqual(scan.changed.map((f) => path.basename(f.absPath)), names);
   });
 
+  it('hands each file over before reading far ahead: a scan holds a few files, not the whole folder', async () => {
+    const names = Array.from({ length: 100 }, (_, i) => `f${String(i).padStart(3, '0')}.json`);
+    for (const name of names) writeFileSync(path.join(ws.queue, name), item(name));
+    // The last file is deleted while the first is handed over: a scan that read every file before
+    // handing any over would still hand it over.
+    const taken: string[] = [];
+    const error = await source.scanEach(
+      () => undefined,
+      (file) => {
+        if (taken.length === 0) rmSync(path.join(ws.queue, names[99]));
+        taken.push(path.basename(file.absPath));
+        // Parsed, and its items whole, when handed over.
+        assert.equal(file.entries.length, 1);
+        assert.ok(file.entries[0].result.ok);
+      },
+    );
+    assert.equal(error, null);
+    assert.deepEqual(taken, names.slice(0, 99));
+  });
+
+  it('stops a scan when the taker says so', async () => {
+    for (let i = 0; i < 40; i++) writeFileSync(path.join(ws.queue, `f${String(i).padStart(2, '0')}.json`), item(`f${i}`));
+    const taken: string[] = [];
+    await source.scanEach(
+      () => undefined,
+      async (file) => {
+        taken.push(path.basename(file.absPath));
+        return taken.length < 3;
+      },
+    );
+    assert.deepEqual(taken, ['f00.json', 'f01.json', 'f02.json']);
+  });
+
   it('sees a new file, a rename into place, an edit in place, and a replaced folder', async () => {
     writeFileSync(path.join(ws.queue, 'a.json'), item('a'));
     assert.deepEqual(await poll(), ['a.json']);

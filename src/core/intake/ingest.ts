@@ -126,18 +126,24 @@ export class ItemIngestion {
     for (let i = 0; i < this.sources.length; i++) {
       const source = this.sources[i];
       const status = this.sourceStatus[i];
-      const scan = await source.scan((p) => this.knownFingerprint(p), everyFile, prompted);
+      // Each file is ingested as soon as it is read, so that one file's items are in memory at a time.
+      const error = await source.scanEach(
+        (p) => this.knownFingerprint(p),
+        async (file) => {
+          if (this.hooks.isClosed()) return false;
+          await this.ingestFile(file, status);
+          return !this.hooks.isClosed();
+        },
+        everyFile,
+        prompted,
+      );
       if (this.hooks.isClosed()) return false;
       status.lastScanAt = new Date().toISOString();
       // A source that keeps failing the same way is logged when the error first appears.
-      if (scan.error !== status.lastError && scan.error !== null) {
-        this.hooks.log('source_error', 'error', scan.error, null, { source: source.location });
+      if (error !== status.lastError && error !== null) {
+        this.hooks.log('source_error', 'error', error, null, { source: source.location });
       }
-      status.lastError = scan.error;
-      for (const file of scan.changed) {
-        await this.ingestFile(file, status);
-        if (this.hooks.isClosed()) return false;
-      }
+      status.lastError = error;
     }
     this.scans++;
     this.lastScanAt = Date.now();

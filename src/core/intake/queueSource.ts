@@ -34,6 +34,15 @@ export interface QueueFileRead {
   entries: QueueEntry[];
 }
 
+/** A changed file read but not parsed yet. */
+interface FileBytes {
+  absPath: string;
+  relPath: string;
+  fingerprint: string;
+  mtimeMs: number;
+  bytes: Buffer;
+}
+
 export interface SourceScan {
   /** Files that are new or changed since their fingerprint was last recorded. */
   changed: QueueFileRead[];
@@ -80,16 +89,32 @@ export class QueueDirectorySource {
    * scan follows a change notification, so a file may be half written (WRITING_MS).
    */
   async scan(known: (absPath: string) => string | undefined, everyFile = false, prompted = false): Promise<SourceScan> {
+    const changed: QueueFileRead[] = [];
+    const error = await this.scanEach(known, (file) => void changed.push(file), everyFile, prompted);
+    return { changed, error };
+  }
+
+  /**
+   * As scan(), handing each changed file to `take` as soon as it is parsed, in the names' order,
+   * and the next only once `take` is done with it (false from `take` ends the scan). A scan of
+   * 100 files of 1,000 items each used to hold every file's parsed items at once, some 50 MB of the
+   * engine's heap, all promoted to V8's old generation before ingestion had finished with them;
+   * now one file's items are held at a time, and the bytes of the few read ahead. Returns the
+   * source's own problem, or null.
+   */
+  async scanEach(
+    known: (absPath: string) => string | undefined,
+    take: (file: QueueFileRead) => Promise<boolean | void> | boolean | void,
+    everyFile = false,
+    prompted = false,
+  ): Promise<string | null> {
     let names: string[];
     let realRoot: string;
     try {
       realRoot = await realpathOr(this.workspaceFolder);
       const realLocation = await fs.realpath(this.location);
       if (!this.allowOutsideWorkspace && !isInside(realRoot, realLocation)) {
-        return {
-          changed: [],
-          error: `queue folder ${this.location} resolves outside the workspace (to ${realLocation}); nothing in it is read. Make it a real folder inside the workspace, or name the outside folder explicitly with --queue-dir`,
-        };
+        return `queue folder ${this.location} resolves outside the workspace (to ${realLocation}); nothing in it is read. Make it a real folder inside the workspace, or name the outside folder explicitly with --queue-dir`;
       }
       const changes = await this.changes.take(realLocation, everyFile);
       names = changes === 'all' ? await fs.readdir(realLocation) : [...new Set([...changes, ...this.unsettled, ...(this.drafts?.due(this.location) ?? [])])];
@@ -98,22 +123,30 @@ export class QueueDirectorySource {
       this.changes.reset();
       const code = (err as NodeJS.ErrnoException).code;
       // No queue folder yet is the normal state of a fresh workspace, not an error.
-      if (code === 'ENOENT') return { changed: [], error: null };
-      return { changed: [], error: `cannot read queue folder ${this.location}: ${(err as Error).message}` };
+      if (code === 'ENOENT') return null;
+      return `cannot read queue folder ${this.location}: ${(err as Error).message}`;
     }
     names = names.filter((n) => n.endsWith('.json') || n.endsWith('.jsonl')).sort();
-    const changed: QueueFileRead[] = [];
-    // A few files at a time: one by one, 10,000 files cost 10,000 round trips to the thread pool
-    // for each of lstat, open, read and close, and the event loop mostly waited. Results keep
-    // the names' order, so items are discovered in the same order either way.
+    // A few files read at a time: one by one, 10,000 files cost 10,000 round trips to the thread
+    // pool for each of lstat, open, read and close, and the event loop mostly waited. They are
+    // parsed one by one, each just before it is taken, in the names' order, so items are
+    // discovered in the same order either way.
     for (let i = 0; i < names.length; i += READ_AT_ONCE) {
-      const reads = await Promise.all(names.slice(i, i + READ_AT_ONCE).map((name) => this.readIfChanged(path.join(this.location, name), realRoot, known, prompted)));
-      for (const read of reads) if (read) changed.push(read);
+      const reads = await Promise.all(names.slice(i, i + READ_AT_ONCE).map((name) => this.readIfChanged(path.join(this.location, name), realRoot, known)));
+      for (let j = 0; j < reads.length; j++) {
+        const read = reads[j];
+        if (!read) continue;
+        // Let go of the bytes as the file is parsed: only the files still to parse hold theirs.
+        reads[j] = undefined;
+        const file = 'bytes' in read ? await this.parseRead(read, realRoot, prompted) : read;
+        if (file && (await take(file)) === false) return null;
+      }
     }
-    return { changed, error: null };
+    return null;
   }
 
-  private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined, prompted = false): Promise<QueueFileRead | undefined> {
+  /** A changed file's bytes, or what is wrong with it (then it has no bytes); undefined when unchanged or gone. */
+  private async readIfChanged(absPath: string, realRoot: string, known: (absPath: string) => string | undefined): Promise<QueueFileRead | FileBytes | undefined> {
     if (this.drafts?.passOver(absPath)) return undefined;
     const relPath = path.relative(this.workspaceFolder, absPath).split(path.sep).join('/');
     let stat;
@@ -156,16 +189,20 @@ export class QueueDirectorySource {
         fileError: `file is ${stat.size} bytes, over the 1 MiB limit; split it into several files`,
       };
     }
-    let bytes: Buffer;
     try {
-      bytes = await fs.readFile(target);
+      return { absPath, relPath, fingerprint, mtimeMs: stat.mtimeMs, bytes: await fs.readFile(target) };
     } catch (err) {
       return { absPath, relPath, fingerprint, entries: [], fileError: `cannot read file: ${(err as Error).message}` };
     }
-    const parsed = this.parseFile(bytes, relPath, absPath.endsWith('.jsonl'));
+  }
+
+  /** A read file's items; undefined while it may still be being written (see WRITING_MS). */
+  private async parseRead(read: FileBytes, realRoot: string, prompted: boolean): Promise<QueueFileRead | undefined> {
+    const { absPath, relPath, fingerprint } = read;
+    const parsed = this.parseFile(read.bytes, relPath, absPath.endsWith('.jsonl'));
     // Not recorded, so not rejected: read again by the next scan, when the writer is done or the
     // file has been as it is for WRITING_MS (then a mistake, rejected as always).
-    if (prompted && parsed.unfinished && Date.now() - stat.mtimeMs < WRITING_MS) {
+    if (prompted && parsed.unfinished && Date.now() - read.mtimeMs < WRITING_MS) {
       this.unsettled.add(path.basename(absPath));
       return undefined;
     }
