@@ -175,10 +175,14 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
   });
 
   it('reports what /stats reports, the finished attempts in the histogram, and the health', async () => {
-    const before = await stats(open.url);
-    const { samples } = await metrics(open.url);
-    const after = await stats(open.url);
-    // Nothing changes any more (the sleeper runs on): the three reads describe the same state.
+    // Nothing changes any more (the sleeper runs on) but the time of the last poll: read until the
+    // three reads fall between two polls, so that they describe the same state.
+    const { before, samples, after } = await until('three reads between two polls', async () => {
+      const first = await stats(open.url);
+      const read = await metrics(open.url);
+      const last = await stats(open.url);
+      return first.lastPollAt === last.lastPollAt && { before: first, samples: read.samples, after: last };
+    });
     assert.deepEqual(after, before);
     assert.deepEqual(statsOf(samples), expected(before));
     assert.deepEqual(
