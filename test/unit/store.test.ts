@@ -6,7 +6,7 @@ import { Engine } from '../../src/core/kernel/engine';
 import { queryLogs } from '../../src/core/reads/logQuery';
 import { JOURNAL_FILE, SNAPSHOT_FILE, Store } from '../../src/core/store';
 import { allLogs, nodeItem, settled, TempWorkspace, waitFor } from './support/workspace';
-import { copyAsCrashed, countSyncFdatasyncs, recordSnapshotStarts, withStore } from './support/storeTesting';
+import { addLogs, copyAsCrashed, countSyncFdatasyncs, recordSnapshotStarts, withStore } from './support/storeTesting';
 
 describe('store: snapshot, journal, recovery on a real disk', function () {
   this.timeout(30_000);
@@ -166,6 +166,29 @@ describe('store: snapshot, journal, recovery on a real disk', function () {
         assert.equal(reopened.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs_fts_docsize')!.n, logs);
         assert.doesNotThrow(() => intact(reopened));
       });
+    });
+  });
+
+  it('a batch of many mutations writes its records to the journal as it ends; a small one waits for the commit', async () => {
+    const { store } = await Store.open({ storageDir: ws.storage });
+    const journal = () => readFileSync(path.join(ws.storage, JOURNAL_FILE), 'utf8');
+    const syncs = countSyncFdatasyncs();
+    try {
+      addLogs(store, 1, 5);
+      assert.equal(journal(), '', 'a few records wait for the commit');
+      // Written as the batch ends, without an fdatasync: the commit still does that.
+      addLogs(store, 6, 200);
+      assert.equal(journal().trim().split('\n').length, 410, 'every record of both batches is in the journal file');
+      assert.equal(syncs.calls, 0, 'no synchronous fdatasync');
+      assert.equal(store.journalSynced, false, 'not synced before a commit');
+      // What a process killed now leaves on disk has them all.
+      copyAsCrashed(ws.storage, path.join(ws.root, 'crashed'));
+    } finally {
+      syncs.restore();
+      store.close();
+    }
+    await withStore(path.join(ws.root, 'crashed'), (crashed) => {
+      assert.equal(crashed.get<{ n: number }>('SELECT COUNT(*) AS n FROM logs')!.n, 205);
     });
   });
 
