@@ -72,6 +72,14 @@ export const ContextKeys = {
   hasFailedItems: 'engineMonitor.hasFailedItems',
   /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
   hasItems: 'engineMonitor.hasItems',
+  /**
+   * The engine holds schedule templates / the Logs view holds entries. With hasItems, these gate the
+   * views' empty states ("No schedules", "No log entries yet"): a view whose rows the window is
+   * still fetching or drawing after a reload is blank for a moment, never "empty" while the engine
+   * has data (the `loaded` key can reach the window before the rows do).
+   */
+  hasSchedules: 'engineMonitor.hasSchedules',
+  hasLogs: 'engineMonitor.hasLogs',
   /** The engine has launched something (stats.totalLaunches > 0): completes the walkthrough's "See it launched". */
   hasLaunched: 'engineMonitor.hasLaunched',
   /** /status lists more than one engine: shows the Fleet view. */

@@ -224,6 +224,9 @@ describe('Engine Monitor in a workspace without a queue folder (code-server)', f
     await waitUntil('the queue folder', async () => existsSync(path.join(tmp, '.engine', 'queue')));
     await stats.locator('.monaco-list-row', { hasText: 'Total' }).first().waitFor({ timeout: 60_000 });
     await waitUntil('a healthy status bar', async () => /Engine healthy · 0 pending/.test((await statusBarItem(page).textContent()) ?? ''), 30_000);
+    // An engine without items or schedules: the views say so, with what to do.
+    await viewPane(page, 'Items').locator('.welcome-view-content', { hasText: 'No items yet' }).first().waitFor({ timeout: 30_000 });
+    await viewPane(page, 'Schedules').locator('.welcome-view-content', { hasText: 'No schedules' }).first().waitFor({ timeout: 30_000 });
   });
 
   it('shows engine strings as text, never as Markdown or HTML', async function () {

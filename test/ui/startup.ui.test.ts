@@ -12,7 +12,7 @@
 //
 // Needs a build (`npm run build`) and code-server (`bash test/vscode/setup-code-server.sh`).
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -185,6 +185,10 @@ describe('Start-up: from a window reload to the settled counts, never a wrong st
       }
     }
     console.log(`      ${samples.length} samples; workbench at ${workbenchAt} ms, settled counts at ${settledAt} ms after the reload (${settledAt !== undefined && workbenchAt !== undefined ? settledAt - workbenchAt : '?'} ms after the workbench); timeline:\n        ${timeline.join('\n        ')}`);
+    // The extension's own output after the reload (its start-up trace, and whether rowsShown()'s cap
+    // fired): what tells a wrong state seen here from a window that was slow to draw.
+    const outputLog = extensionOutputAfterReload(wb.server.userDataDir);
+    if (outputLog) console.log(`      the extension's output after the reload:\n        ${outputLog.split('\n').slice(-40).join('\n        ')}`);
 
     assert.ok(settledAt !== undefined, `the views show the engine's ${total} items within 90 s of the reload; last sample: ${JSON.stringify(samples.at(-1))}`);
     // code-server restores the views' frames from its cache before it has read any extension's
@@ -225,3 +229,27 @@ describe('Start-up: from a window reload to the settled counts, never a wrong st
     assert.equal(end.total, String(total));
   });
 });
+
+/**
+ * The newest "Engine Monitor" output log that code-server keeps under its user data folder (one per
+ * extension host, so after a reload the newest is the reloaded window's), or undefined.
+ */
+function extensionOutputAfterReload(userDataDir: string): string | undefined {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const p = path.join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/Engine Monitor\.log$/.test(name)) found.push(p);
+    }
+  };
+  walk(path.join(userDataDir, 'logs'));
+  const newest = found.sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs).at(-1);
+  return newest ? readFileSync(newest, 'utf8').trimEnd() : undefined;
+}

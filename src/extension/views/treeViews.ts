@@ -171,6 +171,7 @@ export class EngineViews extends Disposable {
       this.updateElapsedTimer();
     }
     if (parts.has('schedules')) {
+      if (m.schedules) void vscode.commands.executeCommand('setContext', ContextKeys.hasSchedules, m.schedules.length > 0);
       this.renderSchedules();
       this.updateScheduleTimer();
     }
@@ -232,7 +233,15 @@ export class EngineViews extends Disposable {
     if (group) void Promise.resolve(this.views.items.reveal(group, { expand: true, select: false, focus: false })).catch(() => undefined);
   }
 
+  /** The hasLogs context key as last set (undefined: not yet). */
+  private hasLogs: boolean | undefined;
+
   private renderLogs(): void {
+    const hasLogs = this.logs.entries.length > 0;
+    if (hasLogs !== this.hasLogs) {
+      this.hasLogs = hasLogs;
+      void vscode.commands.executeCommand('setContext', ContextKeys.hasLogs, hasLogs);
+    }
     this.providers.logs.setRoots(logNodes(this.logs.entries, this.logs.error, this.logNodeCache));
     const f = this.logs.filter;
     this.views.logs.description = isLogFilterActive(f) ? `Filter: ${describeFilter(f)}` : undefined;
