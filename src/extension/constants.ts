@@ -70,7 +70,10 @@ export const ContextKeys = {
   engineState: 'engineMonitor.engineState',
   logFilterActive: 'engineMonitor.logFilterActive',
   hasFailedItems: 'engineMonitor.hasFailedItems',
-  /** The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your first item". */
+  /**
+   * The engine knows at least one item (stats.total > 0): completes the walkthrough's "Add your
+   * first item", and keeps the Items view's "No items yet" away (see hasSchedules).
+   */
   hasItems: 'engineMonitor.hasItems',
   /**
    * The engine holds schedule templates / the Logs view holds entries. With hasItems, these gate the

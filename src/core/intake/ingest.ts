@@ -132,7 +132,6 @@ export class ItemIngestion {
         async (file) => {
           if (this.hooks.isClosed()) return false;
           await this.ingestFile(file, status);
-          return !this.hooks.isClosed();
         },
         everyFile,
         prompted,

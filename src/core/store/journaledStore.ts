@@ -105,7 +105,7 @@ export abstract class JournaledStore {
     this.batchDepth++;
     try {
       const result = this.sql.batch(fn);
-      if (this.pending.length >= WRITE_AHEAD_RECORDS && this.options.storageDir && !this.needsSnapshot && this.journal.isOpen) this.writePending();
+      if (this.pending.length >= WRITE_AHEAD_RECORDS && this.journalWritable) this.writePending();
       return result;
     } catch (err) {
       // SQLite rolled the batch back, so its journal records must go too: replayed after a crash
@@ -119,6 +119,11 @@ export abstract class JournaledStore {
     } finally {
       this.batchDepth--;
     }
+  }
+
+  /** Whether records may be appended to the journal now (else there is no storage, or the next persist is a snapshot). */
+  private get journalWritable(): boolean {
+    return Boolean(this.options.storageDir) && !this.needsSnapshot && this.journal.isOpen;
   }
 
   /** True when mutations are waiting to be journaled. */
@@ -137,7 +142,7 @@ export abstract class JournaledStore {
    * Launches use commitDurably(), which waits for the disk without blocking the event loop.
    */
   commit(mode: 'sync' | 'background' = 'sync'): boolean {
-    if (mode === 'background' && this.options.storageDir && !this.needsSnapshot && this.journal.isOpen) {
+    if (mode === 'background' && this.journalWritable) {
       return this.commitInBackground();
     }
     if (!this.options.storageDir) return true;

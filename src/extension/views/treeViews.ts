@@ -147,34 +147,44 @@ export class EngineViews extends Disposable {
     if (parts.has('stats') || parts.has('health')) this.providers.stats.setRoots(statsNodes(m.stats, m.health, m.error));
     // However the first item arrived (Add Item…, a file written by hand, a script), the
     // walkthrough's step completes on it.
-    if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasItems, m.stats.total > 0);
+    if (parts.has('stats') && m.stats) this.setKey(ContextKeys.hasItems, m.stats.total > 0);
     // And "See it launched" on a launch, not on a look at the Items view before anything ran.
-    if (parts.has('stats') && m.stats) void vscode.commands.executeCommand('setContext', ContextKeys.hasLaunched, m.stats.totalLaunches > 0);
+    if (parts.has('stats') && m.stats) this.setKey(ContextKeys.hasLaunched, m.stats.totalLaunches > 0);
     if (parts.has('health')) {
       this.providers.health.setRoots(healthNodes(m.health, m.error));
-      void vscode.commands.executeCommand('setContext', ContextKeys.engineState, m.health?.checks.engine ?? '');
+      this.setKey(ContextKeys.engineState, m.health?.checks.engine ?? '');
     }
     if (parts.has('status')) {
       this.providers.status.setRoots(statusNodes(m.status, m.error));
       this.providers.fleet.setRoots(fleetNodes(m.status, m.error));
       // Kept while a transient error leaves the status unknown, so the view does not flash away.
-      if (m.status || !m.error) void vscode.commands.executeCommand('setContext', ContextKeys.fleet, isFleet(m.status));
+      if (m.status || !m.error) this.setKey(ContextKeys.fleet, isFleet(m.status));
       const fleet = m.status?.fleet;
       this.views.fleet.description = fleet ? `${fleet.filter((e) => e.state !== 'lost').length} of ${fleet.length} live` : undefined;
     }
     if (parts.has('items')) {
       this.renderItems();
       const failed = m.items?.byGroup.failed.total ?? 0;
-      void vscode.commands.executeCommand('setContext', ContextKeys.hasFailedItems, failed > 0);
+      this.setKey(ContextKeys.hasFailedItems, failed > 0);
       this.views.items.description = m.items ? `${m.stats?.total ?? ''}`.trim() || undefined : undefined;
       this.revealFirstFailure(failed);
       this.updateElapsedTimer();
     }
     if (parts.has('schedules')) {
-      if (m.schedules) void vscode.commands.executeCommand('setContext', ContextKeys.hasSchedules, m.schedules.length > 0);
+      if (m.schedules) this.setKey(ContextKeys.hasSchedules, m.schedules.length > 0);
       this.renderSchedules();
       this.updateScheduleTimer();
     }
+  }
+
+  /** The context keys as this window last set them: each drawing sets them, the window hears of changes only. */
+  private readonly keys = new Map<string, boolean | string>();
+
+  /** Sets a context key the views' menus and welcomes read, unless it already has this value. */
+  private setKey(key: string, value: boolean | string): void {
+    if (this.keys.get(key) === value) return;
+    this.keys.set(key, value);
+    void vscode.commands.executeCommand('setContext', key, value);
   }
 
   private updateFleetTimer(): void {
@@ -233,15 +243,8 @@ export class EngineViews extends Disposable {
     if (group) void Promise.resolve(this.views.items.reveal(group, { expand: true, select: false, focus: false })).catch(() => undefined);
   }
 
-  /** The hasLogs context key as last set (undefined: not yet). */
-  private hasLogs: boolean | undefined;
-
   private renderLogs(): void {
-    const hasLogs = this.logs.entries.length > 0;
-    if (hasLogs !== this.hasLogs) {
-      this.hasLogs = hasLogs;
-      void vscode.commands.executeCommand('setContext', ContextKeys.hasLogs, hasLogs);
-    }
+    this.setKey(ContextKeys.hasLogs, this.logs.entries.length > 0);
     this.providers.logs.setRoots(logNodes(this.logs.entries, this.logs.error, this.logNodeCache));
     const f = this.logs.filter;
     this.views.logs.description = isLogFilterActive(f) ? `Filter: ${describeFilter(f)}` : undefined;
