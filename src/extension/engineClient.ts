@@ -9,6 +9,7 @@ import type { EngineConnection, TextResponse } from './engineConnection';
 import { nextLink } from './linkHeader';
 import { getText } from './textRequest';
 import { SseParser } from './sse';
+import { headerOf, openRequest, readBody, requestText, type TextAnswer } from './httpRequest';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 /**
@@ -123,8 +124,8 @@ export class EngineClient extends Disposable implements EngineConnection {
   }
 
   async getWithLink<T>(pathAndQuery: string): Promise<{ body: T; next: string | undefined }> {
-    const { body, res } = await this.request<T>(pathAndQuery);
-    return { body, next: nextLink(res.headers.get('link')) };
+    const { body, link } = await this.request<T>(pathAndQuery);
+    return { body, next: nextLink(link ?? null) };
   }
 
   getText(pathAndQuery: string, range?: string): Promise<TextResponse> {
@@ -155,20 +156,20 @@ export class EngineClient extends Disposable implements EngineConnection {
   async post<T>(pathAndQuery: string, method: 'POST' | 'DELETE' = 'POST'): Promise<T> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
-    let res: Response;
+    let res;
     try {
-      res = await fetch(base + pathAndQuery, { method, headers: this.headers({ Accept: 'application/json' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      res = await requestText(base + pathAndQuery, REQUEST_TIMEOUT_MS, { method, headers: this.headers({ Accept: 'application/json' }) });
     } catch (err) {
       throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
     }
-    const text = await res.text();
+    const text = res.text;
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : undefined;
     } catch {
       body = undefined;
     }
-    if (!res.ok) {
+    if (!ok(res.status)) {
       const message = (body as ErrorBody | undefined)?.error?.message ?? (text.slice(0, 200) || res.statusText);
       throw new HttpError(res.status, message, `The engine refused ${method} ${pathAndQuery}: HTTP ${res.status} ${message}`);
     }
@@ -200,12 +201,12 @@ export class EngineClient extends Disposable implements EngineConnection {
     this.early.clear();
   }
 
-  private async request<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
+  private async request<T>(pathAndQuery: string): Promise<JsonAnswer<T>> {
     const early = this.takeEarly(pathAndQuery);
     if (early) {
-      let answer: { body: T; res: Response } | undefined;
+      let answer: JsonAnswer<T> | undefined;
       try {
-        answer = (await early.answer) as { body: T; res: Response };
+        answer = (await early.answer) as JsonAnswer<T>;
       } catch {
         // Failed on its way (the engine was still starting its server?): read now instead.
       }
@@ -218,35 +219,31 @@ export class EngineClient extends Disposable implements EngineConnection {
     return this.fetchJson<T>(pathAndQuery);
   }
 
-  private async fetchJson<T>(pathAndQuery: string): Promise<{ body: T; res: Response }> {
+  private async fetchJson<T>(pathAndQuery: string): Promise<JsonAnswer<T>> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
-    let res: Response | undefined;
-    // One retry: after an engine restart on the same port, fetch's pooled keep-alive socket to
-    // the old process fails at once (ECONNRESET); GET is idempotent, a fresh socket works.
+    let res: TextAnswer | undefined;
+    // One retry: after an engine restart on the same port, a pooled keep-alive socket to the old
+    // process fails at once (ECONNRESET); GET is idempotent, a fresh socket works.
     for (let attempt = 1; !res; attempt++) {
       try {
-        res = await fetch(base + pathAndQuery, {
-          headers: this.headers({ Accept: 'application/json' }),
-          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        });
+        res = await requestText(base + pathAndQuery, REQUEST_TIMEOUT_MS, { headers: this.headers({ Accept: 'application/json' }) });
       } catch (err) {
         if (attempt >= 2) throw new Error(`The engine at ${base} is not reachable (${describeError(err)}).`);
       }
     }
-    const text = await res.text();
     let body: unknown;
     try {
-      body = text ? JSON.parse(text) : undefined;
+      body = res.text ? JSON.parse(res.text) : undefined;
     } catch {
       throw new Error(`The engine answered ${pathAndQuery} with something that is not JSON (HTTP ${res.status}).`);
     }
     // /health answers 503 with a normal body when unhealthy: that is data, not an error.
-    if (!res.ok && !(res.status === 503 && pathAndQuery.startsWith('/health'))) {
+    if (!ok(res.status) && !(res.status === 503 && pathAndQuery.startsWith('/health'))) {
       const message = (body as ErrorBody | undefined)?.error?.message ?? res.statusText;
       throw new Error(`The engine refused ${pathAndQuery}: HTTP ${res.status} ${message}`);
     }
-    return { body: body as T, res };
+    return { body: body as T, link: headerOf(res.headers, 'link') };
   }
 
   private headers(extra: Record<string, string>): Record<string, string> {
@@ -295,22 +292,21 @@ export class EngineClient extends Disposable implements EngineConnection {
       try {
         const headers = this.headers({ Accept: 'text/event-stream' });
         if (this.lastEventId) headers['Last-Event-ID'] = this.lastEventId;
-        const res = await fetch(`${this._baseUrl}/events`, { headers, signal: abort.signal });
+        const res = await openRequest(`${this._baseUrl}/events`, { headers, signal: abort.signal });
         if (generation !== this.generation) break;
-        if (!res.ok || !res.body) {
-          this.setProblem(await problemOf(res));
-          throw new Error(`HTTP ${res.status}`);
+        if (res.statusCode !== 200) {
+          this.setProblem(problemOf(res.statusCode ?? 0, res.statusMessage ?? '', await readBody(res).catch(() => '')));
+          throw new Error(`HTTP ${res.statusCode}`);
         }
         this.setProblem(undefined);
         this.openingEvents.clear();
         this.setConnected(true);
         delay = RECONNECT_MIN_MS;
-        const reader = res.body.getReader();
-        const decoder = new TextDecoder();
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done || generation !== this.generation) break;
-          for (const ev of parser.push(decoder.decode(value, { stream: true }))) {
+        // setEncoding keeps a character split between two chunks whole.
+        res.setEncoding('utf8');
+        for await (const chunk of res as AsyncIterable<string>) {
+          if (generation !== this.generation) break;
+          for (const ev of parser.push(chunk)) {
             if (ev.id !== undefined) this.lastEventId = ev.id;
             this.dispatch(ev.event, ev.data);
           }
@@ -369,8 +365,14 @@ export class EngineClient extends Disposable implements EngineConnection {
   }
 }
 
+interface JsonAnswer<T> {
+  body: T;
+  /** The `Link` header (a paged answer's next page). */
+  link: string | undefined;
+}
+
 interface EarlyRead {
-  answer: Promise<{ body: unknown; res: Response }>;
+  answer: Promise<JsonAnswer<unknown>>;
   /** When it was answered (Date.now()); undefined while on its way or when it failed. */
   answeredAt: number | undefined;
 }
@@ -387,22 +389,27 @@ export class HttpError extends Error {
   }
 }
 
+const ok = (status: number) => status >= 200 && status < 300;
+
 /** What an /events answer other than 200 means for the user. */
-async function problemOf(res: Response): Promise<ConnectionProblem> {
-  let detail = res.statusText;
+function problemOf(status: number, statusText: string, text: string): ConnectionProblem {
+  let detail = statusText;
   try {
-    const body = JSON.parse(await res.text()) as ErrorBody;
+    const body = JSON.parse(text) as ErrorBody;
     if (body?.error?.message) detail = body.error.message;
   } catch {
     // not our JSON error body: keep the status text
   }
-  const kind = res.status === 401 ? 'unauthorized' : res.status === 403 ? 'forbidden' : 'http';
+  const kind = status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : 'http';
   const what = kind === 'unauthorized' ? 'the token was refused' : kind === 'forbidden' ? 'the request was forbidden' : 'unexpected answer';
-  return { kind, message: `${what} (HTTP ${res.status}: ${detail})` };
+  return { kind, message: `${what} (HTTP ${status}: ${detail})` };
 }
 
 export function describeError(err: unknown): string {
   if (err instanceof Error) {
+    // node:http puts the code (ECONNREFUSED) on the error, fetch() on its cause.
+    const code = (err as { code?: string }).code;
+    if (code && code !== 'ABORT_ERR') return code;
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     return cause?.code ?? cause?.message ?? err.message;
   }

@@ -2,6 +2,7 @@
 // No `vscode` here: EngineClient uses it, and the unit tests run it against a real engine.
 import type { ErrorBody } from '../shared/api';
 import type { TextResponse } from './engineConnection';
+import { headerOf, requestText } from './httpRequest';
 
 export interface TextRequestOptions {
   /** A `Range` header value, e.g. `bytes=0-65535` or `bytes=-49152`. */
@@ -18,7 +19,7 @@ export async function getText(base: string, pathAndQuery: string, opts: TextRequ
   const headers: Record<string, string> = { Accept: 'text/plain' };
   if (opts.range) headers.Range = opts.range;
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
-  const get = () => fetch(base + pathAndQuery, { headers, signal: AbortSignal.timeout(opts.timeoutMs) });
+  const get = () => requestText(base + pathAndQuery, opts.timeoutMs, { headers });
   // One retry, as EngineClient's JSON reads do: a pooled keep-alive socket to an engine that was
   // just restarted on the same port fails once.
   const res = await get()
@@ -26,14 +27,11 @@ export async function getText(base: string, pathAndQuery: string, opts: TextRequ
     .catch((err: unknown) => {
       throw new Error(`The engine at ${base} is not reachable (${err instanceof Error ? err.message : String(err)}).`);
     });
-  const totalBytes = contentRangeTotal(res.headers.get('content-range'));
+  const totalBytes = contentRangeTotal(headerOf(res.headers, 'content-range') ?? null);
   // 416: the range starts at or beyond the end, which for an attempt with no output yet is any range.
-  if (res.status === 416) {
-    await res.body?.cancel();
-    return { status: 416, text: '', totalBytes: totalBytes ?? 0 };
-  }
-  const text = await res.text();
-  if (!res.ok) {
+  if (res.status === 416) return { status: 416, text: '', totalBytes: totalBytes ?? 0 };
+  const text = res.text;
+  if (res.status < 200 || res.status >= 300) {
     let message = res.statusText;
     try {
       message = (JSON.parse(text) as ErrorBody).error.message || message;
