@@ -86,6 +86,9 @@ async function main(argv: string[]): Promise<number> {
   }
   announce(host, options);
   send({ type: 'ready', url: host.url, pid: process.pid, ...(host.requestedPortInUse ? { requestedPort: options.port } : {}) });
+  // Only now: a window that starts the engine waits for the lines above, and the helpers' two
+  // Node processes booting beside the first poll and the server's start took the same cores.
+  host.engine.prepareLaunching();
   if (process.send) {
     serveControlChannel(host, send);
     // A parent that forked us with a channel and went away takes us along. (VS Code windows do not

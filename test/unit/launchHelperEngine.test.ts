@@ -170,6 +170,18 @@ describe('launch helper: attempts spawned by a helper process', function () {
       });
     }
 
+    it('start() forks no launch helper while nothing is due; prepareLaunching() forks the pool', async () => {
+      // A window that starts the engine waits for its host's start: two Node processes booting
+      // beside the first poll made that start slower, for helpers nothing needed yet.
+      ws.enqueue('later.json', nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }));
+      engine = await Engine.create(ws.options({ launchHelpers: 2 }));
+      await engine.start();
+      assert.equal(engine.listItems({ limit: 10, offset: 0 }).items.length, 1, 'the first poll found the item');
+      assert.deepEqual(helpersOf(process.pid), [], 'no helper forked by start()');
+      engine.prepareLaunching();
+      await waitFor('the pool of two helpers', () => helpersOf(process.pid).length === 2);
+    });
+
     it('shutdown ends running attempts and the helper: no process is left', async () => {
       const pidFile = path.join(ws.root, 'pid');
       // Deaf to SIGTERM: only the SIGKILL after the shutdown's grace ends it.
@@ -204,6 +216,18 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const code = await new Promise<number | null>((resolve) => helper.on('exit', (c) => resolve(c)));
       assert.equal(stderr, '', 'nothing thrown');
       assert.equal(code, 0, 'it ended the way an orphaned helper ends');
+    });
+
+    it('the engine host forks its helpers once it is ready, with nothing due', async () => {
+      ws.enqueue('later.json', nodeItem('later', '0', { runAt: '2099-01-01T00:00:00.000Z' }));
+      const run = await serve(['--workspace', ws.folder, '--storage', ws.storage, '--launch-helpers', '2']);
+      try {
+        // Ready for the first launch or snapshot without waiting for either.
+        await waitFor('the pool of two helpers', () => helpersOf(run.child.pid!).length === 2);
+      } finally {
+        run.child.kill('SIGTERM');
+        await run.exited;
+      }
     });
 
     it('kill -9 of the engine host: the helper ends the running attempt and what left its group, and exits', async () => {

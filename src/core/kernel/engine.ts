@@ -185,11 +185,13 @@ export class Engine implements ControllableEngine {
     });
     this.persistence.start();
     await this.output.start(this.lastAttemptId);
-    // The helper also builds the periodic snapshots (in processes it starts), so a persisted
-    // engine has it ready before its first snapshot even if it has launched nothing yet.
-    if (this.options.storageDir) this.launcher.prepare();
     await this.poller.poll();
     this.poller.schedule();
+  }
+
+  /** Starts the launch helpers before the first launch (the host, once ready); they also build the snapshots. */
+  prepareLaunching(): void {
+    if (this.options.storageDir) this.launcher.prepare();
   }
 
   /** Stop launching (running attempts finish and are recorded). */
