@@ -6,11 +6,13 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 
-/** Keep-alive: the views read the same engine every few seconds, a socket each time is waste. */
-const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 8 }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 8 }),
-};
+/**
+ * Keep-alive: the views read the same engine every few seconds, a socket each time is waste. An
+ * idle socket is closed after 4 s, before the engine's own 5 s: a request sent on a socket the
+ * server is closing at that instant fails, and a control POST is not retried.
+ */
+const agentOptions = { keepAlive: true, maxSockets: 8, timeout: 4_000 };
+const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
 
 export interface RequestOptions {
   method?: 'GET' | 'POST' | 'DELETE';
