@@ -12,6 +12,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import os from 'node:os';
 import path from 'node:path';
 import { mb, median, type Row } from './lib';
+import { runChild } from './children';
+import { SNAPSHOT_FILE } from '../src/core/store/files';
 import { ENGINE_HOST_NODE_OPTIONS } from '../src/shared/hostProtocol';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -186,6 +188,8 @@ interface RunResult {
   restAfterLoad: number;
   peak: number;
   hwm: number;
+  /** Peak RSS of a bare Node process holding the same database in sql.js. */
+  floor: number;
 }
 
 /** The paths under load, in order: the independent check's list. */
@@ -242,7 +246,13 @@ async function oneRun(ctx: MemScenarioContext, cli: string, run: number): Promis
     const { hwm } = procStatus(pid);
     ctx.log(`    peak RSS ${mb(rss.peak)} MB (sampled every 50 ms), VmHWM ${mb(hwm)} MB, at rest after the load ${mb(restAfterLoad)} MB (load ${os.loadavg()[0].toFixed(1)})`);
     if (process.env.BENCH_MEMSCEN_HEAPSNAPSHOT === '1') await heapSnapshot(ctx, engine, workspace, run);
-    return { ingestMs, ingestPeak, restAfterIngest, paths, restAfterLoad, peak: rss.peak, hwm };
+    // The floor, measured outside the engine: a bare Node process that only holds this run's
+    // database (the snapshot the engine writes as it stops) in sql.js (bench/child/sqljsFloor.ts).
+    rss.stop();
+    await stopEngine(engine);
+    const floor = await runChild<{ counts: Record<string, number>; maxRss: number }>('sqljsFloor', { snapshot: path.join(workspace, '.engine', 'state', SNAPSHOT_FILE) });
+    ctx.log(`    floor (bare Node + sql.js, this run's database: ${Object.entries(floor.counts).map(([t, n]) => `${n} ${t}`).join(', ')}): peak ${mb(floor.maxRss)} MB`);
+    return { ingestMs, ingestPeak, restAfterIngest, paths, restAfterLoad, peak: rss.peak, hwm, floor: floor.maxRss };
   } finally {
     rss.stop();
     await stopEngine(engine);
@@ -267,7 +277,9 @@ export async function scenarioMemoryIndependent(ctx: MemScenarioContext): Promis
     unit: 'MB',
     target: '≤ 200 MB',
     met: mb(peak) <= 200,
-    note: `max of /proc VmRSS every 50 ms and VmHWM; per run ${runs.map((r) => mb(Math.max(r.peak, r.hwm))).join(' / ')} MB`,
+    baseline: mb(median(runs.map((r) => r.floor))),
+    ratio: peak / median(runs.map((r) => r.floor)),
+    note: `max of /proc VmRSS every 50 ms and VmHWM; per run ${runs.map((r) => mb(Math.max(r.peak, r.hwm))).join(' / ')} MB; baseline: the floor, a bare Node process holding the same database in sql.js (${runs.map((r) => mb(r.floor)).join(' / ')} MB)`,
   });
   ctx.add({ scenario: 'memscenario', measure: `engine host RSS at rest after ingest, ${scale}`, value: mb(median(runs.map((r) => r.restAfterIngest))), unit: 'MB' });
   ctx.add({ scenario: 'memscenario', measure: `engine host RSS at rest after the load, ${scale}`, value: mb(median(runs.map((r) => r.restAfterLoad))), unit: 'MB' });
