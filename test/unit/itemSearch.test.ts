@@ -100,6 +100,35 @@ describe('item search index', function () {
     );
   });
 
+  it('a word in every item narrows nothing, alone or beside others, until an item without it comes (property)', async () => {
+    // A big batch's common word ("nightly" in every name) is left out of the search rather than
+    // walked: the answer must not change, whether the other words are rare, common or absent, and
+    // must narrow again once an item without the word is added or an item is redefined without it.
+    const rest = fc.array(fc.constantFrom(...PIECES, 'weekly', 'daily'), { maxLength: 4 }).map((p) => p.join(' '));
+    const queries = [['nightly'], ['night'], ['nightly', 'report'], ['report', 'nightly'], ['nightly', 'weekly', 'daily'], ['nightly', 'zebra'], ['nig', 're']];
+    await fc.assert(
+      fc.asyncProperty(fc.array(rest, { minLength: 1, maxLength: 30 }), rest, fc.nat(), (names, later, at) =>
+        itemStore(({ store, defs, add, redefine }) => {
+          const check = (when: string) => {
+            for (const q of queries) {
+              const expected = defs.flatMap((d, seq) => (wordsStartWords(q, itemSearchText(d)) ? [seq + 1] : []));
+              const found = matchingItemSeqs(store, q);
+              assert.equal(found.count, expected.length, `${when}: count of ${JSON.stringify(q)}`);
+              assert.deepEqual(all(found), expected, `${when}: ${JSON.stringify(q)}`);
+            }
+          };
+          names.forEach((n) => add({ name: `nightly ${n}`, command: 'true', args: [] }));
+          check('every item holds "nightly"');
+          add({ name: later, command: 'true', args: [] });
+          check('an item without "nightly" added');
+          redefine(at % names.length, { name: later, command: 'true', args: [] });
+          check('an item redefined without "nightly"');
+        }),
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it('match exactly wordsStartWords for any words, punctuation and odd characters included, as items are added and redefined (property)', async () => {
     // matchingItemSeqs takes words as given, not only searchWords' runs of letters and digits:
     // words made here from item texts (a prefix of a token, "bench-012345", a word that starts or

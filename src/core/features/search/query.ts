@@ -130,8 +130,11 @@ function inPosting(p: number | Uint32Array, k: number): boolean {
 function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
   const out = items.buffer === index.scratch.buffer ? items : scratch(index);
   let m = 0;
-  if (items.length * t.postings.length * 8 < t.cost) {
-    for (const k of items) {
+  // Indexed loops: for-of over a typed array cost ~7 ns an item here, several times these.
+  const n = items.length;
+  if (n * t.postings.length * 8 < t.cost) {
+    for (let i = 0; i < n; i++) {
+      const k = items[i];
       for (const p of t.postings) {
         if (inPosting(p, k)) {
           out[m++] = k;
@@ -142,9 +145,18 @@ function narrow(index: ItemIndex, items: Uint32Array, t: Term): Uint32Array {
   } else {
     const mark = markTerm(index, t);
     const { marks } = index;
-    for (const k of items) if (marks[k] === mark) out[m++] = k;
+    for (let i = 0; i < n; i++) {
+      const k = items[i];
+      if (marks[k] === mark) out[m++] = k;
+    }
   }
   return out.subarray(0, m);
+}
+
+/** Whether one of the term's postings holds every item (postings hold each item once): it narrows nothing. */
+function coversAll(index: ItemIndex, t: Term): boolean {
+  for (const p of t.postings) if (typeof p === 'number' ? index.count === 1 && p === 0 : p[0] === index.count) return true;
+  return false;
 }
 
 /**
@@ -164,10 +176,12 @@ export function matchingItemSeqs(store: Store, wanted: readonly string[]): ItemM
     if (known) terms.push(...known.terms);
     if (!known || !known.exact) checked.push(word);
   }
-  // The rarest term first: the others then only narrow its items.
+  // The rarest term first: the others then only narrow its items. A word in every item (a common
+  // word of a big batch: "nightly") narrows nothing and is left out rather than walked.
   terms.sort((a, b) => a.cost - b.cost);
   let items: Uint32Array | undefined;
   for (const t of terms) {
+    if (coversAll(index, t)) continue;
     items = items === undefined ? termItems(index, t) : narrow(index, items, t);
     if (items.length === 0) break;
   }
