@@ -156,7 +156,7 @@ export class EngineClient extends Disposable implements EngineConnection {
   async post<T>(pathAndQuery: string, method: 'POST' | 'DELETE' = 'POST'): Promise<T> {
     const base = this._baseUrl;
     if (!base) throw new Error('The engine is not running.');
-    let res;
+    let res: TextAnswer;
     try {
       res = await requestText(base + pathAndQuery, REQUEST_TIMEOUT_MS, { method, headers: this.headers({ Accept: 'application/json' }) });
     } catch (err) {

@@ -58,7 +58,10 @@ export function readBody(res: IncomingMessage): Promise<string> {
     res.on('data', (c: Buffer) => chunks.push(c));
     res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.once('error', reject);
-    res.once('aborted', () => reject(new Error('the engine closed the connection before the answer was complete')));
+    // A connection closed mid-answer (after 'end', complete is set and this does nothing).
+    res.once('close', () => {
+      if (!res.complete) reject(new Error('the engine closed the connection before the answer was complete'));
+    });
   });
 }
 
