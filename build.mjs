@@ -1,7 +1,7 @@
 // One esbuild config for every bundle: the headless CLI / engine host, the VS Code extension
 // and the webview. Type checking is separate (`npm run typecheck`), as esbuild only strips types.
 import * as esbuild from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync, existsSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, existsSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -51,6 +51,39 @@ const precompiledValidator = {
   },
 };
 
+/**
+ * dist/empty-database.sqlite: a new engine's database, this version's schema applied by sql.js
+ * (src/core/store/emptyDatabase.ts), so an engine's first start loads it instead of running the
+ * schema. Written on every build, as the schema is part of the sources.
+ */
+async function writeEmptyDatabase() {
+  const generator = await esbuild.build({
+    stdin: {
+      contents: "export { buildEmptyDatabase } from './src/core/store/emptyDatabase';\nexport { loadSqlJs } from './src/core/store/sqlJs';\n",
+      resolveDir: process.cwd(),
+      loader: 'ts',
+    },
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    write: false,
+    logLevel: 'warning',
+  });
+  const mod = { exports: {} };
+  // __dirname is dist/: sql.js finds the sql-wasm.wasm copied there above.
+  new Function('module', 'exports', 'require', '__dirname', generator.outputFiles[0].text)(mod, mod.exports, require, path.resolve('dist'));
+  const SQL = await mod.exports.loadSqlJs();
+  writeFileSync('dist/empty-database.sqlite', mod.exports.buildEmptyDatabase(SQL));
+}
+const emptyDatabaseOnRebuild = {
+  name: 'empty-database',
+  setup(build) {
+    build.onEnd(async (result) => {
+      if (result.errors.length === 0) await writeEmptyDatabase();
+    });
+  },
+};
+
 const common = {
   bundle: true,
   plugins: [precompiledValidator],
@@ -82,6 +115,7 @@ const builds = [
     // The command line and the engine host (src/host/cli.ts), loaded by dist/cli.js.
     entryPoints: { 'cli-main': 'src/host/cli.ts' },
     outdir: 'dist',
+    plugins: [...common.plugins, emptyDatabaseOnRebuild],
   },
   {
     ...common,

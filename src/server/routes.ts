@@ -41,7 +41,8 @@ export interface RouteContext {
   url: string;
   hub: EventHub;
   healthBody(snapshot: HealthSnapshot): HealthResponse;
-  openApiText: string;
+  /** The API's description as JSON text; asked for on the first /openapi.json request. */
+  openApiText: () => string;
   metrics: EngineMetrics;
 }
 
@@ -306,10 +307,15 @@ function addEventsRoute(app: Router, hub: EventHub): void {
   });
 }
 
-/** /openapi.json: the API's description, serialised once when the server starts. */
-function addOpenApiRoute(app: Router, openApiText: string): void {
+/**
+ * /openapi.json: the API's description, serialised on the first request and kept. Not at start:
+ * building it is some milliseconds of a start a window waits for, and few clients ever ask.
+ */
+function addOpenApiRoute(app: Router, describe: () => string): void {
+  let openApiText: string | undefined;
   app.get('/openapi.json', (req: IncomingMessage, res: ServerResponse) => {
     rejectAnyParams(req.url);
+    openApiText ??= describe();
     res.writeHead(200, {
       'Content-Type': JSON_CONTENT_TYPE,
       'Content-Length': Buffer.byteLength(openApiText),

@@ -86,7 +86,7 @@ export async function startHttpServer(engine: MonitoredEngine, options: HttpServ
     url,
     hub,
     healthBody,
-    openApiText: JSON.stringify(buildOpenApiDocument(engine.version, url)),
+    openApiText: () => JSON.stringify(buildOpenApiDocument(engine.version, url)),
     metrics,
   });
   // Attached only now that the port (hence the Host allow-list) is known. Nothing can have

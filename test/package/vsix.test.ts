@@ -48,6 +48,7 @@ const REQUIRED = [
   'extension/dist/pg-worker.js',
   'extension/dist/webview.js',
   'extension/dist/sql-wasm.wasm',
+  'extension/dist/empty-database.sqlite',
   'extension/dist/codicons/codicon.css',
   'extension/dist/codicons/codicon.ttf',
   'extension/schemas/item.schema.json',

@@ -8,6 +8,7 @@ import * as zlib from 'node:zlib';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoreNote } from './backend';
 import { fsyncDir, JOURNAL_FILE, JOURNAL_NEXT_FILE, removeIfPresent, SNAPSHOT_FILE, SNAPSHOT_SUM_FILE, SNAPSHOT_TMP_PREFIX, writeDurably, writeDurablyInBackground } from './files';
+import { emptyDatabase } from './emptyDatabase';
 import { migrate, SCHEMA_VERSION, schemaMismatch, schemaVersion } from './schema';
 
 const crc32: ((data: Uint8Array) => number) | undefined = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
@@ -39,9 +40,10 @@ export function openSnapshot(SQL: SqlJsStatic, dir: string, notes: StoreNote[]):
       }
       // Compared with a new database of its own version: an older one is ours too, and is
       // migrated once it is open (recovery.ts).
-      const fresh = new SQL.Database();
+      const freshVersion = Math.max(version, 1);
+      const fresh = new SQL.Database(freshVersion === SCHEMA_VERSION ? emptyDatabase(SQL) : undefined);
       try {
-        migrate(fresh, Math.max(version, 1));
+        migrate(fresh, freshVersion);
         const mismatch = schemaMismatch(db, fresh);
         if (mismatch) throw new Error(`it is not an Engine Monitor database: ${mismatch}`);
       } finally {
@@ -141,14 +143,7 @@ function withRoom(whole: Uint8Array<ArrayBuffer>, length: number): Uint8Array<Ar
 
 /** A new, empty database (schema applied) in a file with DATABASE_ROOM_BYTES of room. */
 export function newDatabaseWithRoom(SQL: SqlJsStatic): Database {
-  const empty = new SQL.Database();
-  let image: Uint8Array;
-  try {
-    migrate(empty);
-    image = empty.export();
-  } finally {
-    empty.close();
-  }
+  const image = emptyDatabase(SQL);
   const whole = new Uint8Array(Math.max(DATABASE_ROOM_BYTES, image.length * 2));
   whole.set(image);
   return new SQL.Database(withRoom(whole, image.length));
