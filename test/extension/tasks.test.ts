@@ -22,6 +22,13 @@ describe('VS Code tasks and file triggers', () => {
     await waitForEngine(await getApi());
   });
 
+  /** Puts files.autoSave back as the test found it (a test that turned it off sets this). */
+  let restoreAutoSave: (() => Thenable<void>) | undefined;
+  afterEach(async () => {
+    await restoreAutoSave?.();
+    restoreAutoSave = undefined;
+  });
+
   /** The exit code VS Code reports when `name` ends (its process, or a CustomExecution's pseudoterminal). */
   const ended = (name: string) =>
     new Promise<number | undefined>((resolve) => {
@@ -152,6 +159,12 @@ describe('VS Code tasks and file triggers', () => {
     const row = await waitFor('the on-save row in the Schedules view', () => nodeById(api, 'schedules', 'schedules.on-save'));
     assert.equal(row.description, 'watches src/**/*.ts');
     const fired = async () => (await getJson<LogEntry[]>(api, '/logs?action=watch_fired&limit=100')).filter((l) => (l.details as { template?: string } | null)?.template === 'on-save');
+    // code-server saves a dirty file by itself a second after an edit (files.autoSave defaults to
+    // afterDelay on the web). On a loaded machine that save came before this test's own, which
+    // then found nothing to save: every write here is the test's own save.
+    const files = vscode.workspace.getConfiguration('files');
+    await files.update('autoSave', 'off', vscode.ConfigurationTarget.Global);
+    restoreAutoSave = () => files.update('autoSave', undefined, vscode.ConfigurationTarget.Global);
     const doc = await vscode.workspace.openTextDocument(file);
     await vscode.window.showTextDocument(doc);
     // The engine's watcher is set up after the poll that found the template: save until it fires,
