@@ -5,7 +5,7 @@
 // to the user here; none throws into VS Code's generic error toast.
 import * as vscode from 'vscode';
 import { Commands, type CommandId } from '../constants';
-import { ControlNeedsTokenError, ControlUnavailableError } from '../engineController';
+import { ControlNeedsTokenError, ControlUnavailableError } from '../remoteEngine';
 
 export type CommandHandler = (...args: unknown[]) => unknown;
 
