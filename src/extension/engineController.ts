@@ -5,7 +5,7 @@
 // commands. The host outlives the window (hostProcess.ts): every attached window controls it
 // alike, and a window going away only detaches. It owns the window's mode (engineMode.ts); remote
 // mode, monitoring a headless engine at engineMonitor.remote.url instead, is in remoteEngine.ts.
-import { mkdirSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import type { EngineState } from '../shared/api';
 import type { ControlCommand, EngineLock } from '../shared/hostProtocol';
@@ -125,7 +125,7 @@ export class EngineController extends Disposable {
       // An engine already running on this storage (the window reloaded): attach, whatever autoStart says.
       if (await this.attachExisting()) return;
       // Known before the decision, so the views' welcome (queue folder or not) is right at once.
-      const hasQueueFolder = this.queueFolders.existsNow();
+      const hasQueueFolder = await this.queueFolders.exists();
       if (!readConfig().engine.autoStart || !hasQueueFolder) return;
       await this.startHost(false);
     } finally {
@@ -280,8 +280,7 @@ export class EngineController extends Disposable {
       this.setMode({ kind: 'local', state: 'failed', error: 'Open a folder to run the engine.' });
       return;
     }
-    // Not awaited: VS Code's own storage folder, on this disk; a window waits for this start.
-    mkdirSync(storage.fsPath, { recursive: true });
+    await fs.mkdir(storage.fsPath, { recursive: true });
     const config = readConfig();
     const args = hostArgsFor(config, vscode.workspace.isTrusted);
     if (config.hooks.notifyUrl && !isNotifyUrl(config.hooks.notifyUrl)) {

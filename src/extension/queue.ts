@@ -1,7 +1,6 @@
 // The queue folders: `<workspace folder>/<engineMonitor.queue.directory>`.
 // Knows whether any exists (for auto-start and the views' welcome), watches for one appearing,
 // and implements Create Queue Folder and Open Queue Folder (Add Item… is commands/addItem.ts).
-import { statSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -50,28 +49,7 @@ export class QueueFolders extends Disposable {
   }
 
   async exists(): Promise<boolean> {
-    return this.record((await this.existingQueueFolders()).length > 0);
-  }
-
-  /**
-   * exists(), answered at once: for the start-up decision only. A window that starts its engine
-   * waits for it, and each await of file I/O while VS Code activates its other extensions waits
-   * behind their work; one stat of a folder in the workspace costs microseconds, and a workspace
-   * whose disk does not answer a stat has hung VS Code's own Explorer already.
-   */
-  existsNow(): boolean {
-    return this.record(
-      this.folders().some((f) => {
-        try {
-          return statSync(this.queueUri(f).fsPath).isDirectory();
-        } catch {
-          return false;
-        }
-      }),
-    );
-  }
-
-  private record(value: boolean): boolean {
+    const value = (await this.existingQueueFolders()).length > 0;
     if (value !== this._exists) {
       const changed = this._exists !== undefined;
       this._exists = value;
