@@ -64,7 +64,8 @@ async function main(): Promise<void> {
     });
     if (started.kind !== 'running') throw new Error('storage folder is locked by another engine');
     url = started.host.url;
-    // As `engine-monitor serve` does once ready: the helpers also build the snapshots measured here.
+    // As `engine-monitor serve` does once ready (serve first lets a window's first reads go by):
+    // the helpers also build the snapshots measured here.
     started.host.engine.prepareLaunching();
     store = (started.host.engine as unknown as { store: typeof store }).store;
     snapshots = timeSnapshots(store!, workerMs);
