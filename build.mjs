@@ -22,13 +22,12 @@ for (const f of ['codicon.css', 'codicon.ttf']) copyFileSync(path.join(codiconsD
 const hostNodeOptions = ['--max-semi-space-size=2', '--v8-pool-size=1', '--max-old-space-size=1024'];
 
 /**
- * The queue item's validator compiled at build time (src/core/intake/itemSchema.ts), put in place
- * of src/core/intake/itemValidator.ts in every bundle: the engine host starts without compiling a
- * schema. itemSchema.ts is bundled on its own here to run it.
+ * Bundles `contents` (TypeScript importing from src/) and runs it here, at build time; returns its
+ * exports. `dirname` is the module's __dirname.
  */
-async function precompiledItemValidator() {
+async function runAtBuildTime(contents, dirname = process.cwd()) {
   const generator = await esbuild.build({
-    stdin: { contents: "export { itemValidatorModule } from './src/core/intake/itemSchema';\n", resolveDir: process.cwd(), loader: 'ts' },
+    stdin: { contents, resolveDir: process.cwd(), loader: 'ts' },
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -36,8 +35,18 @@ async function precompiledItemValidator() {
     logLevel: 'warning',
   });
   const mod = { exports: {} };
-  new Function('module', 'exports', 'require', generator.outputFiles[0].text)(mod, mod.exports, require);
-  return mod.exports.itemValidatorModule();
+  new Function('module', 'exports', 'require', '__dirname', generator.outputFiles[0].text)(mod, mod.exports, require, dirname);
+  return mod.exports;
+}
+
+/**
+ * The queue item's validator compiled at build time (src/core/intake/itemSchema.ts), put in place
+ * of src/core/intake/itemValidator.ts in every bundle: the engine host starts without compiling a
+ * schema. itemSchema.ts is bundled on its own here to run it.
+ */
+async function precompiledItemValidator() {
+  const { itemValidatorModule } = await runAtBuildTime("export { itemValidatorModule } from './src/core/intake/itemSchema';\n");
+  return itemValidatorModule();
 }
 const itemValidatorSource = await precompiledItemValidator();
 const precompiledValidator = {
@@ -57,23 +66,12 @@ const precompiledValidator = {
  * schema. Written on every build, as the schema is part of the sources.
  */
 async function writeEmptyDatabase() {
-  const generator = await esbuild.build({
-    stdin: {
-      contents: "export { buildEmptyDatabase } from './src/core/store/emptyDatabase';\nexport { loadSqlJs } from './src/core/store/sqlJs';\n",
-      resolveDir: process.cwd(),
-      loader: 'ts',
-    },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    write: false,
-    logLevel: 'warning',
-  });
-  const mod = { exports: {} };
   // __dirname is dist/: sql.js finds the sql-wasm.wasm copied there above.
-  new Function('module', 'exports', 'require', '__dirname', generator.outputFiles[0].text)(mod, mod.exports, require, path.resolve('dist'));
-  const SQL = await mod.exports.loadSqlJs();
-  writeFileSync('dist/empty-database.sqlite', mod.exports.buildEmptyDatabase(SQL));
+  const { buildEmptyDatabase, loadSqlJs } = await runAtBuildTime(
+    "export { buildEmptyDatabase } from './src/core/store/emptyDatabase';\nexport { loadSqlJs } from './src/core/store/sqlJs';\n",
+    path.resolve('dist'),
+  );
+  writeFileSync('dist/empty-database.sqlite', buildEmptyDatabase(await loadSqlJs()));
 }
 const emptyDatabaseOnRebuild = {
   name: 'empty-database',
