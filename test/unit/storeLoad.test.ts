@@ -37,6 +37,28 @@ describe('store: loading sql.js and a snapshot, in a fresh process', function ()
     // execFileSync returned: the process exited by itself, so nothing was left holding the loop.
   });
 
+  it('refuses an sql.js that other code initialised first (it drops a leading U+FEFF), and takes its own', () => {
+    const sqlJsModule = path.join(__dirname, '..', '..', 'src', 'core', 'store', 'sqlJs.ts');
+    const seen = inFreshProcess<{ first: string }>(`
+      const { loadSqlJs } = require(${JSON.stringify(sqlJsModule)});
+      const outcome = (p) => p.then(() => 'loaded', (e) => e.message);
+      (async () => {
+        // Another caller of sql.js's own initialiser, before loadSqlJs(): its module has the default decoder.
+        await require('sql.js')();
+        const first = await outcome(loadSqlJs());
+        console.log(JSON.stringify({ first }));
+      })();`);
+    assert.match(seen.first, /sql\.js was initialised before loadSqlJs\(\) and drops a leading U\+FEFF/);
+    // Initialised by loadSqlJs() alone, text keeps its byte order mark (the check is not needed then).
+    const own = inFreshProcess<{ text: string }>(`
+      const { loadSqlJs } = require(${JSON.stringify(sqlJsModule)});
+      loadSqlJs().then((SQL) => {
+        const db = new SQL.Database();
+        console.log(JSON.stringify({ text: db.exec("SELECT char(65279) || 'x'")[0].values[0][0] }));
+      });`);
+    assert.equal(own.text, '\uFEFFx');
+  });
+
   it('loads a snapshot and replays its journal in one buffer, without a second copy of the file', async () => {
     const { store } = await Store.open({ storageDir: ws.storage });
     const addLogs = (from: number, count: number) =>

@@ -21,21 +21,28 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
   // found it). SQLite's text is never a document with a byte order mark to skip: decode it as is.
   const DefaultDecoder = globalThis.TextDecoder;
   globalThis.TextDecoder = KeepByteOrderMark;
+  decodersMade = 0;
   try {
     // The wasm ships beside the bundle (dist/sql-wasm.wasm); in tests run from sources, sql.js's own.
-    sqlJs = initSqlJs({
+    const init = initSqlJs({
       locateFile: (file: string) => {
         const beside = path.join(__dirname, file);
         return existsSync(beside) ? beside : require.resolve(`sql.js/dist/${file}`);
       },
-    })
-      .then(keepsByteOrderMarks)
-      .finally(() => clearInterval(keepLoopAlive));
+    });
+    // Made while initSqlJs ran: sql.js took ours. None made: sql.js was initialised before and
+    // handed back that module, and only reading a text back tells which decoder it has. That check
+    // runs SQL a start otherwise does not need (a tenth of the engine host's start): only then.
+    const madeOurs = decodersMade > 0;
+    sqlJs = init.then((SQL) => (madeOurs ? SQL : keepsByteOrderMarks(SQL))).finally(() => clearInterval(keepLoopAlive));
   } finally {
     globalThis.TextDecoder = DefaultDecoder;
   }
   return sqlJs;
 }
+
+/** KeepByteOrderMark decoders made since loadSqlJs() began initialising sql.js. */
+let decodersMade = 0;
 
 /**
  * sql.js initialises once per process and hands every later caller the same module: code that
@@ -55,6 +62,7 @@ function keepsByteOrderMarks(SQL: SqlJsStatic): SqlJsStatic {
 class KeepByteOrderMark extends TextDecoder {
   constructor(label?: string, options?: TextDecoderOptions) {
     super(label, { ...options, ignoreBOM: true });
+    decodersMade++;
   }
 }
 
