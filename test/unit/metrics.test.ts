@@ -297,8 +297,15 @@ describe('/metrics: Prometheus exposition of a real engine', function () {
       await stop(run);
 
       run = await start(ws2);
-      const { samples } = await metrics(run.url);
-      assert.deepEqual(statsOf(samples), expected(await stats(run.url)));
+      // A poll between the two reads moves lastPollAt: read until both fall between two polls.
+      const restarted = run;
+      const { samples, after } = await until('a scrape and a /stats read between two polls', async () => {
+        const before = await stats(restarted.url);
+        const read = await metrics(restarted.url);
+        const last = await stats(restarted.url);
+        return before.lastPollAt === last.lastPollAt && { samples: read.samples, after: last };
+      });
+      assert.deepEqual(statsOf(samples), expected(after));
       assert.equal(sample(samples, 'engine_monitor_launches_total'), first.totalLaunches);
       assert.equal(sample(samples, 'engine_monitor_launch_failures_total'), first.totalFailed);
       assert.equal(sample(samples, 'engine_monitor_attempt_duration_seconds_count'), 0);
