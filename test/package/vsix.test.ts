@@ -74,7 +74,8 @@ const FORBIDDEN = [
   /^extension\/docs\/(?!(PERFORMANCE|RELIABILITY|FLEET)\.md$)/,
   /^extension\/dist\/test\//,
   /\.engine\//,
-  /\.sqlite/,
+  // Engine state: any database but the empty one the build writes for a new engine.
+  /^(?!(extension\/)?dist\/empty-database\.sqlite$).*\.sqlite/,
   /\.vsix$/,
   /(^|\/)(tsconfig\.json|build\.mjs|package-lock\.json|\.vscodeignore|\.gitignore|\.mocharc\.(json|cjs))$/,
 ];
