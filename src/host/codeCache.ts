@@ -6,6 +6,7 @@
 // The cache is a speed-up, never a dependency: a missing, unreadable, foreign or stale cache
 // file, or a folder others could write to, runs the bundle as Node would, and anything that
 // goes wrong while writing one is ignored.
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import Module from 'node:module';
@@ -74,9 +75,13 @@ function privateDir(dir: string): string | undefined {
  * V8 itself checks only the source's length.
  */
 export function runWithCodeCache(file: string, dir: string | undefined): CodeCacheRun {
-  const source = readFileSync(file, 'utf8');
+  const bytes = readFileSync(file);
+  // A release bundle is ASCII (esbuild escapes the rest, and minifying drops the comments): read
+  // as Latin-1 it is the same text without a UTF-8 decode, half the read of a 1.4 MB bundle.
+  const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const usable = dir === undefined ? undefined : privateDir(dir);
-  const digest = createHash('sha256').update(source).digest();
+  // The file's bytes: hashing the text would encode it back to them first.
+  const digest = createHash('sha256').update(bytes).digest();
   const cacheFile =
     usable &&
     path.join(
@@ -87,8 +92,8 @@ export function runWithCodeCache(file: string, dir: string | undefined): CodeCac
   let state: CodeCacheState = cacheFile ? 'absent' : 'off';
   if (cacheFile) {
     try {
-      const bytes = readFileSync(cacheFile);
-      if (bytes.length > HASH_BYTES && bytes.subarray(0, HASH_BYTES).equals(digest)) cached = bytes.subarray(HASH_BYTES);
+      const stored = readFileSync(cacheFile);
+      if (stored.length > HASH_BYTES && stored.subarray(0, HASH_BYTES).equals(digest)) cached = stored.subarray(HASH_BYTES);
       else state = 'stale';
     } catch {
       // none yet

@@ -64,6 +64,17 @@ describe('code cache: a bundle loaded through V8\'s code cache', function () {
     assert.equal(first.fixture.exportsIsThis, true);
   });
 
+  it('a bundle with text beyond ASCII keeps it, from its source and from the cache (only an ASCII bundle is read as Latin-1)', () => {
+    const text = 'µs → 5 … ¥ 😀';
+    writeFileSync(bundle, `// a comment: ${text}\n${fixtureSource(text)}`);
+    const first = start(bundle, dir);
+    assert.equal(first.state, 'absent');
+    assert.equal(first.fixture.variant, text);
+    const second = start(bundle, dir);
+    assert.equal(second.state, 'accepted');
+    assert.deepEqual(second.fixture, first.fixture);
+  });
+
   it('never runs the cached code of another build: a bundle of the same length is "stale", run from its source and cached again', () => {
     start(bundle, dir);
     // Same length as 'one' (V8 itself compares only the source's length).
