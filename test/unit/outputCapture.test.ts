@@ -272,10 +272,15 @@ describe('output capture: output kept in memory until it is large, old or comple
     };
     const readers = [reader(), reader(), reader()];
     const following = follower();
-    for (let i = 0; i < lines; i += linesPerPush) {
+    // A small tail's batch waits for more output (or 100 ms): every so often the test lets the
+    // writer catch up, so segments rotate while the readers read. Between two such points the
+    // 64 KiB writes fill the tail several times over (whole segments dropped before any write).
+    const pushesPerBatch = linesPerPush === 100 ? 30 : 4;
+    for (let i = 0, n = 1; i < lines; i += linesPerPush, n++) {
       capture.push('o', Buffer.from(expected.slice(i * 16, (i + linesPerPush) * 16)));
       // Let the writes and the readers take turns on the thread pool.
       await new Promise((resolve) => setImmediate(resolve));
+      if (n % pushesPerBatch === 0) await waitFor('the writer to catch up', () => capture.backlog === 0, 30_000);
     }
     await capture.close();
     writing = false;

@@ -36,10 +36,13 @@ import {
   type OutputTarget,
 } from './outputFiles';
 import { appendToPack } from './outputPacks';
+import { COALESCE_BELOW_SEGMENT, dropUnkept, queuedLength, type Queued } from './tailQueue';
 
 /** Backlog at which the pipes are paused, and below which they resume. */
 export const BACKLOG_HIGH = 1 << 20;
 export const BACKLOG_LOW = 256 << 10;
+/** A small tail's batch waits for this much (tailQueue.ts): below BACKLOG_HIGH, so paused pipes never wait for it. */
+const COALESCE_BYTES = BACKLOG_HIGH / 2;
 
 /**
  * File descriptors with the callback API: an attempt's few writes cost less than through
@@ -99,8 +102,13 @@ function startFlushTick(): void {
 
 export class OutputCapture {
   private readonly geometry: OutputGeometry;
-  private queue: { stream: OutputStreamTag; chunk: Buffer }[] = [];
+  private queue: Queued[] = [];
+  /** Bytes of output in `queue` (what memory and the pipes' pauses go by). */
   private queued = 0;
+  /** Bytes of `queue`'s gap: output dropped before it was written (tailQueue.ts). */
+  private queuedGap = 0;
+  /** Logical offset of `queue`'s first byte: everything before it went to write(). */
+  private queueStart = 0;
   /** Bytes of L written or on their way (N). */
   private total = 0;
   private part: Part | undefined;
@@ -113,6 +121,8 @@ export class OutputCapture {
   private closed = false;
   /** Nothing written yet: output stays in `queue` (see LAZY_BYTES). */
   private lazy = true;
+  /** Ends the pump's wait for a bigger batch (see COALESCE_BYTES), while it waits. */
+  private wakeBatch: (() => void) | undefined;
 
   constructor(
     private readonly target: OutputTarget,
@@ -130,12 +140,23 @@ export class OutputCapture {
     if (this.closed || this.failed !== null || chunk.length === 0) return;
     this.queue.push({ stream, chunk });
     this.queued += chunk.length;
+    if (this.wakeBatch && this.queued >= COALESCE_BYTES) this.wakeBatch();
     if (this.lazy && this.queued < LAZY_BYTES) {
       inMemory.add(this);
       startFlushTick();
       return;
     }
+    if (this.geometry.segment < COALESCE_BELOW_SEGMENT && this.queued >= 2 * this.geometry.tail) this.dropUnkept();
     this.startWriting();
+  }
+
+  /** Takes out of the queue the whole tail segments that later output has already pushed out. */
+  private dropUnkept(): void {
+    const trimmed = dropUnkept(this.queue, this.queueStart, this.geometry);
+    if (!trimmed) return;
+    this.queue = trimmed.queue;
+    this.queued -= trimmed.dropped;
+    this.queuedGap += trimmed.dropped;
   }
 
   /** Starts (or goes on) writing what is queued through the thread pool. */
@@ -156,6 +177,7 @@ export class OutputCapture {
   /** Writes what is queued, closes the files and drops tail segments wholly before the kept tail. */
   async close(): Promise<CaptureEnd> {
     this.closed = true;
+    this.wakeBatch?.();
     if (this.lazy && this.writeSmall()) return { bytes: keptBytes(this.total, this.geometry.cap), error: null };
     this.startWriting();
     while (this.pumping) await this.pumping;
@@ -251,9 +273,12 @@ export class OutputCapture {
   private async pump(): Promise<void> {
     try {
       while (this.queue.length > 0 && this.failed === null) {
+        if (this.waitsForBatch()) await this.biggerBatch();
         const batch = this.queue;
         this.queue = [];
         const size = this.queued;
+        this.queueStart += size + this.queuedGap;
+        this.queuedGap = 0;
         try {
           await this.write(batch);
         } catch (err) {
@@ -269,8 +294,29 @@ export class OutputCapture {
     }
   }
 
+  /** Whether the next batch goes into a small tail and is worth waiting for more of (see COALESCE_BYTES). */
+  private waitsForBatch(): boolean {
+    const part = this.part;
+    const inTail = part !== undefined && (part.k >= 0 || part.size === part.capacity);
+    // Paused pipes (a drain waiter) wait for this batch: then it goes as it is.
+    return inTail && !this.closed && this.drainWaiters.length === 0 && this.geometry.segment < COALESCE_BELOW_SEGMENT && this.queued < COALESCE_BYTES;
+  }
+
+  /** Resolves once COALESCE_BYTES are queued, the capture closes, or LAZY_FLUSH_MS have passed (a follower's poll). */
+  private biggerBatch(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => wake(), LAZY_FLUSH_MS);
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakeBatch = undefined;
+        resolve();
+      };
+      this.wakeBatch = wake;
+    });
+  }
+
   /** Writes a batch: each part's data with one writev, then its index records. */
-  private async write(batch: { stream: OutputStreamTag; chunk: Buffer }[]): Promise<void> {
+  private async write(batch: Queued[]): Promise<void> {
     let data: Buffer[] = [];
     let records: Buffer[] = [];
     let run: { stream: OutputStreamTag; length: number } | undefined;
@@ -287,11 +333,13 @@ export class OutputCapture {
     };
     const { segment } = this.geometry;
     let left = 0;
-    for (const { chunk } of batch) left += chunk.length;
+    for (const entry of batch) left += queuedLength(entry);
     for (let i = 0; i < batch.length; i++) {
       let stream = batch[i].stream;
       let rest = batch[i].chunk;
-      while (rest.length > 0) {
+      // A gap (tailQueue.ts) starts on a boundary and is always within what is skipped there.
+      let gap = batch[i].gap ?? 0;
+      while (rest.length > 0 || gap > 0) {
         if (!this.part || this.part.size === this.part.capacity) {
           await flush();
           // Past the head, the tail keeps the last TAIL_SEGMENTS segments: whole segments of this
@@ -303,18 +351,21 @@ export class OutputCapture {
           this.total += skip;
           left -= skip;
           while (skip > 0) {
-            if (rest.length === 0) {
+            if (rest.length === 0 && gap === 0) {
               i++;
               stream = batch[i].stream;
               rest = batch[i].chunk;
+              gap = batch[i].gap ?? 0;
             }
-            const n = Math.min(skip, rest.length);
-            rest = rest.subarray(n);
+            const n = Math.min(skip, gap || rest.length);
+            if (gap > 0) gap -= n;
+            else rest = rest.subarray(n);
             skip -= n;
           }
           await this.nextPart(skipped);
-          if (rest.length === 0) continue;
+          if (rest.length === 0 && gap === 0) continue;
         }
+        if (gap > 0) throw new Error(`the output lost its place: ${gap} bytes dropped off a segment boundary`);
         const part = this.part!;
         const piece = rest.subarray(0, part.capacity - part.size);
         rest = rest.subarray(piece.length);
@@ -399,6 +450,7 @@ export class OutputCapture {
     const reason = err.code ? `${err.code}: ${err.message.replace(/^[A-Z]+: /, '')}` : err.message;
     this.failed = reason;
     this.queue = [];
+    this.queuedGap = 0;
     this.onError(reason);
     const part = this.part;
     if (!part) return;
