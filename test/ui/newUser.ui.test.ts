@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench, viewPane } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, filterLogsByAction, openWorkbench, runCommand, runPickCommand, screenshot, waitForExtension, waitForWorkbench, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 import { dashboardFrame } from '../vscode/workbenchUi';
 
@@ -34,20 +34,6 @@ async function clearNotifications(page: Page): Promise<void> {
   await runCommand(page, 'Notifications: Clear All Notifications').catch(() => undefined);
   await page.mouse.move(700, 500);
   await sleep(300);
-}
-
-/** Runs a palette command that opens a quick pick of its own, and picks the row showing `pick`. */
-async function runPickCommand(page: Page, title: string, pick: string | RegExp): Promise<void> {
-  const widget = page.locator('.quick-input-widget');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  await widget.locator('.quick-input-box input').fill(`>${title}`);
-  await widget.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-  const row = widget.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first();
-  await row.waitFor({ timeout: 15_000 });
-  await row.click();
-  await widget.waitFor({ state: 'hidden', timeout: 15_000 });
 }
 
 describe('What a new user hit: walkthrough, output channel, Poll Now, times, names, filter (code-server)', function () {
@@ -120,7 +106,7 @@ describe('What a new user hit: walkthrough, output channel, Poll Now, times, nam
       const line = shown.find((l) => l.includes(`[${id}]`));
       assert.match(line ?? '', stamped, `the line of ${id} has its own timestamp and level: ${JSON.stringify(shown)}`);
     }
-    await runCommand(page, 'View: Close Panel').catch(() => undefined);
+    await runCommand(page, 'View: Hide Panel').catch(() => undefined);
   });
 
   it('Poll Now is not offered in the Stats view while the engine is stopped, and says why from the palette', async () => {

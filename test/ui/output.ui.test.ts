@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { ItemDetail, LogEntry } from '../../src/shared/api';
-import { REPO_ROOT, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, openWorkbench, runCommand, runPickCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { findEndpoint, getJson, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
@@ -28,18 +28,6 @@ function makeWorkspace(): string {
   mkdirSync(queue, { recursive: true });
   writeFileSync(path.join(queue, 'two-hundred.json'), JSON.stringify(LINES, null, 2));
   return dir;
-}
-
-/** Runs a palette command that opens a quick pick of its own (runCommand waits for the palette to close). */
-async function runPickCommand(page: Page, title: string): Promise<Locator> {
-  const widget = page.locator('.quick-input-widget');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  const input = widget.locator('.quick-input-box input');
-  await input.fill(`>${title}`);
-  await widget.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-  return widget;
 }
 
 /** The visible rows of the active terminal, as text. */
@@ -78,10 +66,7 @@ describe('Show Output, failure and rejection notifications (code-server)', funct
 
   it('Show Output from the palette: the terminal shows the first and the last line, stderr in red', async () => {
     const page = wb.page;
-    const widget = await runPickCommand(page, 'Engine Monitor: Show Output');
-    await widget.locator('.quick-input-box input').fill('two hund');
-    await widget.locator('.quick-input-list .monaco-list-row', { hasText: 'Two hundred lines' }).first().waitFor({ timeout: 15_000 });
-    await page.keyboard.press('Enter');
+    await runPickCommand(page, 'Engine Monitor: Show Output', 'Two hundred lines', { filter: 'two hund' });
 
     // The terminal is named after the item and the attempt.
     await page.locator('.terminal-tabs-entry, .single-terminal-tab, .terminal-wrapper.active', { hasText: /Two hundred lines · attempt 1\/1/ })

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, LogEntry, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, runPickCommand, screenshot, type Workbench, viewPane } from '../vscode/codeServer';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 
 const node = process.execPath;
@@ -23,21 +23,6 @@ function statusBarItem(page: Page): Locator {
 
 async function rowLabels(view: Locator): Promise<string[]> {
   return view.locator('.monaco-list-row').evaluateAll((els) => els.map((el) => el.querySelector('.label-name')?.textContent?.trim() ?? ''));
-}
-
-/** Runs a palette command that opens a quick pick of its own, and picks the row showing `pick`. */
-async function runPickCommand(page: Page, title: string, pick: string | RegExp, shot?: string): Promise<void> {
-  const widget = page.locator('.quick-input-widget');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  await widget.locator('.quick-input-box input').fill(`>${title}`);
-  await widget.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-  const row = widget.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first();
-  await row.waitFor({ timeout: 15_000 });
-  if (shot) console.log(`      screenshot: ${await screenshot(page, shot)}`);
-  await row.click();
-  await widget.waitFor({ state: 'hidden', timeout: 15_000 });
 }
 
 describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', function () {
@@ -80,7 +65,7 @@ describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', 
   });
 
   it('Retry Item is in the palette and offers the failed items', async () => {
-    await runPickCommand(wb.page, 'Engine Monitor: Retry Item', 'Flaky test', 'remove-retry-pick');
+    await runPickCommand(wb.page, 'Engine Monitor: Retry Item', 'Flaky test', { beforePick: async () => console.log(`      screenshot: ${await screenshot(wb.page, 'remove-retry-pick')}`) });
     await waitUntil('flaky retried', async () => (await getJson<LogEntry[]>(`${baseUrl}/logs?action=item_retried&item=flaky`)).length === 1, 20_000);
     // It fails again (one attempt): back to one failed item.
     await waitUntil('flaky failed again', async () => (await getJson<ItemDetail>(`${baseUrl}/items/flaky`)).attempts.length === 2 && (await stats()).failed === 1, 30_000);
@@ -100,7 +85,7 @@ describe('Remove Item, Run Again, Retry Item and Clear Finished (code-server)', 
     await waitUntil('Deploy preview under Failed', async () => (await rowLabels(items)).includes('Deploy preview'), 20_000);
     const before = await stats();
 
-    await runPickCommand(page, 'Engine Monitor: Remove Item', 'Deploy preview', 'remove-pick');
+    await runPickCommand(page, 'Engine Monitor: Remove Item', 'Deploy preview', { beforePick: async () => console.log(`      screenshot: ${await screenshot(wb.page, 'remove-pick')}`) });
     await waitUntil('the status bar to say 1 failed', async () => /(^|\D)1 failed/.test((await statusBarItem(page).textContent()) ?? ''), 20_000);
     await waitUntil('Deploy preview gone from the Items view', async () => !(await rowLabels(items)).includes('Deploy preview'), 20_000);
     console.log(`      screenshot: ${await screenshot(page, 'remove-removed')}`);

@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import type { HealthResponse, ItemDetail, StatsResponse } from '../../src/shared/api';
-import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, screenshot, type Workbench } from '../vscode/codeServer';
+import { REPO_ROOT, assertUiBuild, openWorkbench, runCommand, runPickCommand, screenshot, type Workbench } from '../vscode/codeServer';
 import { dashboardFrame } from '../vscode/workbenchUi';
 import { findEndpoint, getJson, sleep, waitUntil } from '../vscode/engineProbe';
 import { formatDateTime } from '../../src/shared/format';
@@ -28,20 +28,6 @@ function writeQueueFile(queue: string, name: string, value: unknown): void {
 
 function statusBarItem(page: Page): Locator {
   return page.locator('.part.statusbar .statusbar-item', { hasText: /Engine (healthy|degraded|unhealthy|stopped)/ }).first();
-}
-
-/** Runs a palette command that opens a quick pick of its own, and picks the row showing `pick`. */
-async function runPickCommand(page: Page, title: string, pick: string | RegExp): Promise<void> {
-  const widget = page.locator('.quick-input-widget');
-  await page.locator('.monaco-workbench').first().focus().catch(() => undefined);
-  await page.keyboard.press('F1');
-  await widget.locator('.quick-input-box input').fill(`>${title}`);
-  await widget.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-  const row = widget.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first();
-  await row.waitFor({ timeout: 15_000 });
-  await row.click();
-  await widget.waitFor({ state: 'hidden', timeout: 15_000 });
 }
 
 describe('Walkthrough tick, one output terminal per item, status-bar tooltip (code-server)', function () {
@@ -121,7 +107,7 @@ describe('Walkthrough tick, one output terminal per item, status-bar tooltip (co
     }, 20_000);
     console.log(`      screenshot: ${await screenshot(page, 'small-output-reused')}`);
     assert.equal(await tabs.count(), 1, 'still one terminal for the item');
-    await runCommand(page, 'View: Close Panel').catch(() => undefined);
+    await runCommand(page, 'View: Hide Panel').catch(() => undefined);
   });
 
   it('the status bar tooltip keeps the failed items\' sentence and the endpoint apart', async () => {

@@ -34,6 +34,7 @@ export {
   filterLogsByAction,
   openWorkbench,
   runCommand,
+  runPickCommand,
   screenshot,
   treeRows,
   viewPane,

@@ -174,6 +174,43 @@ export async function runCommand(page: Page, title: string, timeoutMs = 30_000):
 }
 
 /**
+ * Runs a palette command that opens a quick pick of its own and picks the row showing `pick` (after
+ * typing `filter` into the pick, if given; `beforePick` sees the pick open). The palette is opened
+ * as runCommand opens it. The command's pick can close under the pointer as the palette can (a
+ * terminal or a webview that just opened taking focus): nothing was picked then, so the command is
+ * run again, until `timeoutMs`. Once the row is clicked it is never run again.
+ */
+export async function runPickCommand(
+  page: Page,
+  title: string,
+  pick: string | RegExp,
+  options: { filter?: string; beforePick?: () => Promise<void>; timeoutMs?: number } = {},
+): Promise<void> {
+  const widget = page.locator('.quick-input-widget');
+  const rows = widget.locator('.quick-input-list .monaco-list-row');
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const seen: string[] = [];
+  for (;;) {
+    try {
+      const index = await findPaletteEntry(page, title, seen, 1000);
+      if (index < 0) throw new Error(`runPickCommand: no command palette entry "${title}"; entries shown: ${JSON.stringify(seen.slice(0, 20))}`);
+      await rows.nth(index).click({ timeout: 5000 });
+      if (options.filter !== undefined) await widget.locator('.quick-input-box input').fill(options.filter, { timeout: 5000 });
+      const row = rows.filter({ hasText: pick }).first();
+      await row.waitFor({ timeout: 15_000 });
+      await options.beforePick?.();
+      await row.click({ timeout: 5000 });
+      break;
+    } catch (err) {
+      if (Date.now() >= deadline) throw err;
+      await page.keyboard.press('Escape');
+      await sleep(400);
+    }
+  }
+  await widget.waitFor({ state: 'hidden', timeout: 15_000 });
+}
+
+/**
  * Waits until the extension at `extensionDevelopmentPath` has been registered by the extension
  * host, i.e. its first contributed command with a title is listed in the command palette (its
  * views, menus and settings are registered at the same moment). No-op for an extension without
