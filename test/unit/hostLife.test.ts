@@ -5,7 +5,7 @@
 // with SIGKILL, real sockets and HTTP on loopback.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { attachToHost, readControlFile, waitForExit, type HostConnection } from '../../src/extension/hostConnection';
@@ -157,9 +157,10 @@ describe('engine host: detached from its window, attached to over its control co
     const pid = window.info.pid;
     const url = readEndpoint();
     await waitFor('the service to be ready', async () => (await item(url, 'svc'))?.state === 'ready');
+    // Ready means it ran 1 s (it has no probe); a loaded machine can take longer to boot its Node.
+    const service = await waitFor('the service to write its pid', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')), 30_000);
     window.close();
     assert.equal(await waitForExit(pid, 15_000), true, 'the host did not stop after its keep-alive');
-    const service = Number(readFileSync(pidFile, 'utf8'));
     await waitFor(`the service (pid ${service}) to be gone`, () => !processAlive(service));
   });
 

@@ -162,7 +162,8 @@ describe('launch helper: attempts spawned by a helper process', function () {
     // The channel carries what one side says in one turn of its event loop as one packet (the
     // launches of a turn; the started/done reports of a turn, a `started` held back a little to
     // ride with its `done`): these prove nothing is lost, reordered or crossed between attempts.
-    it('bursts launched in one turn, with output, one helper killed right after the second: every attempt ends once, with its own result or its helper\'s death', async () => {
+    it('bursts launched in one turn, with output, one helper killed right after the second: every attempt ends once, with its own result or its helper\'s death', async function () {
+      this.timeout(120_000);
       launcher = await readyPool();
       const dir = mkdtempSync(path.join(os.tmpdir(), 'burst-'));
       const gate = path.join(dir, 'gate');
@@ -172,7 +173,7 @@ describe('launch helper: attempts spawned by a helper process', function () {
       const waits = (id: number) => id % 4 < 2;
       const command = (id: number) =>
         waits(id)
-          ? `echo out-${id}; echo $$ > "${dir}/${id}"; while [ ! -e "${gate}" ]; do sleep 0.05; done`
+          ? `echo out-${id}; echo $$ > "${dir}/${id}"; while [ ! -e "${gate}" ]; do sleep 0.2; done`
           : `echo out-${id}; echo err-${id} >&2; exit ${id % 3}`;
       const launchAll = (ids: number[]) => ids.map((id) => ({ id, run: launcher!.launch(id, itemDefinition({ command: 'sh', args: ['-c', command(id)] }), 1) }));
       const ends = new Map<number, number>();
@@ -184,7 +185,8 @@ describe('launch helper: attempts spawned by a helper process', function () {
         const firstResults = watch(first);
         const waiting = first.filter(({ id }) => waits(id));
         const pidOf = (id: number) => (existsSync(path.join(dir, String(id))) ? Number(readFileSync(path.join(dir, String(id)), 'utf8')) : 0);
-        await waitFor('every waiting attempt to run', () => waiting.every(({ id }) => pidOf(id) > 0));
+        // Forty shells started at once, twenty of them polling the gate: slow on a loaded machine.
+        await waitFor('every waiting attempt to run', () => waiting.every(({ id }) => pidOf(id) > 0), 45_000);
         const pids = new Map(waiting.map(({ id }) => [id, pidOf(id)]));
         const [victim, survivor] = launcher.helperPids;
         // The second burst, and in the same turn the kill: its launches to the victim are still in

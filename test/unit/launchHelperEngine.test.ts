@@ -75,9 +75,16 @@ describe('launch helper: attempts spawned by a helper process', function () {
         args: ['-c', `echo $PPID > "${ran}/$ENGINE_ITEM_ID-$ENGINE_ATTEMPT"; sleep 2`],
         maxAttempts: 2,
       }));
-      ws.enqueue('burst.json', items);
       engine = await Engine.create(ws.options({ launchHelpers: 2, concurrency: 8, backoffBaseMs: 50 }));
       await engine.start();
+      // Both helpers started (as the engine host does after its ready line) and ready before the
+      // burst: launches go to the helpers that are ready, and on a loaded machine the second one
+      // can boot after a whole burst went to the first. (The engine does not show its helpers; the
+      // test reads its launcher.)
+      const launcher = (engine as unknown as { launcher: { helperPids: number[] } }).launcher;
+      engine.prepareLaunching();
+      await waitFor('both helpers to be ready', () => launcher.helperPids.length === 2, 60_000);
+      ws.enqueue('burst.json', items);
       // 0: no such file, the attempt never started (or not yet).
       const helperOf = (file: string) => (existsSync(path.join(ran, file)) ? Number(readFileSync(path.join(ran, file), 'utf8')) : 0);
       // Mid-burst: attempts are running in both helpers and most items have not started yet.

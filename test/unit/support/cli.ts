@@ -74,8 +74,18 @@ export async function serve(args: string[], timeoutMs = 20_000, env: NodeJS.Proc
   return { ...run, url };
 }
 
+/** fetch(), its failure naming the URL and the cause ("fetch failed" alone says neither). */
+export async function fetchOrSay(url: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${url}: ${(err as Error).message} (${cause?.code ?? cause?.message ?? 'no cause given'})`, { cause: err });
+  }
+}
+
 export async function getJson<T = any>(url: string): Promise<T> {
-  const res = await fetch(url);
+  const res = await fetchOrSay(url);
   if (!res.ok && res.status !== 503) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
 }
@@ -85,7 +95,7 @@ export async function allLogs(url: string): Promise<LogEntry[]> {
   const out: LogEntry[] = [];
   let next: string | undefined = `${url}/logs?order=asc&limit=1000`;
   while (next) {
-    const res: Response = await fetch(next);
+    const res: Response = await fetchOrSay(next);
     out.push(...((await res.json()) as LogEntry[]));
     next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
   }

@@ -11,6 +11,7 @@ export interface LoadResult {
   items: number;
   logRequests: number;
   errors: number;
+  errorSamples: string[];
   sseClients: number;
   sseDropped: number;
   logEventsPerClient: { min: number; max: number };
@@ -47,6 +48,8 @@ export async function loadWhileLaunching(
   let done = false;
   let logRequests = 0;
   let errors = 0;
+  /** What the first failed requests got, so a failure says what went wrong. */
+  const errorSamples: string[] = [];
   const queries = [
     '/logs?limit=100',
     '/logs?action=launch_failed&limit=50',
@@ -58,10 +61,18 @@ export async function loadWhileLaunching(
   ];
   const clients = Array.from({ length: opts.logClients }, async (_, c) => {
     for (let i = c; !done; i++) {
-      const res = await fetch(`${run.url}${queries[i % queries.length]}`).catch(() => undefined);
+      const query = queries[i % queries.length];
+      const res = await fetch(`${run.url}${query}`).catch((err: Error & { cause?: { code?: string; message?: string } }) => {
+        if (errorSamples.length < 5) errorSamples.push(`${query}: ${err.message} (${err.cause?.code ?? err.cause?.message ?? 'no cause'})`);
+        return undefined;
+      });
       logRequests++;
-      if (!res || res.status !== 200) errors++;
-      else await res.arrayBuffer();
+      if (res && res.status === 200) await res.arrayBuffer();
+      else if (res) {
+        errors++;
+        const body = await res.text().catch(() => '');
+        if (errorSamples.length < 5) errorSamples.push(`${query}: ${res.status} ${body.slice(0, 200)}`);
+      } else errors++;
     }
   });
   const sampler = setInterval(() => (rss.peak = Math.max(rss.peak, rssKiB(pid))), 250);
@@ -96,6 +107,7 @@ export async function loadWhileLaunching(
     items: opts.items,
     logRequests,
     errors,
+    errorSamples,
     sseClients: sse.length,
     sseDropped: dropped,
     logEventsPerClient: { min: Math.min(...perClient), max: Math.max(...perClient) },
