@@ -8,6 +8,7 @@ import { loadSqlJs } from '../../src/core/store/sqlJs';
 import { Store, type StoreBackend, type StoreValue } from '../../src/core/store';
 import { PgStore } from '../../src/core/store/pgStore';
 import { Engine } from '../../src/core/kernel/engine';
+import { nameCycle } from '../../src/core/features/dependencies/dependencies';
 import { parseItem } from '../../src/core/intake/items';
 import { migrate, SCHEMA_V1 } from '../../src/core/store/schema';
 import { startHttpServer } from '../../src/server';
@@ -167,7 +168,10 @@ for (const store of engineStores()) describe(`dependencies and priority: blocked
     assert.deepEqual([chained.outcome, chained.state], ['pending', 'blocked']);
     const ringed = engine.itemDetail('r0')!;
     assert.equal(ringed.outcome, 'failed');
-    assert.match(ringed.error!, /^dependency cycle: /);
+    // Named by its ends and its size: every one of its items carries the name.
+    assert.match(ringed.error!, new RegExp(`^dependency cycle: (r\\d+ → ){5}… ${n + 1 - 9} more … → (r\\d+ → ){3}r\\d+ \\(${n} items\\)$`));
+    const entry = allLogs(engine).find((e) => e.action === 'dependency_failed' && e.itemId === 'r0')!;
+    assert.deepEqual([(entry.details?.cycle as string[]).length, entry.details?.cycleLength], [9, n]);
     assert.equal(engine.stats().failed, n, 'every item of the ring failed, none of the chain');
     } finally {
       proto.all = all;
@@ -289,5 +293,18 @@ for (const store of engineStores()) describe(`dependencies and priority: blocked
     assert.deepEqual(startsIn(starts), ['old', 'journaled'], 'priority 0 for both: discovery order');
     assert.deepEqual([engine.itemDetail('old')!.item.priority, engine.itemDetail('old')!.item.dependsOn, engine.itemDetail('old')!.item.schedule], [0, [], null]);
     assert.deepEqual([engine.stats().launched, engine.stats().total], [2, 2]);
+  });
+});
+
+describe('dependency cycles: how one is named', () => {
+  const ring = (n: number): string[] => [...Array.from({ length: n }, (_, i) => `i${i}`), 'i0'];
+  it('names a cycle of up to ten items in full, and a longer one by its first five and last four items and its size', () => {
+    assert.deepEqual(nameCycle(['a', 'b', 'a']), { text: 'a → b → a', shown: ['a', 'b', 'a'], length: 2 });
+    assert.equal(nameCycle(ring(10)).text, 'i0 → i1 → i2 → i3 → i4 → i5 → i6 → i7 → i8 → i9 → i0');
+    const eleven = nameCycle(ring(11));
+    assert.equal(eleven.text, 'i0 → i1 → i2 → i3 → i4 → … 3 more … → i8 → i9 → i10 → i0 (11 items)');
+    assert.deepEqual([eleven.shown, eleven.length], [['i0', 'i1', 'i2', 'i3', 'i4', 'i8', 'i9', 'i10', 'i0'], 11]);
+    // The name's size does not grow with the cycle's.
+    assert.ok(nameCycle(ring(100_000)).text.length < 120);
   });
 });
