@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { processesMentioning, serve, type ServeProcess } from './support/cli';
+import { fetchFromEngine, processesMentioning, serve, type ServeProcess } from './support/cli';
 import { uniqueSleep } from './support/control';
 import { fleetFixture } from './support/fleetFixture';
 import { TempWorkspace, waitFor } from './support/workspace';
@@ -52,7 +52,7 @@ describe('fleet: a cancelled process holds its item on every engine until it exi
   }
 
   async function control(e: ServeProcess, itemId: string, action: 'cancel' | 'retry'): Promise<void> {
-    const res = await fetch(`${e.url}/items/${encodeURIComponent(itemId)}/${action}`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
+    const res = await fetchFromEngine(e, `${e.url}/items/${encodeURIComponent(itemId)}/${action}`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
     assert.equal(res.status, 202, `${action} ${itemId}: HTTP ${res.status} ${await res.text()}`);
   }
 

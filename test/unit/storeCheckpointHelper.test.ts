@@ -52,6 +52,7 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
     }
 
     it('builds the snapshot in another process at the lowest priority; a restart from it equals the live database', async function () {
+      this.timeout(120_000);
       if (process.platform !== 'linux') this.skip(); // /proc
       const { store, helperPids } = await openWithHelper();
       addLogs(store, 1, 3000);
@@ -71,7 +72,9 @@ describe('store: background snapshots (checkpoint worker) on a real disk', funct
       const [[pid, nice]] = [...seen];
       assert.notEqual(pid, process.pid);
       assert.equal(nice, 19, 'at nice 19');
-      await waitFor('the checkpoint process to exit', () => !processAlive(pid), 5000);
+      // What is proven is that it exits, not how fast: at nice 19 beside the parallel unit group it
+      // once took over 5 s to be scheduled again after answering.
+      await waitFor('the checkpoint process to exit', () => !processAlive(pid), 60_000);
       store.commit();
       const crashed = path.join(stores.ws.root, 'crashed');
       copyAsCrashed(stores.ws.storage, crashed);

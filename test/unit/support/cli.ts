@@ -84,6 +84,21 @@ export async function fetchOrSay(url: string, init?: RequestInit): Promise<Respo
   }
 }
 
+/**
+ * fetchOrSay() to an engine this test started: a failure also says whether that engine is still
+ * alive (or how it exited) and ends with its stderr, which is what a "fetch failed" on a loaded
+ * machine needs to be told apart from an engine that went away.
+ */
+export async function fetchFromEngine(engine: ServeProcess, url: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetchOrSay(url, init);
+  } catch (err) {
+    const { exitCode, signalCode, pid } = engine.child;
+    const state = exitCode === null && signalCode === null ? `the engine (pid ${pid}) is still running` : `the engine (pid ${pid}) exited with ${exitCode ?? signalCode}`;
+    throw new Error(`${(err as Error).message}; ${state}; the end of its stderr:\n${engine.stderr().slice(-2000)}`, { cause: err });
+  }
+}
+
 export async function getJson<T = any>(url: string): Promise<T> {
   const res = await fetchOrSay(url);
   if (!res.ok && res.status !== 503) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
