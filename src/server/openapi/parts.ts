@@ -42,6 +42,11 @@ export function ok(description: string, schema: object, extraHeaders: object = {
   return { description, headers: { ...commonHeaders, ...extraHeaders }, content: json(schema) };
 }
 
+/** A 200 whose body is text of one media type rather than JSON (the event stream, the metrics). */
+export function okText(description: string, mediaType: string) {
+  return { description, headers: commonHeaders, content: { [mediaType]: { schema: { type: 'string' } } } };
+}
+
 /** Error responses every operation can give (404 and 405 concern the path and method as a whole). */
 export const standardErrors = {
   '401': { $ref: '#/components/responses/Unauthorized' },

@@ -5,7 +5,7 @@ import { ITEM_ORDERS } from '../../shared/itemFilter';
 import { MAX_Q_WORDS, Q_PATTERN } from '../../shared/logFilter';
 import { DEFAULT_LIMIT, MAX_ITEM_LENGTH, MAX_LIMIT, MAX_OFFSET, MAX_Q_LENGTH, MAX_SOURCE_LENGTH } from '../params';
 import { submitOperation } from './controlPaths';
-import { commonHeaders, head, itemIdParameter, json, linkHeader, LOG_ID_PATTERN, noParams, ok, ref, RFC3339_PATTERN, standardErrors, type PathItem } from './parts';
+import { commonHeaders, head, itemIdParameter, json, linkHeader, LOG_ID_PATTERN, noParams, ok, okText, ref, RFC3339_PATTERN, standardErrors, type PathItem } from './parts';
 
 export function readPaths(): Record<string, PathItem> {
   return {
@@ -199,11 +199,7 @@ export function readPaths(): Record<string, PathItem> {
           health: ref('HealthResponse'),
         },
         responses: {
-          '200': {
-            description: 'The event stream; it stays open until the client or the server closes it.',
-            headers: commonHeaders,
-            content: { 'text/event-stream; charset=utf-8': { schema: { type: 'string' } } },
-          },
+          '200': okText('The event stream; it stays open until the client or the server closes it.', 'text/event-stream; charset=utf-8'),
           '400': { $ref: '#/components/responses/BadRequest' },
           ...standardErrors,
         },
@@ -298,11 +294,7 @@ export function readPaths(): Record<string, PathItem> {
           noParams.description,
         ].join('\n'),
         responses: {
-          '200': {
-            description: 'The metrics.',
-            headers: commonHeaders,
-            content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } },
-          },
+          '200': okText('The metrics.', 'text/plain; version=0.0.4; charset=utf-8'),
           '400': { $ref: '#/components/responses/BadRequest' },
           ...standardErrors,
         },
