@@ -104,13 +104,22 @@ interface Goal {
   settled(s: Seen): boolean;
   /** The extension's status bar item is there (it has activated). */
   activated(s: Seen): boolean;
+  /** Each condition of settled() on its own, to tell which one the window shows last. */
+  parts?(s: Seen): Record<string, boolean>;
 }
 
 function engineMonitorGoal(total: number): Goal {
   return {
     settled(s) {
+      return Object.values(this.parts!(s)).every(Boolean);
+    },
+    parts(s) {
       const pane = (re: RegExp) => Object.entries(s.panes).find(([t]) => re.test(t))?.[1] ?? '';
-      return new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)) && /Waiting/.test(pane(/^items$/i)) && /Engine healthy/.test(s.status);
+      return {
+        'Stats total': new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)),
+        'Items rows': /Waiting/.test(pane(/^items$/i)),
+        'status bar healthy': /Engine healthy/.test(s.status),
+      };
     },
     activated: (s) => /Engine (connecting|starting|healthy|degraded|unhealthy|stopped|off|restricted|stalled|unreachable|attached)/i.test(s.status),
   };
@@ -132,19 +141,23 @@ interface Settled {
   fromWorkbenchMs: number;
   /** From the first paint to the extension's status bar item. */
   activationMs: number;
+  /** From the first paint to each part of the goal first seen on screen. */
+  partsMs: Record<string, number>;
 }
 
 /** Reads the page until the goal is reached; times from `since` and from the first paint of the side bar. */
 async function settle(page: Page, goal: Goal, since: number, timeoutMs = 120_000): Promise<Settled> {
   let paintedAt: number | undefined;
   let activatedAt: number | undefined;
+  const partsMs: Record<string, number> = {};
   for (;;) {
     const s = await read(page);
     const now = Date.now();
     if (s && Object.keys(s.panes).length) {
       paintedAt ??= now;
       if (goal.activated(s)) activatedAt ??= now;
-      if (goal.settled(s)) return { paintedAt, settledAt: now, ms: now - since, fromWorkbenchMs: now - paintedAt, activationMs: (activatedAt ?? now) - paintedAt };
+      for (const [part, shown] of Object.entries(goal.parts?.(s) ?? {})) if (shown) partsMs[part] ??= now - paintedAt;
+      if (goal.settled(s)) return { paintedAt, settledAt: now, ms: now - since, fromWorkbenchMs: now - paintedAt, activationMs: (activatedAt ?? now) - paintedAt, partsMs };
     }
     if (now - since > timeoutMs) throw new Error(`editor settle bench: not settled within ${timeoutMs} ms; last: ${JSON.stringify(s)}`);
     await sleep(30);
@@ -322,7 +335,8 @@ function split(s: Settled, trace: ReturnType<typeof startupTrace>): string | und
   const items = trace.offsets['first items'];
   const healthy = trace.offsets.healthy;
   if (items === undefined) return undefined;
-  return `paint → our status bar item ${s.activationMs} ms; activate() → "Engine healthy" +${healthy ?? '?'} ms, → items +${items} ms (extension host); on screen ${s.fromWorkbenchMs} ms`;
+  const shown = Object.entries(s.partsMs).map(([part, ms]) => `${part} ${ms} ms`).join(', ');
+  return `paint → our status bar item ${s.activationMs} ms; activate() → "Engine healthy" +${healthy ?? '?'} ms, → items +${items} ms (extension host); on screen ${s.fromWorkbenchMs} ms (${shown})`;
 }
 
 function writeItems(ws: string, n: number): void {
