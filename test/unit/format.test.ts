@@ -73,8 +73,8 @@ describe('formatDuration', () => {
  * Any code point, lone surrogates included, drawn often from the ranges escapeControls is about
  * (C0, DEL and C1, the line separators and the bidi controls). Not fast-check's 'binary' unit:
  * building that one costs 1.2-1.9 s of CPU the first time in a process, inside the test's
- * timeout (a parallel worker at load 8-11 once took over 20 s), and in 5,000 strings it drew no
- * C1 character and no separator at all. This one drew C1 in 1,397 and a separator in 718.
+ * timeout (a loaded parallel worker once took over 20 s for this test). And in 5,000 strings it
+ * drew no C1 character and no separator at all; this one drew C1 in 1,397 and a separator in 718.
  */
 const anyCodePoint = fc
   .oneof(fc.integer({ min: 0, max: 0x10ffff }), fc.integer({ min: 0, max: 0xa0 }), fc.integer({ min: 0x2000, max: 0x2070 }))
