@@ -109,18 +109,17 @@ interface Goal {
 }
 
 function engineMonitorGoal(total: number): Goal {
+  const parts = (s: Seen) => {
+    const pane = (re: RegExp) => Object.entries(s.panes).find(([t]) => re.test(t))?.[1] ?? '';
+    return {
+      'Stats total': new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)),
+      'Items rows': /Waiting/.test(pane(/^items$/i)),
+      'status bar healthy': /Engine healthy/.test(s.status),
+    };
+  };
   return {
-    settled(s) {
-      return Object.values(this.parts!(s)).every(Boolean);
-    },
-    parts(s) {
-      const pane = (re: RegExp) => Object.entries(s.panes).find(([t]) => re.test(t))?.[1] ?? '';
-      return {
-        'Stats total': new RegExp(`Total\\s*${total}\\b`).test(pane(/^stats$/i)),
-        'Items rows': /Waiting/.test(pane(/^items$/i)),
-        'status bar healthy': /Engine healthy/.test(s.status),
-      };
-    },
+    settled: (s) => Object.values(parts(s)).every(Boolean),
+    parts,
     activated: (s) => /Engine (connecting|starting|healthy|degraded|unhealthy|stopped|off|restricted|stalled|unreachable|attached)/i.test(s.status),
   };
 }
