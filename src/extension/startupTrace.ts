@@ -3,7 +3,9 @@
 // paint is then read off one log ("startup +812 ms: stream connected") instead of guessed at, by
 // a user filing a report as much as by the bench. After "settled" it still notes the first answer
 // of a view shown later (a reload tells the extension which views are visible only once the
-// window has drawn them), then stops listening: once every part has answered, or after a minute.
+// window has drawn them) and when the window first asked for the Items view's rows, then stops
+// listening: once every part has answered, or after a minute. Between the extension host having
+// the items and the rows on screen, these two marks tell the window's own steps apart.
 import type * as vscode from 'vscode';
 import type { Container } from './container';
 import { disposeAll } from './dispose';
@@ -29,7 +31,8 @@ export function traceStartup(c: Container, activatedAt: number): vscode.Disposab
       mark('settled: every visible view has its data');
       settled = true;
     }
-    if (settled && ['stats', 'health', 'status', 'items', 'schedules'].every((p) => seen.has(`first ${p}`))) stop();
+    const parts = ['stats', 'health', 'status', 'items', 'schedules', 'items view visible', 'rows asked by the Items view'];
+    if (settled && parts.every((p) => seen.has(`first ${p}`))) stop();
   };
   subs.push(
     c.controller.onDidChangeState((s) => mark(`engine ${s}`, false)),
@@ -45,7 +48,15 @@ export function traceStartup(c: Container, activatedAt: number): vscode.Disposab
     }),
     c.statusBar.onDidChangeText((text) => mark(`status bar "${text}"`, false)),
     // When the window says the Items view is shown: its items are read only from then on.
-    c.views.views.items.onDidChangeVisibility((e) => e.visible && mark('first items view visible')),
+    c.views.views.items.onDidChangeVisibility((e) => {
+      if (e.visible) mark('first items view visible');
+      settledNow();
+    }),
+    // Roots asked for before the items came are the "Connecting…" state's, not rows.
+    c.views.providers.items.onDidServeRoots(() => {
+      if (c.model.items !== undefined) mark('first rows asked by the Items view');
+      settledNow();
+    }),
   );
   if (c.views.views.items.visible) mark('first items view visible');
   mark(`status bar "${c.statusBar.text}"`);

@@ -227,6 +227,15 @@ describe('Start-up: from a window reload to the settled counts, never a wrong st
     assert.ok(end, 'the dashboard is restored after the reload');
     assert.match(end.badge, /live/i);
     assert.equal(end.total, String(total));
+    // The start-up trace a slow first paint is read from names the window's steps as well as the
+    // extension's: the Items view shown, and its rows asked for once the extension had the items.
+    const trace = await waitUntil("the start-up trace to say the window asked for the Items view's rows", async () => {
+      const log = extensionOutputAfterReload(wb.server.userDataDir) ?? '';
+      return /startup \+\d+ ms: first rows asked by the Items view$/m.test(log) && log;
+    }, 30_000);
+    const at = (step: string) => Number(new RegExp(`startup \\+(\\d+) ms: ${step}$`, 'm').exec(trace)?.[1]);
+    assert.ok(at('first items view visible') >= 0, 'the trace says when the window showed the Items view');
+    assert.ok(at('first items') <= at('first rows asked by the Items view'), `the rows were asked for after the extension had the items:\n${trace}`);
   });
 });
 

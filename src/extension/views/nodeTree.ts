@@ -62,6 +62,8 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   /** VS Code has asked for the current roots since the last setRoots that changed them. */
   private rootsServed = true;
   private readonly _onDidServeRoots = new vscode.EventEmitter<void>();
+  /** VS Code has asked for roots that changed since it last asked: the rows are on their way to the window. */
+  readonly onDidServeRoots = this._onDidServeRoots.event;
 
   /**
    * Resolves once VS Code has fetched the current roots (at once if it has), so a context key that
@@ -71,7 +73,7 @@ export class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   rootsShown(): Promise<void> {
     if (this.rootsServed) return Promise.resolve();
     return new Promise((resolve) => {
-      const sub = this._onDidServeRoots.event(() => (sub.dispose(), resolve()));
+      const sub = this.onDidServeRoots(() => (sub.dispose(), resolve()));
     });
   }
 
